@@ -1,0 +1,45 @@
+/**
+ * How StudioApi calls travel over Electron IPC, kept free of any `electron` import so that both
+ * ends (the preload and main's handler) and the tests share it.
+ *
+ * Main never lets an exception escape ipcMain.handle: Electron would flatten it into
+ * "Error invoking remote method 'studio:call': Error: …" and drop its code. It answers with a
+ * reply envelope instead, which the preload turns back into a thrown Error.
+ */
+import { STUDIO_METHODS, type StudioApi, type StudioErrorShape, type StudioMethod } from './api';
+
+export type StudioIpcReply = { ok: true; value: unknown } | { ok: false; error: StudioErrorShape };
+
+/** Sends one call to main; the preload binds it to ipcRenderer.invoke on the studio channel. */
+export type StudioInvoke = (method: StudioMethod, args: unknown[]) => Promise<StudioIpcReply>;
+
+/**
+ * The Error a failed call rejects with. Only `message` survives contextBridge (Electron copies
+ * an Error across worlds by its message alone), so the renderer sees the message; `code` and
+ * `issues` are still attached for callers in the same world, such as tests.
+ */
+export class StudioCallError extends Error {
+  readonly code: StudioErrorShape['code'];
+  readonly issues: StudioErrorShape['issues'];
+
+  constructor(shape: StudioErrorShape) {
+    super(shape.message);
+    this.name = 'StudioCallError';
+    this.code = shape.code;
+    this.issues = shape.issues;
+  }
+}
+
+export function unwrapReply(reply: StudioIpcReply): unknown {
+  if (reply.ok) return reply.value;
+  throw new StudioCallError(reply.error);
+}
+
+/** One forwarding function per contract method, and nothing else. */
+export function buildStudioBridge(invoke: StudioInvoke): StudioApi {
+  const bridge: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
+  for (const method of STUDIO_METHODS) {
+    bridge[method] = async (...args: unknown[]) => unwrapReply(await invoke(method, args));
+  }
+  return Object.freeze(bridge) as unknown as StudioApi;
+}
