@@ -1,0 +1,14 @@
+/// <reference types="vite/client" />
+import type { StudioApi } from '../../src-preload/api';
+
+declare global {
+  interface Window {
+    /**
+     * Set by the Electron preload. Absent when the renderer is served by `marsrl serve` to a
+     * plain browser; src/api/client.ts decides what to use then.
+     */
+    studio?: StudioApi;
+  }
+}
+
+export {};
