@@ -52,7 +52,7 @@ export const PolicySchema = z.strictObject({
     .min(1)
     .optional()
     .describe('Starting checkpoint (a folder written by `marsrl pretrain`); when absent the run warms up first.'),
-});
+}).describe('One policy: its model size, optimizer and starting checkpoint.');
 export type PolicyConfig = z.infer<typeof PolicySchema>;
 
 export const TaskSchema = z.strictObject({
@@ -153,6 +153,9 @@ export const RunConfigSchema = z
     runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
   })
   .superRefine((cfg, ctx) => {
+    // Cross-field rules only mean something once each field is valid on its own: with
+    // solver_group 0 already reported, "select_k exceeds solver_group (0)" would be noise.
+    if (((ctx as unknown as { issues?: unknown[] }).issues?.length ?? 0) > 0) return;
     const policyIds = Object.keys(cfg.policies);
     if (policyIds.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['policies'], message: 'at least one policy is required' });

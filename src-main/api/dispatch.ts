@@ -1,0 +1,54 @@
+/**
+ * The one entry point for StudioApi calls that cross a trust boundary (IPC from the renderer,
+ * HTTP from a browser). The method name and every argument are validated here before any
+ * handler runs; a bad payload gets an `invalid_request` naming the field and what is allowed.
+ */
+import { z } from 'zod';
+import { STUDIO_METHODS, type StudioApi, type StudioMethod } from '../../src-preload/api';
+import { RUN_STATUSES } from '../engine/store/types';
+import { StudioError } from './errors';
+
+const runId = z.number().int().positive();
+
+const ListRunsQuerySchema = z.strictObject({
+  beforeId: z.number().int().positive().optional(),
+  limit: z.number().int().min(1).max(500).optional(),
+  status: z.enum(RUN_STATUSES as unknown as [string, ...string[]]).optional(),
+  search: z.string().max(200).optional(),
+});
+
+/** Argument tuples per method; a method missing here fails typecheck. */
+const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
+  appInfo: z.tuple([]),
+  listRuns: z.tuple([ListRunsQuerySchema.optional()]),
+  getRun: z.tuple([runId]),
+  listPresets: z.tuple([]),
+  getPreset: z.tuple([z.string().min(1).max(100)]),
+  // The config itself is checked by the run-config schema inside the handler, which reports
+  // field-level issues as data rather than as a request error.
+  validateConfig: z.tuple([z.unknown()]),
+};
+
+export function isStudioMethod(name: unknown): name is StudioMethod {
+  return typeof name === 'string' && (STUDIO_METHODS as readonly string[]).includes(name);
+}
+
+export async function callStudio(service: StudioApi, method: unknown, args: unknown): Promise<unknown> {
+  if (!isStudioMethod(method)) {
+    throw new StudioError('invalid_request', `unknown method ${JSON.stringify(method)}; known methods: ${STUDIO_METHODS.join(', ')}`);
+  }
+  const list = args === undefined ? [] : args;
+  if (!Array.isArray(list)) throw new StudioError('invalid_request', `arguments of ${method} must be an array`);
+  // Trailing undefined (an optional argument left out) must not fail the tuple length check.
+  while (list.length > 0 && list[list.length - 1] === undefined) list.pop();
+  const parsed = ARGUMENTS[method].safeParse(list);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({
+      path: [method, ...issue.path.map(String)].join('.'),
+      message: issue.message,
+    }));
+    throw new StudioError('invalid_request', `invalid arguments for ${method}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
+  }
+  const handler = service[method] as (...a: unknown[]) => Promise<unknown>;
+  return handler.apply(service, parsed.data as unknown[]);
+}

@@ -1,0 +1,54 @@
+/** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
+import type { RunDetail, RunSummary } from '../../src-preload/api';
+import type { RunRow, Store } from '../engine/store';
+
+/** The headline metrics shown next to every run in lists. */
+export const KEY_METRICS = [
+  'eval/system/accuracy',
+  'eval/solver/accuracy',
+  'system/accuracy',
+  'solver/reward/mean',
+  'perf/tokens_per_s',
+] as const;
+
+function configValue(config: Record<string, unknown>, dotted: string): string {
+  let node: unknown = config;
+  for (const key of dotted.split('.')) {
+    if (node === null || typeof node !== 'object') return '';
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node === undefined || node === null ? '' : String(node);
+}
+
+export function toRunSummary(store: Store, run: RunRow): RunSummary {
+  return {
+    id: run.id,
+    name: run.name,
+    status: run.status,
+    statusReason: run.statusReason,
+    preset: run.preset,
+    task: configValue(run.config, 'task.family'),
+    rewardScheme: configValue(run.config, 'reward.scheme'),
+    advantageMode: configValue(run.config, 'advantage.mode'),
+    pipelineMode: configValue(run.config, 'pipeline.mode'),
+    seed: run.seed,
+    backend: run.backend,
+    tags: run.tags,
+    notes: run.notes,
+    createdAt: run.createdAt,
+    startedAt: run.startedAt,
+    endedAt: run.endedAt,
+    lastStep: store.metrics.lastStep(run.id),
+    keyMetrics: store.metrics.latest(run.id, KEY_METRICS),
+  };
+}
+
+export function toRunDetail(store: Store, run: RunRow): RunDetail {
+  return {
+    ...toRunSummary(store, run),
+    config: run.config,
+    codeVersion: run.codeVersion,
+    backendInfo: run.backendInfo,
+    counts: store.runs.counts(run.id),
+  };
+}

@@ -1,0 +1,36 @@
+import { parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+
+/**
+ * Benchmarks print figures and ratios against a baseline measured in the same run; they are
+ * never timed tests (machines here are noisy). Each lives in src-main/bench/NAME.ts.
+ */
+const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
+  store: { summary: 'insert rate and keyset page time on a 1M-turn database', load: () => import('../../bench/store') },
+};
+
+const usage = () => `Usage: marsrl bench NAME [options]   (npm run bench -- NAME [options])
+
+Benchmarks:
+${Object.entries(BENCHES).map(([name, b]) => `  ${name.padEnd(10)} ${b.summary}`).join('\n')}`;
+
+export const benchCommand: Command = {
+  name: 'bench',
+  summary: 'run a benchmark (store, …)',
+  get usage() {
+    return usage();
+  },
+  async run(argv, ctx) {
+    const [name, ...rest] = argv;
+    if (!name || name === '--help' || name === '-h') {
+      ctx.out(usage());
+      return name ? 0 : 2;
+    }
+    const bench = BENCHES[name];
+    if (!bench) throw new UsageError(`unknown benchmark ${JSON.stringify(name)}; known: ${Object.keys(BENCHES).join(', ')}`, usage());
+    // Benchmarks parse their own flags; common ones are checked here so typos fail early.
+    if (rest.includes('--help')) parseCommand(['--help'], {}, usage());
+    await (await bench.load()).run(rest);
+    return 0;
+  },
+};

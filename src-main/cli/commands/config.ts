@@ -1,0 +1,49 @@
+import { configToYaml, loadRunConfig } from '../../engine/config/load';
+import { parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+import { printJson } from '../format';
+
+const usage = `Usage:
+  marsrl config validate FILE [--set key.path=value …] [--json]
+  marsrl config print [--preset NAME] [--config FILE] [--set key.path=value …] [--json]
+
+validate  checks a YAML or JSON run configuration against the schema and prints every problem
+          (field path, value given, what is allowed); exit 0 when valid, 2 otherwise.
+print     prints the fully resolved configuration (every default filled in):
+          preset, then file, then overrides.`;
+
+const options = {
+  preset: { type: 'string' },
+  config: { type: 'string' },
+  set: { type: 'string', multiple: true },
+} as const;
+
+export const configCommand: Command = {
+  name: 'config',
+  summary: 'validate a config file or print a resolved config',
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(argv, options, usage, 2);
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    const [sub, file] = positionals;
+    if (sub === 'validate') {
+      if (!file) throw new UsageError('config validate needs a FILE', usage);
+      if (values.preset || values.config) throw new UsageError('config validate takes the file as its argument; --preset/--config belong to config print', usage);
+      const { config } = loadRunConfig({ file, overrides: values.set ?? [] });
+      if (values.json) printJson({ ok: true, file, config });
+      else ctx.out(`${file}: valid (seed ${config.seed}, task ${config.task.family}, ${Object.keys(config.policies).length} policies, ${config.optimization.steps} steps)`);
+      return 0;
+    }
+    if (sub === 'print') {
+      if (file) throw new UsageError(`config print takes no positional argument (got ${JSON.stringify(file)}); use --config FILE`, usage);
+      const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
+      if (values.json) printJson(config);
+      else ctx.out(configToYaml(config).trimEnd());
+      return 0;
+    }
+    throw new UsageError(sub ? `unknown config subcommand ${JSON.stringify(sub)}; use validate or print` : 'config needs a subcommand: validate or print', usage);
+  },
+};

@@ -1,0 +1,118 @@
+import { configToYaml } from '../../engine/config/load';
+import type { RunConfig } from '../../engine/config/schema';
+import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
+import { toRunDetail } from '../../api/views';
+import { intFlag, parseCommand, UsageError } from '../args';
+import { openCliStudio, type Command } from '../context';
+import { age, duration, number, printJson, table } from '../format';
+
+const runsUsage = `Usage: marsrl runs [--status STATUS] [--search TEXT] [--limit N] [--db PATH] [--json]
+
+Lists runs, newest first. STATUS is one of ${RUN_STATUSES.join(', ')}.`;
+
+export const runsCommand: Command = {
+  name: 'runs',
+  summary: 'list runs in the store',
+  usage: runsUsage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(argv, { status: { type: 'string' }, search: { type: 'string' }, limit: { type: 'string' } }, runsUsage, 0);
+    if (values.help) {
+      ctx.out(runsUsage);
+      return 0;
+    }
+    if (values.status !== undefined && !RUN_STATUSES.includes(values.status as RunStatus)) {
+      throw new UsageError(`--status must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(values.status)})`, runsUsage);
+    }
+    const limit = intFlag('limit', values.limit, 1, 500, runsUsage) ?? 50;
+    const { store, service, databasePath } = openCliStudio(values.db, ctx.env);
+    try {
+      const page = await service.listRuns({ limit, status: values.status as RunStatus | undefined, search: values.search });
+      if (values.json) {
+        printJson(page);
+        return 0;
+      }
+      if (page.items.length === 0) {
+        ctx.out(`No runs in ${databasePath}.`);
+        return 0;
+      }
+      ctx.out(
+        table(
+          ['id', 'name', 'status', 'preset', 'task', 'reward', 'norm', 'seed', 'step', 'sys acc', 'created'],
+          page.items.map((r) => [
+            r.id,
+            r.name,
+            r.status,
+            r.preset ?? '',
+            r.task,
+            r.rewardScheme,
+            r.advantageMode,
+            r.seed,
+            r.lastStep ?? '',
+            number(r.keyMetrics['eval/system/accuracy']),
+            age(r.createdAt),
+          ]),
+        ),
+      );
+      if (page.nextCursor !== null) ctx.out(`… more runs: use --limit or --search`);
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};
+
+const showUsage = `Usage: marsrl show RUN [--db PATH] [--json]
+
+Shows one run (by id or name): status, timing, backend, counts, latest metrics, recent events
+and the resolved configuration.`;
+
+export const showCommand: Command = {
+  name: 'show',
+  summary: 'show one run in detail',
+  usage: showUsage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(argv, {}, showUsage, 1);
+    if (values.help) {
+      ctx.out(showUsage);
+      return 0;
+    }
+    const ref = positionals[0];
+    if (!ref) throw new UsageError('show needs a RUN (id or name)', showUsage);
+    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    try {
+      const run = store.runs.find(ref);
+      if (!run) {
+        ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
+        return 1;
+      }
+      const detail = toRunDetail(store, run);
+      const latest = store.metrics.latest(run.id, store.metrics.keys(run.id));
+      const events = store.events.events(run.id, 0, 1000).items.slice(-10);
+      if (values.json) {
+        printJson({ ...detail, latestMetrics: latest, recentEvents: events });
+        return 0;
+      }
+      const lines = [
+        `Run ${detail.id}: ${detail.name}`,
+        `  status     ${detail.status}${detail.statusReason ? ` (${detail.statusReason})` : ''}`,
+        `  preset     ${detail.preset ?? '(none)'}    seed ${detail.seed}    code ${detail.codeVersion}`,
+        `  backend    ${detail.backend ?? '(not started)'}`,
+        `  created    ${new Date(detail.createdAt).toISOString()} (${age(detail.createdAt)})`,
+        `  ran for    ${detail.startedAt ? duration((detail.endedAt ?? Date.now()) - detail.startedAt) : '(not started)'}`,
+        `  rows       ${Object.entries(detail.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      ];
+      const metricKeys = Object.keys(latest);
+      if (metricKeys.length) {
+        lines.push('', 'Latest metrics:', table(['metric', 'value'], metricKeys.map((k) => [k, number(latest[k], 4)])));
+      }
+      if (events.length) {
+        lines.push('', 'Recent events:', ...events.map((e) => `  [${e.level}] step ${e.step ?? '-'} ${e.kind}: ${e.message}`));
+      }
+      lines.push('', 'Configuration:', configToYaml(detail.config as unknown as RunConfig).trimEnd().replace(/^/gm, '  '));
+      ctx.out(lines.join('\n'));
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};

@@ -1,0 +1,57 @@
+/**
+ * Opening the experiment store: pragmas and migrations. Every process that touches the store
+ * (the Electron main process, CLI, rollout and trainer workers) opens it through here so all of
+ * them agree on WAL, foreign keys and how long to wait for a writer.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Database as DatabaseHandle } from 'better-sqlite3';
+import { migrate, schemaVersion } from './migrations';
+
+export interface OpenOptions {
+  /**
+   * Path of a better-sqlite3 native addon built for another ABI. Electron passes its own build
+   * here (made by `npm start`) so the Node build stays in node_modules for the CLI and tests.
+   */
+  nativeBinding?: string;
+  readonly?: boolean;
+  /** Stop at this schema version instead of the latest (tests of migrations). */
+  targetVersion?: number;
+  /** How long a writer waits for another process's transaction before failing (ms). */
+  busyTimeoutMs?: number;
+}
+
+export function openDatabase(databasePath: string, options: OpenOptions = {}): DatabaseHandle {
+  if (databasePath !== ':memory:' && !options.readonly) {
+    fs.mkdirSync(path.dirname(databasePath), { recursive: true });
+  }
+  if (options.readonly && !fs.existsSync(databasePath)) {
+    throw new Error(`No database at ${databasePath}: start a run first, or pass --db PATH / MARSRL_DB.`);
+  }
+  const db = new Database(databasePath, {
+    readonly: options.readonly ?? false,
+    nativeBinding: options.nativeBinding,
+  });
+  try {
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    if (!options.readonly) {
+      // WAL lets the UI read while workers write; NORMAL sync is durable across process
+      // crashes (only an OS crash can lose the last transactions), which is the failure the
+      // run manager has to survive.
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+    }
+    db.pragma('foreign_keys = ON');
+    if (options.readonly) {
+      // A read-only handle cannot migrate; it still refuses a newer schema.
+      migrate(db, databasePath, schemaVersion(db));
+    } else {
+      migrate(db, databasePath, options.targetVersion);
+    }
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}

@@ -1,0 +1,103 @@
+/** Events (errors, warnings, checkpoints, interruptions), checkpoints and the pipeline timeline. */
+import type { Database, Statement } from 'better-sqlite3';
+import { parseJsonColumn, toJsonColumn } from './json';
+import type { CheckpointRow, EventLevel, EventRow, KeysetPage, TimelineRow } from './types';
+
+export class EventsRepo {
+  readonly insertEvent: Statement;
+  readonly insertCheckpoint: Statement;
+  readonly insertTimeline: Statement;
+  private readonly page: Statement;
+  private readonly checkpointsOfRun: Statement;
+  private readonly latestCheckpointStmt: Statement;
+  private readonly timelineOfRun: Statement;
+
+  constructor(db: Database) {
+    this.insertEvent = db.prepare(
+      'INSERT INTO events (run_id, step, time, level, kind, message, data_json) VALUES (@runId, @step, @time, @level, @kind, @message, @data)',
+    );
+    this.insertCheckpoint = db.prepare(
+      'INSERT INTO checkpoints (run_id, step, policy_id, path, created_at, metrics_json) VALUES (@runId, @step, @policyId, @path, @createdAt, @metrics)',
+    );
+    this.insertTimeline = db.prepare(
+      `INSERT INTO timeline (run_id, kind, agent, worker, step, policy_version, started_at, ended_at, tokens)
+       VALUES (@runId, @kind, @agent, @worker, @step, @policyVersion, @startedAt, @endedAt, @tokens)`,
+    );
+    this.page = db.prepare('SELECT * FROM events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?');
+    this.checkpointsOfRun = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step, id');
+    this.latestCheckpointStmt = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1');
+    this.timelineOfRun = db.prepare('SELECT * FROM timeline WHERE run_id = ? AND started_at >= ? ORDER BY started_at LIMIT ?');
+  }
+
+  static eventParams(e: Omit<EventRow, 'id'>) {
+    return { ...e, data: toJsonColumn(e.data) };
+  }
+
+  static checkpointParams(c: Omit<CheckpointRow, 'id'>) {
+    return { ...c, metrics: toJsonColumn(c.metrics) };
+  }
+
+  /** Events go straight in (not batched): an error must be on disk before a crash can follow it. */
+  log(runId: number, level: EventLevel, kind: string, message: string, data: Record<string, unknown> | null = null, step: number | null = null): void {
+    this.insertEvent.run(EventsRepo.eventParams({ runId, step, time: Date.now(), level, kind, message, data }));
+  }
+
+  events(runId: number, afterId = 0, limit = 200): KeysetPage<EventRow> {
+    const capped = Math.min(Math.max(limit, 1), 1000);
+    const rows = (this.page.all(runId, afterId, capped + 1) as Record<string, unknown>[]).map(
+      (r): EventRow => ({
+        id: r.id as number,
+        runId: r.run_id as number,
+        step: r.step as number | null,
+        time: r.time as number,
+        level: r.level as EventLevel,
+        kind: r.kind as string,
+        message: r.message as string,
+        data: parseJsonColumn(r.data_json as string | null, null),
+      }),
+    );
+    const hasMore = rows.length > capped;
+    const items = hasMore ? rows.slice(0, capped) : rows;
+    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+  }
+
+  addCheckpoint(c: Omit<CheckpointRow, 'id'>): void {
+    this.insertCheckpoint.run(EventsRepo.checkpointParams(c));
+  }
+
+  checkpoints(runId: number): CheckpointRow[] {
+    return (this.checkpointsOfRun.all(runId) as Record<string, unknown>[]).map(toCheckpoint);
+  }
+
+  latestCheckpoint(runId: number): CheckpointRow | null {
+    const r = this.latestCheckpointStmt.get(runId) as Record<string, unknown> | undefined;
+    return r ? toCheckpoint(r) : null;
+  }
+
+  timeline(runId: number, fromTime = 0, limit = 100_000): TimelineRow[] {
+    return (this.timelineOfRun.all(runId, fromTime, limit) as Record<string, unknown>[]).map((r) => ({
+      id: r.id as number,
+      runId: r.run_id as number,
+      kind: r.kind as TimelineRow['kind'],
+      agent: r.agent as string,
+      worker: r.worker as string,
+      step: r.step as number,
+      policyVersion: r.policy_version as number,
+      startedAt: r.started_at as number,
+      endedAt: r.ended_at as number,
+      tokens: r.tokens as number,
+    }));
+  }
+}
+
+function toCheckpoint(r: Record<string, unknown>): CheckpointRow {
+  return {
+    id: r.id as number,
+    runId: r.run_id as number,
+    step: r.step as number,
+    policyId: r.policy_id as string,
+    path: r.path as string,
+    createdAt: r.created_at as number,
+    metrics: parseJsonColumn(r.metrics_json as string | null, null),
+  };
+}

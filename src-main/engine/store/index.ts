@@ -1,0 +1,61 @@
+/**
+ * The experiment store: one SQLite file (WAL) holding every run, turn, segment, reward,
+ * advantage, metric and event. All SQL lives in this folder; the rest of the engine calls these
+ * typed repositories.
+ */
+import type { Database } from 'better-sqlite3';
+import { openDatabase, type OpenOptions } from './db';
+import { EventsRepo } from './events';
+import { IdAllocator } from './ids';
+import { MetricsRepo } from './metrics';
+import { LATEST_SCHEMA_VERSION, schemaVersion } from './migrations';
+import { RunsRepo } from './runs';
+import { TrajectoriesRepo } from './trajectories';
+import { BatchWriter, type BatchWriterOptions } from './writer';
+
+export class Store {
+  readonly runs: RunsRepo;
+  readonly trajectories: TrajectoriesRepo;
+  readonly metrics: MetricsRepo;
+  readonly events: EventsRepo;
+  readonly ids: IdAllocator;
+
+  constructor(
+    readonly db: Database,
+    readonly path: string,
+  ) {
+    this.runs = new RunsRepo(db);
+    this.trajectories = new TrajectoriesRepo(db);
+    this.metrics = new MetricsRepo(db);
+    this.events = new EventsRepo(db);
+    this.ids = new IdAllocator(db);
+  }
+
+  get schemaVersion(): number {
+    return schemaVersion(this.db);
+  }
+
+  writer(options?: BatchWriterOptions): BatchWriter {
+    return new BatchWriter(this.db, this.trajectories, this.metrics, this.events, this.ids, options);
+  }
+
+  integrityCheck(): string[] {
+    return (this.db.pragma('integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export function openStore(databasePath: string, options: OpenOptions = {}): Store {
+  return new Store(openDatabase(databasePath, options), databasePath);
+}
+
+export { LATEST_SCHEMA_VERSION, SchemaTooNewError, MIGRATIONS, migrate } from './migrations';
+export type { OpenOptions } from './db';
+export type { BatchWriter, BatchWriterOptions } from './writer';
+export type { TurnPageQuery, TurnView } from './trajectories';
+export type { ListRunsOptions, RunCounts } from './runs';
+export type { SeriesPoint } from './metrics';
+export * from './types';

@@ -1,0 +1,279 @@
+/**
+ * Numbered schema migrations, tracked in SQLite's `user_version`.
+ *
+ * Rules: a migration is never edited once released (databases in the wild were made by it);
+ * each runs in one transaction, so a failure leaves the previous version intact; a database
+ * whose version is newer than this code knows is refused rather than guessed at.
+ */
+import type { Database } from 'better-sqlite3';
+
+export interface Migration {
+  version: number;
+  name: string;
+  up(db: Database): void;
+}
+
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly databaseVersion: number,
+    readonly supportedVersion: number,
+    readonly databasePath: string,
+  ) {
+    super(
+      `The database ${databasePath} has schema version ${databaseVersion}, but this MarsRL Studio understands versions up to ${supportedVersion}. ` +
+        'It was written by a newer release: upgrade MarsRL Studio, or open another database with --db PATH / MARSRL_DB.',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+const v1Initial: Migration = {
+  version: 1,
+  name: 'initial tables: runs, problems, episodes, turns, segments, rewards, advantages, metrics, events, checkpoints',
+  up(db) {
+    db.exec(`
+      CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','interrupted')),
+        status_reason TEXT,
+        preset TEXT,
+        config_json TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        backend TEXT,
+        backend_json TEXT,
+        seed INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        notes TEXT NOT NULL DEFAULT ''
+      );
+      CREATE INDEX runs_status ON runs(status);
+
+      CREATE TABLE problems (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        split TEXT NOT NULL CHECK (split IN ('train','test')),
+        family TEXT NOT NULL,
+        problem_key TEXT NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        meta_json TEXT,
+        UNIQUE (run_id, split, problem_key)
+      );
+
+      CREATE TABLE episodes (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        problem_id INTEGER REFERENCES problems(id) ON DELETE CASCADE,
+        split TEXT NOT NULL,
+        final_answer TEXT,
+        correct INTEGER,
+        rounds INTEGER NOT NULL DEFAULT 0,
+        meta_json TEXT
+      );
+      CREATE INDEX episodes_run_step ON episodes(run_id, step);
+      CREATE INDEX episodes_problem ON episodes(problem_id);
+
+      CREATE TABLE turns (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        episode_id INTEGER REFERENCES episodes(id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        agent TEXT NOT NULL,
+        policy_id TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        group_id INTEGER NOT NULL,
+        parent_turn_id INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+        sample_index INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        text TEXT NOT NULL,
+        token_count INTEGER NOT NULL,
+        parsed TEXT,
+        correct INTEGER,
+        format_valid INTEGER NOT NULL,
+        policy_version_min INTEGER NOT NULL,
+        policy_version_max INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      -- SQLite appends the rowid to every index, so (run_id) and (run_id, agent) already serve
+      -- keyset pages ordered by id: WHERE run_id = ? [AND agent = ?] AND id > ? ORDER BY id.
+      CREATE INDEX turns_run ON turns(run_id);
+      CREATE INDEX turns_run_agent ON turns(run_id, agent);
+      CREATE INDEX turns_run_step ON turns(run_id, step);
+      CREATE INDEX turns_episode ON turns(episode_id);
+      CREATE INDEX turns_parent ON turns(parent_turn_id);
+
+      CREATE TABLE segments (
+        id INTEGER PRIMARY KEY,
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seg_index INTEGER NOT NULL,
+        token_start INTEGER NOT NULL,
+        token_end INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        finished INTEGER NOT NULL,
+        policy_version INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER NOT NULL,
+        worker TEXT NOT NULL,
+        UNIQUE (turn_id, seg_index)
+      );
+      CREATE INDEX segments_run ON segments(run_id);
+
+      CREATE TABLE rewards (
+        turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        value REAL NOT NULL,
+        components_json TEXT NOT NULL,
+        scheme TEXT NOT NULL
+      );
+      CREATE INDEX rewards_run ON rewards(run_id);
+
+      CREATE TABLE advantages (
+        turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        value REAL NOT NULL,
+        mode TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        mu REAL NOT NULL,
+        sigma REAL NOT NULL
+      );
+      CREATE INDEX advantages_run ON advantages(run_id);
+
+      CREATE TABLE metrics (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        key TEXT NOT NULL,
+        value REAL NOT NULL
+      );
+      CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);
+
+      CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step INTEGER,
+        time INTEGER NOT NULL,
+        level TEXT NOT NULL CHECK (level IN ('info','warning','error')),
+        kind TEXT NOT NULL,
+        message TEXT NOT NULL,
+        data_json TEXT
+      );
+      CREATE INDEX events_run ON events(run_id, id);
+
+      CREATE TABLE checkpoints (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        policy_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        metrics_json TEXT
+      );
+      CREATE INDEX checkpoints_run_step ON checkpoints(run_id, step);
+    `);
+  },
+};
+
+/**
+ * v2: what the first large runs asked for.
+ * - Metric keys move into a dictionary: a 1M-row metrics table repeated strings like
+ *   `corrector1/advantage/std` in every row and in its index. Rows are rewritten with key ids
+ *   in a WITHOUT ROWID table keyed (run, key, step), the order every chart query reads.
+ * - Id blocks: worker processes build whole episodes (turn → parent, reward → turn) before
+ *   writing them, so they reserve id ranges up front instead of asking SQLite row by row.
+ * - Run tags, and the pipeline timeline (segment decodes and updates per agent and worker).
+ */
+const v2MetricKeysIdBlocksTimeline: Migration = {
+  version: 2,
+  name: 'metric key dictionary, id blocks, run tags, timeline',
+  up(db) {
+    db.exec(`
+      CREATE TABLE metric_keys (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE
+      );
+      INSERT INTO metric_keys(key) SELECT DISTINCT key FROM metrics ORDER BY key;
+
+      CREATE TABLE metrics_v2 (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key_id INTEGER NOT NULL REFERENCES metric_keys(id),
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, key_id, step)
+      ) WITHOUT ROWID;
+      -- v1 allowed repeated (run, key, step); the last written value wins, as a re-logged
+      -- metric after a resume means to replace the earlier one.
+      INSERT OR REPLACE INTO metrics_v2(run_id, key_id, step, wall_time, value)
+        SELECT m.run_id, k.id, m.step, m.wall_time, m.value
+        FROM metrics m JOIN metric_keys k ON k.key = m.key ORDER BY m.rowid;
+      DROP TABLE metrics;
+      ALTER TABLE metrics_v2 RENAME TO metrics;
+
+      CREATE TABLE id_blocks (
+        name TEXT PRIMARY KEY,
+        next_id INTEGER NOT NULL
+      );
+      INSERT INTO id_blocks(name, next_id) VALUES
+        ('turns', (SELECT COALESCE(MAX(id), 0) + 1 FROM turns)),
+        ('episodes', (SELECT COALESCE(MAX(id), 0) + 1 FROM episodes)),
+        ('segments', (SELECT COALESCE(MAX(id), 0) + 1 FROM segments)),
+        ('problems', (SELECT COALESCE(MAX(id), 0) + 1 FROM problems));
+
+      ALTER TABLE runs ADD COLUMN tags_json TEXT NOT NULL DEFAULT '[]';
+
+      CREATE TABLE timeline (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('segment','update','eval','wait')),
+        agent TEXT NOT NULL,
+        worker TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        policy_version INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL NOT NULL,
+        tokens INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX timeline_run ON timeline(run_id, started_at);
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline];
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+export function schemaVersion(db: Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/**
+ * Bring `db` up to `target` (the latest by default). Returns the versions applied.
+ * Foreign keys are switched off during a migration because table rebuilds (v2's metrics)
+ * would otherwise cascade; they are checked before commit instead.
+ */
+export function migrate(db: Database, databasePath: string, target = LATEST_SCHEMA_VERSION): number[] {
+  const current = schemaVersion(db);
+  if (current > LATEST_SCHEMA_VERSION) throw new SchemaTooNewError(current, LATEST_SCHEMA_VERSION, databasePath);
+  const pending = MIGRATIONS.filter((m) => m.version > current && m.version <= target);
+  if (pending.length === 0) return [];
+  const foreignKeys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (const migration of pending) {
+      db.transaction(() => {
+        migration.up(db);
+        const violations = db.pragma('foreign_key_check') as unknown[];
+        if (violations.length > 0) {
+          throw new Error(`migration ${migration.version} (${migration.name}) left ${violations.length} foreign-key violations; nothing was changed`);
+        }
+        db.pragma(`user_version = ${migration.version}`);
+      }).immediate();
+    }
+  } finally {
+    db.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`);
+  }
+  return pending.map((m) => m.version);
+}

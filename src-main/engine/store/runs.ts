@@ -1,0 +1,192 @@
+/** Runs: creation with the resolved config snapshot, status transitions, listing by keyset. */
+import type { Database, Statement } from 'better-sqlite3';
+import { StatementCache } from './statements';
+import { parseJsonColumn, toJsonColumn } from './json';
+import type { KeysetPage, NewRun, RunRow, RunStatus } from './types';
+
+interface RunRecord {
+  id: number;
+  name: string;
+  status: RunStatus;
+  status_reason: string | null;
+  preset: string | null;
+  config_json: string;
+  code_version: string;
+  backend: string | null;
+  backend_json: string | null;
+  seed: number;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  notes: string;
+  tags_json: string;
+}
+
+function toRun(r: RunRecord): RunRow {
+  return {
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    statusReason: r.status_reason,
+    preset: r.preset,
+    config: parseJsonColumn(r.config_json, {}),
+    codeVersion: r.code_version,
+    backend: r.backend,
+    backendInfo: parseJsonColumn(r.backend_json, null),
+    seed: r.seed,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    notes: r.notes,
+    tags: parseJsonColumn<string[]>(r.tags_json, []),
+  };
+}
+
+export interface ListRunsOptions {
+  beforeId?: number;
+  limit?: number;
+  status?: RunStatus;
+  search?: string;
+}
+
+export interface RunCounts {
+  problems: number;
+  episodes: number;
+  turns: number;
+  segments: number;
+  metrics: number;
+  events: number;
+  checkpoints: number;
+}
+
+export class RunsRepo {
+  private readonly insert: Statement;
+  private readonly byId: Statement;
+  private readonly byName: Statement;
+  private readonly setStatusStmt: Statement;
+  private readonly setBackendStmt: Statement;
+  private readonly updateNotesStmt: Statement;
+  private readonly updateTagsStmt: Statement;
+  private readonly deleteStmt: Statement;
+
+  private readonly statements: StatementCache;
+
+  constructor(private readonly db: Database) {
+    this.statements = new StatementCache(db);
+    this.insert = db.prepare(
+      `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json)
+       VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json)`,
+    );
+    this.byId = db.prepare('SELECT * FROM runs WHERE id = ?');
+    this.byName = db.prepare('SELECT * FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1');
+    this.setStatusStmt = db.prepare(
+      `UPDATE runs SET status = @status, status_reason = @reason,
+         started_at = CASE WHEN @status = 'running' AND started_at IS NULL THEN @now ELSE started_at END,
+         ended_at = CASE WHEN @status IN ('done','failed','interrupted') THEN @now WHEN @status = 'running' THEN NULL ELSE ended_at END
+       WHERE id = @id`,
+    );
+    this.setBackendStmt = db.prepare('UPDATE runs SET backend = ?, backend_json = ? WHERE id = ?');
+    this.updateNotesStmt = db.prepare('UPDATE runs SET notes = ? WHERE id = ?');
+    this.updateTagsStmt = db.prepare('UPDATE runs SET tags_json = ? WHERE id = ?');
+    this.deleteStmt = db.prepare('DELETE FROM runs WHERE id = ?');
+  }
+
+  create(run: NewRun, now = Date.now()): number {
+    const result = this.insert.run({
+      name: run.name,
+      status: run.status ?? 'queued',
+      preset: run.preset ?? null,
+      config_json: JSON.stringify(run.config),
+      code_version: run.codeVersion,
+      seed: run.seed,
+      created_at: now,
+      notes: run.notes ?? '',
+      tags_json: JSON.stringify(run.tags ?? []),
+    });
+    return Number(result.lastInsertRowid);
+  }
+
+  get(id: number): RunRow | null {
+    const r = this.byId.get(id) as RunRecord | undefined;
+    return r ? toRun(r) : null;
+  }
+
+  /** A run by numeric id or, failing that, by its (latest) name, as the CLI's `show RUN` takes either. */
+  find(idOrName: string): RunRow | null {
+    if (/^\d+$/.test(idOrName)) {
+      const byId = this.get(Number(idOrName));
+      if (byId) return byId;
+    }
+    const r = this.byName.get(idOrName) as RunRecord | undefined;
+    return r ? toRun(r) : null;
+  }
+
+  setStatus(id: number, status: RunStatus, reason: string | null = null, now = Date.now()): void {
+    this.setStatusStmt.run({ id, status, reason, now });
+  }
+
+  setBackend(id: number, backend: string, info: Record<string, unknown>): void {
+    this.setBackendStmt.run(backend, toJsonColumn(info), id);
+  }
+
+  setNotes(id: number, notes: string): void {
+    this.updateNotesStmt.run(notes, id);
+  }
+
+  setTags(id: number, tags: string[]): void {
+    this.updateTagsStmt.run(JSON.stringify(tags), id);
+  }
+
+  delete(id: number): boolean {
+    return this.deleteStmt.run(id).changes > 0;
+  }
+
+  /** Newest first, keyset-paged on id. */
+  list(options: ListRunsOptions = {}): KeysetPage<RunRow> {
+    const limit = Math.min(Math.max(options.limit ?? 50, 1), 500);
+    const where: string[] = [];
+    const params: Record<string, unknown> = { limit: limit + 1 };
+    if (options.beforeId !== undefined) {
+      where.push('id < @beforeId');
+      params.beforeId = options.beforeId;
+    }
+    if (options.status) {
+      where.push('status = @status');
+      params.status = options.status;
+    }
+    if (options.search) {
+      where.push(
+        "(name LIKE @search ESCAPE '\\' OR preset LIKE @search ESCAPE '\\' OR tags_json LIKE @search ESCAPE '\\' OR json_extract(config_json, '$.task.family') LIKE @search ESCAPE '\\')",
+      );
+      params.search = `%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    }
+    const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+    const rows = (this.statements.get(sql).all(params) as RunRecord[]).map(toRun);
+    const hasMore = rows.length > limit;
+    const items = hasMore ? rows.slice(0, limit) : rows;
+    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+  }
+
+  counts(id: number): RunCounts {
+    const count = (table: string) =>
+      (this.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE run_id = ?`).get(id) as { n: number }).n;
+    return {
+      problems: count('problems'),
+      episodes: count('episodes'),
+      turns: count('turns'),
+      segments: count('segments'),
+      metrics: count('metrics'),
+      events: count('events'),
+      checkpoints: count('checkpoints'),
+    };
+  }
+
+  /** Runs left `running` by a process that no longer exists are marked interrupted. */
+  markStaleRunning(reason: string, isAlive: (run: RunRow) => boolean): number[] {
+    const stale = (this.db.prepare("SELECT * FROM runs WHERE status = 'running'").all() as RunRecord[])
+      .map(toRun)
+      .filter((run) => !isAlive(run));
+    for (const run of stale) this.setStatus(run.id, 'interrupted', reason);
+    return stale.map((run) => run.id);
+  }
+}

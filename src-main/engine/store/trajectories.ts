@@ -1,0 +1,286 @@
+/**
+ * Trajectories: problems, episodes, turns and what hangs off a turn (segments, reward,
+ * advantage). Inserts are prepared here and driven by the BatchWriter; reads are keyset pages
+ * so a run with millions of turns pages in constant time.
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import { StatementCache } from './statements';
+import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
+import type {
+  AdvantageRow,
+  EpisodeRow,
+  KeysetPage,
+  ProblemRow,
+  RewardRow,
+  SegmentRow,
+  Split,
+  TurnRow,
+} from './types';
+
+interface TurnRecord {
+  id: number;
+  run_id: number;
+  episode_id: number | null;
+  step: number;
+  agent: string;
+  policy_id: string;
+  round: number;
+  group_id: number;
+  parent_turn_id: number | null;
+  sample_index: number;
+  prompt: string;
+  text: string;
+  token_count: number;
+  parsed: string | null;
+  correct: number | null;
+  format_valid: number;
+  policy_version_min: number;
+  policy_version_max: number;
+  created_at: number;
+}
+
+function toTurn(r: TurnRecord): TurnRow {
+  return {
+    id: r.id,
+    runId: r.run_id,
+    episodeId: r.episode_id,
+    step: r.step,
+    agent: r.agent,
+    policyId: r.policy_id,
+    round: r.round,
+    groupId: r.group_id,
+    parentTurnId: r.parent_turn_id,
+    sampleIndex: r.sample_index,
+    prompt: r.prompt,
+    text: r.text,
+    tokenCount: r.token_count,
+    parsed: r.parsed,
+    correct: boolColumn(r.correct),
+    formatValid: r.format_valid !== 0,
+    policyVersionMin: r.policy_version_min,
+    policyVersionMax: r.policy_version_max,
+    createdAt: r.created_at,
+  };
+}
+
+/** A turn as the trajectory browser shows it: with its reward and advantage when logged. */
+export interface TurnView extends TurnRow {
+  reward: number | null;
+  rewardComponents: Record<string, number> | null;
+  advantage: number | null;
+  advantageMode: string | null;
+}
+
+interface TurnViewRecord extends TurnRecord {
+  reward: number | null;
+  components_json: string | null;
+  advantage: number | null;
+  advantage_mode: string | null;
+}
+
+function toTurnView(r: TurnViewRecord): TurnView {
+  return {
+    ...toTurn(r),
+    reward: r.reward,
+    rewardComponents: parseJsonColumn(r.components_json, null),
+    advantage: r.advantage,
+    advantageMode: r.advantage_mode,
+  };
+}
+
+export interface TurnPageQuery {
+  runId: number;
+  /** Keyset cursor: turns with id greater than this. */
+  afterId?: number;
+  limit?: number;
+  agent?: string;
+  step?: number;
+  episodeId?: number;
+  correct?: boolean;
+  minReward?: number;
+  maxReward?: number;
+}
+
+export class TrajectoriesRepo {
+  readonly insertProblem: Statement;
+  readonly insertEpisode: Statement;
+  readonly insertTurn: Statement;
+  readonly insertSegment: Statement;
+  readonly insertReward: Statement;
+  readonly insertAdvantage: Statement;
+  private readonly updateEpisodeOutcomeStmt: Statement;
+  private readonly turnById: Statement;
+  private readonly turnsOfEpisode: Statement;
+  private readonly segmentsOfTurn: Statement;
+  private readonly episodeById: Statement;
+  private readonly problemById: Statement;
+
+  private readonly statements: StatementCache;
+
+  constructor(private readonly db: Database) {
+    this.statements = new StatementCache(db);
+    this.insertProblem = db.prepare(
+      `INSERT INTO problems (id, run_id, split, family, problem_key, question, answer, meta_json)
+       VALUES (@id, @runId, @split, @family, @problemKey, @question, @answer, @meta)`,
+    );
+    this.insertEpisode = db.prepare(
+      `INSERT INTO episodes (id, run_id, step, problem_id, split, final_answer, correct, rounds, meta_json)
+       VALUES (@id, @runId, @step, @problemId, @split, @finalAnswer, @correct, @rounds, @meta)`,
+    );
+    this.insertTurn = db.prepare(
+      `INSERT INTO turns (id, run_id, episode_id, step, agent, policy_id, round, group_id, parent_turn_id,
+         sample_index, prompt, text, token_count, parsed, correct, format_valid, policy_version_min,
+         policy_version_max, created_at)
+       VALUES (@id, @runId, @episodeId, @step, @agent, @policyId, @round, @groupId, @parentTurnId,
+         @sampleIndex, @prompt, @text, @tokenCount, @parsed, @correct, @formatValid, @policyVersionMin,
+         @policyVersionMax, @createdAt)`,
+    );
+    this.insertSegment = db.prepare(
+      `INSERT INTO segments (id, turn_id, run_id, seg_index, token_start, token_end, text, finished,
+         policy_version, started_at, ended_at, worker)
+       VALUES (@id, @turnId, @runId, @segIndex, @tokenStart, @tokenEnd, @text, @finished,
+         @policyVersion, @startedAt, @endedAt, @worker)`,
+    );
+    this.insertReward = db.prepare(
+      `INSERT OR REPLACE INTO rewards (turn_id, run_id, value, components_json, scheme)
+       VALUES (@turnId, @runId, @value, @components, @scheme)`,
+    );
+    this.insertAdvantage = db.prepare(
+      `INSERT OR REPLACE INTO advantages (turn_id, run_id, value, mode, group_key, mu, sigma)
+       VALUES (@turnId, @runId, @value, @mode, @groupKey, @mu, @sigma)`,
+    );
+    this.updateEpisodeOutcomeStmt = db.prepare(
+      'UPDATE episodes SET final_answer = @finalAnswer, correct = @correct, rounds = @rounds WHERE id = @id',
+    );
+    this.turnById = db.prepare(`${TURN_VIEW_SELECT} WHERE t.id = ?`);
+    this.turnsOfEpisode = db.prepare(`${TURN_VIEW_SELECT} WHERE t.episode_id = ? ORDER BY t.id`);
+    this.segmentsOfTurn = db.prepare('SELECT * FROM segments WHERE turn_id = ? ORDER BY seg_index');
+    this.episodeById = db.prepare('SELECT * FROM episodes WHERE id = ?');
+    this.problemById = db.prepare('SELECT * FROM problems WHERE id = ?');
+  }
+
+  // Row → statement parameter mappers, used by the BatchWriter.
+  static problemParams(p: ProblemRow) {
+    return { ...p, meta: toJsonColumn(p.meta) };
+  }
+  static episodeParams(e: EpisodeRow) {
+    return { ...e, correct: fromBool(e.correct), meta: toJsonColumn(e.meta) };
+  }
+  static turnParams(t: TurnRow) {
+    return { ...t, correct: fromBool(t.correct), formatValid: t.formatValid ? 1 : 0 };
+  }
+  static segmentParams(s: SegmentRow) {
+    return { ...s, finished: s.finished ? 1 : 0 };
+  }
+  static rewardParams(r: RewardRow) {
+    return { ...r, components: JSON.stringify(r.components) };
+  }
+  static advantageParams(a: AdvantageRow) {
+    return { ...a };
+  }
+
+  updateEpisodeOutcome(id: number, finalAnswer: string | null, correct: boolean | null, rounds: number): void {
+    this.updateEpisodeOutcomeStmt.run({ id, finalAnswer, correct: fromBool(correct), rounds });
+  }
+
+  getTurn(id: number): TurnView | null {
+    const r = this.turnById.get(id) as TurnViewRecord | undefined;
+    return r ? toTurnView(r) : null;
+  }
+
+  /** Every turn of an episode in creation order; parent ids rebuild the tree. */
+  episodeTurns(episodeId: number): TurnView[] {
+    return (this.turnsOfEpisode.all(episodeId) as TurnViewRecord[]).map(toTurnView);
+  }
+
+  segments(turnId: number): SegmentRow[] {
+    return (this.segmentsOfTurn.all(turnId) as Record<string, number & string>[]).map((r) => ({
+      id: r.id,
+      turnId: r.turn_id,
+      runId: r.run_id,
+      segIndex: r.seg_index,
+      tokenStart: r.token_start,
+      tokenEnd: r.token_end,
+      text: r.text,
+      finished: Number(r.finished) !== 0,
+      policyVersion: r.policy_version,
+      startedAt: r.started_at,
+      endedAt: r.ended_at,
+      worker: r.worker,
+    }));
+  }
+
+  getEpisode(id: number): EpisodeRow | null {
+    const r = this.episodeById.get(id) as Record<string, unknown> | undefined;
+    if (!r) return null;
+    return {
+      id: r.id as number,
+      runId: r.run_id as number,
+      step: r.step as number,
+      problemId: r.problem_id as number | null,
+      split: r.split as Split,
+      finalAnswer: r.final_answer as string | null,
+      correct: boolColumn(r.correct as number | null),
+      rounds: r.rounds as number,
+      meta: parseJsonColumn(r.meta_json as string | null, null),
+    };
+  }
+
+  getProblem(id: number): ProblemRow | null {
+    const r = this.problemById.get(id) as Record<string, unknown> | undefined;
+    if (!r) return null;
+    return {
+      id: r.id as number,
+      runId: r.run_id as number,
+      split: r.split as Split,
+      family: r.family as string,
+      problemKey: r.problem_key as string,
+      question: r.question as string,
+      answer: r.answer as string,
+      meta: parseJsonColumn(r.meta_json as string | null, null),
+    };
+  }
+
+  /**
+   * One keyset page of turns in id order. Every filter combination is served by an index whose
+   * trailing rowid gives the id order (turns_run, turns_run_agent, turns_run_step,
+   * turns_episode); the reward filter joins on the rewards primary key.
+   */
+  pageTurns(query: TurnPageQuery): KeysetPage<TurnView> {
+    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+    const where = ['t.run_id = @runId', 't.id > @afterId'];
+    const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
+    if (query.agent !== undefined) {
+      where.push('t.agent = @agent');
+      params.agent = query.agent;
+    }
+    if (query.step !== undefined) {
+      where.push('t.step = @step');
+      params.step = query.step;
+    }
+    if (query.episodeId !== undefined) {
+      where.push('t.episode_id = @episodeId');
+      params.episodeId = query.episodeId;
+    }
+    if (query.correct !== undefined) {
+      where.push('t.correct = @correct');
+      params.correct = query.correct ? 1 : 0;
+    }
+    if (query.minReward !== undefined) {
+      where.push('r.value >= @minReward');
+      params.minReward = query.minReward;
+    }
+    if (query.maxReward !== undefined) {
+      where.push('r.value <= @maxReward');
+      params.maxReward = query.maxReward;
+    }
+    const sql = `${TURN_VIEW_SELECT} WHERE ${where.join(' AND ')} ORDER BY t.id LIMIT @limit`;
+    const rows = (this.statements.get(sql).all(params) as TurnViewRecord[]).map(toTurnView);
+    const hasMore = rows.length > limit;
+    const items = hasMore ? rows.slice(0, limit) : rows;
+    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+  }
+}
+
+const TURN_VIEW_SELECT = `SELECT t.*, r.value AS reward, r.components_json, a.value AS advantage, a.mode AS advantage_mode
+  FROM turns t LEFT JOIN rewards r ON r.turn_id = t.id LEFT JOIN advantages a ON a.turn_id = t.id`;

@@ -1,0 +1,162 @@
+/** Row shapes of the experiment store, as the rest of the engine sees them (camelCase). */
+
+export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'interrupted';
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'done', 'failed', 'interrupted'];
+export type Split = 'train' | 'test';
+
+export interface RunRow {
+  id: number;
+  name: string;
+  status: RunStatus;
+  statusReason: string | null;
+  preset: string | null;
+  config: Record<string, unknown>;
+  codeVersion: string;
+  backend: string | null;
+  backendInfo: Record<string, unknown> | null;
+  seed: number;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  notes: string;
+  tags: string[];
+}
+
+export interface NewRun {
+  name: string;
+  preset?: string | null;
+  config: Record<string, unknown>;
+  codeVersion: string;
+  seed: number;
+  status?: RunStatus;
+  notes?: string;
+  tags?: string[];
+}
+
+export interface ProblemRow {
+  id: number;
+  runId: number;
+  split: Split;
+  family: string;
+  problemKey: string;
+  question: string;
+  answer: string;
+  meta: Record<string, unknown> | null;
+}
+
+export interface EpisodeRow {
+  id: number;
+  runId: number;
+  step: number;
+  problemId: number | null;
+  split: Split;
+  finalAnswer: string | null;
+  correct: boolean | null;
+  rounds: number;
+  meta: Record<string, unknown> | null;
+}
+
+export interface TurnRow {
+  id: number;
+  runId: number;
+  episodeId: number | null;
+  step: number;
+  agent: string;
+  policyId: string;
+  round: number;
+  groupId: number;
+  parentTurnId: number | null;
+  sampleIndex: number;
+  prompt: string;
+  text: string;
+  tokenCount: number;
+  parsed: string | null;
+  correct: boolean | null;
+  formatValid: boolean;
+  policyVersionMin: number;
+  policyVersionMax: number;
+  createdAt: number;
+}
+
+export interface SegmentRow {
+  id: number;
+  turnId: number;
+  runId: number;
+  segIndex: number;
+  tokenStart: number;
+  tokenEnd: number;
+  text: string;
+  finished: boolean;
+  policyVersion: number;
+  startedAt: number;
+  endedAt: number;
+  worker: string;
+}
+
+export interface RewardRow {
+  turnId: number;
+  runId: number;
+  value: number;
+  components: Record<string, number>;
+  scheme: string;
+}
+
+export interface AdvantageRow {
+  turnId: number;
+  runId: number;
+  value: number;
+  mode: string;
+  groupKey: string;
+  mu: number;
+  sigma: number;
+}
+
+export interface MetricPoint {
+  runId: number;
+  step: number;
+  wallTime: number;
+  key: string;
+  value: number;
+}
+
+export type EventLevel = 'info' | 'warning' | 'error';
+
+export interface EventRow {
+  id: number;
+  runId: number;
+  step: number | null;
+  time: number;
+  level: EventLevel;
+  kind: string;
+  message: string;
+  data: Record<string, unknown> | null;
+}
+
+export interface CheckpointRow {
+  id: number;
+  runId: number;
+  step: number;
+  policyId: string;
+  path: string;
+  createdAt: number;
+  metrics: Record<string, number> | null;
+}
+
+export interface TimelineRow {
+  id: number;
+  runId: number;
+  kind: 'segment' | 'update' | 'eval' | 'wait';
+  agent: string;
+  worker: string;
+  step: number;
+  policyVersion: number;
+  startedAt: number;
+  endedAt: number;
+  tokens: number;
+}
+
+/** A page of rows and the cursor that fetches the next one (null at the end). */
+export interface KeysetPage<T> {
+  items: T[];
+  nextCursor: number | null;
+}

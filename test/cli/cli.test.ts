@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src-main/engine/store';
+import { resolveConfig } from '../../src-main/engine/config/load';
+import { marsrl } from '../helpers/cli';
+import { tempDir } from '../helpers/tmp';
+
+let tmp: ReturnType<typeof tempDir>;
+let dbPath: string;
+
+beforeAll(() => {
+  tmp = tempDir();
+  dbPath = path.join(tmp.dir, 'cli.db');
+  const store = openStore(dbPath);
+  const config = resolveConfig({ seed: 4, reward: { scheme: 'shared' } });
+  const id = store.runs.create({ name: 'cli-run', preset: 'quick', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 4 });
+  store.runs.setStatus(id, 'running');
+  store.runs.setStatus(id, 'interrupted', 'worker killed (SIGKILL)');
+  const writer = store.writer({ flushIntervalMs: 0 });
+  writer.metric({ runId: id, step: 3, wallTime: 1, key: 'eval/system/accuracy', value: 0.625 });
+  writer.close();
+  store.events.log(id, 'warning', 'interrupted', 'rollout worker exited with SIGKILL', null, 3);
+  store.close();
+});
+
+afterAll(() => tmp.cleanup());
+
+describe('marsrl CLI (child process)', () => {
+  it('prints an overview and fails on an unknown command', () => {
+    const help = marsrl(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Commands:[\s\S]*presets[\s\S]*config[\s\S]*runs[\s\S]*show/);
+    const bad = marsrl(['frobnicate']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+
+  it('lists presets as a table and as JSON', () => {
+    const text = marsrl(['presets']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/quick\s+Sorting/);
+    const json = JSON.parse(marsrl(['presets', '--json']).stdout) as { name: string }[];
+    expect(json.map((p) => p.name)).toEqual(expect.arrayContaining(['quick', 'marsrl-paper', 'drmas-paper']));
+  });
+
+  it('validates a good file and rejects a bad one with every field path, writing nothing', () => {
+    const good = path.join(tmp.dir, 'good.yaml');
+    fs.writeFileSync(good, 'seed: 3\nrollout:\n  solver_group: 4\n');
+    const ok = marsrl(['config', 'validate', good], { MARSRL_DB: path.join(tmp.dir, 'never.db') });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/valid/);
+
+    const bad = path.join(tmp.dir, 'bad.yaml');
+    fs.writeFileSync(bad, 'seed: -1\nrollout:\n  solver_group: 0\n  colour: blue\npolicies:\n  solver:\n    optimizer:\n      lr: -0.1\n');
+    const result = marsrl(['config', 'validate', bad], { MARSRL_DB: path.join(tmp.dir, 'never.db') });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/seed: must be at least 0 \(got -1\)/);
+    expect(result.stderr).toMatch(/rollout\.solver_group: must be at least 1 \(got 0\)/);
+    expect(result.stderr).toMatch(/rollout\.colour: unknown key/);
+    expect(result.stderr).toMatch(/policies\.solver\.optimizer\.lr: must be greater than 0 \(got -0\.1\)/);
+    expect(fs.existsSync(path.join(tmp.dir, 'never.db'))).toBe(false);
+
+    const missing = marsrl(['config', 'validate', path.join(tmp.dir, 'nope.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/nope\.yaml.*no such file/s);
+  });
+
+  it('prints a resolved preset with overrides, as YAML and JSON', () => {
+    const yaml = marsrl(['config', 'print', '--preset', 'quick', '--set', 'rollout.solver_group=4', '--set', 'reward.scheme=shared']);
+    expect(yaml.code).toBe(0);
+    expect(yaml.stdout).toMatch(/solver_group: 4/);
+    const json = JSON.parse(marsrl(['config', 'print', '--preset', 'quick', '--set', 'seed=9', '--json']).stdout);
+    expect(json.seed).toBe(9);
+    expect(json.reward.scheme).toBe('decoupled');
+    const badSet = marsrl(['config', 'print', '--set', 'advantage.mode=fancy']);
+    expect(badSet.code).toBe(2);
+    expect(badSet.stderr).toMatch(/advantage\.mode: must be one of "agentwise"/);
+    const badFlag = marsrl(['config', 'print', '--colour']);
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/Unknown option '--colour'/);
+  });
+
+  it('lists and shows runs from --db or MARSRL_DB', () => {
+    const list = marsrl(['runs', '--db', dbPath]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/cli-run\s+interrupted\s+quick\s+sort\s+shared\s+agentwise\s+4\s+3\s+0\.625/);
+    const json = JSON.parse(marsrl(['runs', '--json'], { MARSRL_DB: dbPath }).stdout);
+    expect(json.items[0]).toMatchObject({ name: 'cli-run', status: 'interrupted', statusReason: 'worker killed (SIGKILL)', lastStep: 3 });
+
+    const show = marsrl(['show', 'cli-run', '--db', dbPath]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/status\s+interrupted \(worker killed \(SIGKILL\)\)/);
+    expect(show.stdout).toMatch(/eval\/system\/accuracy\s+0\.6250/);
+    expect(show.stdout).toMatch(/rollout worker exited with SIGKILL/);
+    expect(show.stdout).toMatch(/scheme: shared/);
+    const showJson = JSON.parse(marsrl(['show', '1', '--json', '--db', dbPath]).stdout);
+    expect(showJson.config.seed).toBe(4);
+
+    const none = marsrl(['show', '999', '--db', dbPath]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/No run "999"/);
+    const badStatus = marsrl(['runs', '--status', 'paused', '--db', dbPath]);
+    expect(badStatus.code).toBe(2);
+    expect(badStatus.stderr).toMatch(/--status must be one of queued, running, done, failed, interrupted/);
+  });
+
+  it('uses the per-user data folder by default, the same one the app uses', () => {
+    const home = path.join(tmp.dir, 'home');
+    const result = marsrl(['runs'], { MARSRL_HOME: home });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(path.join(home, 'marsrl.db'));
+    expect(fs.existsSync(path.join(home, 'marsrl.db'))).toBe(true);
+  });
+
+  it('refuses a database from a newer schema with a clear message', () => {
+    const future = path.join(tmp.dir, 'future.db');
+    const store = openStore(future);
+    store.db.pragma('user_version = 99');
+    store.close();
+    const result = marsrl(['runs', '--db', future]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/schema version 99.*upgrade MarsRL Studio/s);
+  });
+});

@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  applyOverrides,
+  ConfigError,
+  listPresets,
+  loadRunConfig,
+  readConfigFile,
+  resolveConfig,
+  validateConfig,
+} from '../../src-main/engine/config/load';
+import { RunConfigSchema } from '../../src-main/engine/config/schema';
+import { tempDir } from '../helpers/tmp';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeAll(() => {
+  tmp = tempDir();
+});
+afterAll(() => tmp.cleanup());
+
+function issuesOf(doc: unknown) {
+  const result = validateConfig(doc);
+  if (result.ok) throw new Error(`expected ${JSON.stringify(doc)} to be rejected`);
+  return result.issues;
+}
+
+describe('run configuration schema', () => {
+  it('fills every default from an empty document', () => {
+    const config = resolveConfig({});
+    expect(config.seed).toBe(1);
+    expect(config.rollout.solver_group).toBe(8);
+    expect(config.advantage).toEqual({ mode: 'agentwise', std: 'unbiased', single_sample: 'zero', eps: 1e-6 });
+    expect(Object.keys(config.policies).sort()).toEqual(['corrector', 'solver', 'verifier']);
+    expect(config.policies.solver.model.d_model).toBe(64);
+    expect(config.policies.solver.optimizer.lr).toBe(1e-4);
+  });
+
+  it('describes every field, so the form and docs can show it', () => {
+    const missing: string[] = [];
+    const visit = (schema: unknown, at: string) => {
+      const s = schema as { description?: string; def?: { type: string; innerType?: unknown; shape?: Record<string, unknown>; valueType?: unknown; in?: unknown } };
+      let inner = s;
+      let described = Boolean(s.description);
+      while (inner.def && ['default', 'prefault', 'optional', 'pipe'].includes(inner.def.type)) {
+        inner = (inner.def.innerType ?? inner.def.in) as typeof s;
+        described ||= Boolean(inner.description);
+      }
+      if (at && !described) missing.push(at);
+      const shape = (inner as { shape?: Record<string, unknown> }).shape;
+      if (inner.def?.type === 'object' && shape) for (const [k, v] of Object.entries(shape)) visit(v, at ? `${at}.${k}` : k);
+      if (inner.def?.type === 'record') visit(inner.def.valueType, `${at}.*`);
+    };
+    visit(RunConfigSchema, '');
+    expect(missing).toEqual([]);
+  });
+
+  const BAD: [string, unknown, string, RegExp][] = [
+    ['unknown top-level key', { sed: 3 }, 'sed', /unknown key.*seed/],
+    ['unknown nested key', { rollout: { solver_groups: 4 } }, 'rollout.solver_groups', /unknown key.*solver_group/],
+    ['group size 0', { rollout: { solver_group: 0 } }, 'rollout.solver_group', /at least 1/],
+    ['negative learning rate', { policies: { solver: { optimizer: { lr: -0.001 } } } }, 'policies.solver.optimizer.lr', /greater than 0/],
+    ['wrong type', { seed: 'seven' }, 'seed', /must be a number/],
+    ['non-integer', { rollout: { select_k: 1.5 } }, 'rollout.select_k', /integer/],
+    ['unknown enum value', { advantage: { mode: 'per-agent' } }, 'advantage.mode', /one of "agentwise", "global"/],
+    ['segment larger than the budget', { pipeline: { segment_tokens: 100 }, rollout: { max_response_tokens: 64 } }, 'pipeline.segment_tokens', /exceeds the response budget/],
+    ['agent using an undefined policy', { agents: { verifier: 'judge' } }, 'agents.verifier', /policy "judge" is not defined; defined policies: solver, verifier, corrector/],
+    ['heads not dividing width', { policies: { solver: { model: { d_model: 60, n_heads: 8 } } } }, 'policies.solver.model.n_heads', /must divide d_model/],
+    ['select more than the group', { rollout: { solver_group: 2, select_k: 3 } }, 'rollout.select_k', /exceeds solver_group/],
+    ['jsonl without a path', { task: { family: 'jsonl' } }, 'task.jsonl_path', /required when task.family is "jsonl"/],
+    ['response budget filling the context', { rollout: { max_response_tokens: 128 } }, 'rollout.max_response_tokens', /leaves no room for the prompt/],
+    ['bad policy id', { policies: { 'Big Model': {} } }, 'policies.Big Model', /lower-case/],
+    ['temperature out of range', { rollout: { temperature: 0 } }, 'rollout.temperature', /greater than 0/],
+  ];
+
+  it.each(BAD)('rejects %s with the field path', (_label, doc, fieldPath, message) => {
+    const issues = issuesOf(doc);
+    const issue = issues.find((i) => i.path === fieldPath);
+    expect(issue, JSON.stringify(issues)).toBeDefined();
+    expect(issue!.message).toMatch(message);
+  });
+
+  it('reports the value that was given', () => {
+    const issue = issuesOf({ rollout: { solver_group: 0 } })[0];
+    expect(issue.value).toBe(0);
+    expect(() => resolveConfig({ rollout: { solver_group: 0 } }, 'my.yaml')).toThrow(/my\.yaml.*\n\s+rollout\.solver_group: must be at least 1 \(got 0\)/);
+  });
+
+  it('keeps the default role policies when only one is overridden', () => {
+    const config = resolveConfig({ policies: { solver: { optimizer: { lr: 3e-4 } } } });
+    expect(config.policies.solver.optimizer.lr).toBe(3e-4);
+    expect(config.policies.verifier.optimizer.lr).toBe(1e-4);
+  });
+
+  it('accepts one shared policy used by every role', () => {
+    const config = resolveConfig({ policies: { shared: {} }, agents: { solver: 'shared', verifier: 'shared', corrector: 'shared' } });
+    expect(Object.keys(config.policies)).toEqual(['shared']);
+  });
+});
+
+describe('config files, presets and overrides', () => {
+  it('reads YAML and JSON, and names the file and line of malformed YAML', () => {
+    const yamlFile = path.join(tmp.dir, 'a.yaml');
+    fs.writeFileSync(yamlFile, 'seed: 5\nrollout:\n  solver_group: 4\n');
+    expect(loadRunConfig({ file: yamlFile }).config.rollout.solver_group).toBe(4);
+    const jsonFile = path.join(tmp.dir, 'a.json');
+    fs.writeFileSync(jsonFile, '{"seed": 9}');
+    expect(loadRunConfig({ file: jsonFile }).config.seed).toBe(9);
+    const broken = path.join(tmp.dir, 'broken.yaml');
+    fs.writeFileSync(broken, 'seed: 5\nrollout:\n  solver_group: [1, 2\n');
+    expect(() => readConfigFile(broken)).toThrow(ConfigError);
+    expect(() => readConfigFile(broken)).toThrow(/broken\.yaml.*malformed YAML.*line \d+/s);
+    const list = path.join(tmp.dir, 'list.yaml');
+    fs.writeFileSync(list, '- 1\n- 2\n');
+    expect(() => readConfigFile(list)).toThrow(/must be a mapping/);
+    expect(() => readConfigFile(path.join(tmp.dir, 'missing.yaml'))).toThrow(/missing\.yaml.*no such file/s);
+  });
+
+  it('applies --set overrides as typed values and rejects malformed ones', () => {
+    const doc = applyOverrides({ rollout: { solver_group: 8 } }, ['rollout.solver_group=4', 'reward.scheme=shared', 'name="0123"', 'policies.solver.init=null']);
+    expect(doc).toEqual({ rollout: { solver_group: 4 }, reward: { scheme: 'shared' }, name: '0123', policies: { solver: { init: null } } });
+    expect(() => applyOverrides({}, ['rollout.solver_group'])).toThrow(/key\.path=value/);
+    expect(() => applyOverrides({ seed: 1 }, ['seed.x=1'])).toThrow(/not a mapping/);
+    expect(() => applyOverrides({}, ['__proto__.polluted=1'])).toThrow(/invalid key path/);
+  });
+
+  it('layers preset, file and overrides in that order', () => {
+    const file = path.join(tmp.dir, 'layer.yaml');
+    fs.writeFileSync(file, 'preset: quick\nseed: 21\nrollout:\n  solver_group: 6\n');
+    const { config, preset } = loadRunConfig({ file, overrides: ['rollout.solver_group=5'] });
+    expect(preset).toBe('quick');
+    expect(config.seed).toBe(21);
+    expect(config.rollout.solver_group).toBe(5);
+    expect(config.task.family).toBe('sort');
+  });
+
+  it('ships valid presets, including quick, marsrl-paper and drmas-paper', () => {
+    const names = listPresets().map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['quick', 'marsrl-paper', 'drmas-paper']));
+    for (const p of listPresets()) {
+      expect(p.description.length, p.name).toBeGreaterThan(20);
+      expect(() => loadRunConfig({ preset: p.name }), p.name).not.toThrow();
+    }
+    expect(() => loadRunConfig({ preset: 'nope' })).toThrow(/unknown preset "nope"; known presets: .*quick/);
+  });
+});
