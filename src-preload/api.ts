@@ -93,15 +93,198 @@ export interface StudioErrorShape {
   issues?: ConfigIssue[];
 }
 
+export interface RunUpdate {
+  name?: string;
+  notes?: string;
+  tags?: string[];
+}
+
+/** One field of the run configuration, for the form generated from the schema. */
+export interface ConfigField {
+  /** Dotted path, e.g. `rollout.solver_group`; `policies.*.model.d_model` for per-policy fields. */
+  path: string;
+  /** The form section it belongs to (task, agents and policies, rollouts, …). */
+  group: string;
+  kind: 'integer' | 'number' | 'string' | 'boolean' | 'enum' | 'record';
+  description: string;
+  default?: unknown;
+  options?: string[];
+  min?: number;
+  max?: number;
+  /** True when the bound is exclusive (e.g. a learning rate must be > 0). */
+  minExclusive?: boolean;
+  maxExclusive?: boolean;
+  optional?: boolean;
+}
+
+export interface ConfigSchemaInfo {
+  fields: ConfigField[];
+  groups: { id: string; title: string }[];
+}
+
+export type SeriesXAxis = 'step' | 'wall';
+export type DownsampleMethod = 'lttb' | 'minmax' | 'none';
+
+export interface SeriesQuery {
+  runId: number;
+  keys: string[];
+  /** Most points returned per series; longer series are downsampled server-side. */
+  maxPoints?: number;
+  xAxis?: SeriesXAxis;
+  downsample?: DownsampleMethod;
+}
+
+export interface Series {
+  key: string;
+  /** [x, y] pairs, x being the step or seconds since the run started. */
+  points: [number, number][];
+  /** Points in the full series before downsampling. */
+  totalPoints: number;
+}
+
+export interface TurnQuery {
+  runId: number;
+  afterId?: number;
+  limit?: number;
+  agent?: string;
+  step?: number;
+  episodeId?: number;
+  correct?: boolean;
+  minReward?: number;
+  maxReward?: number;
+}
+
+export interface Turn {
+  id: number;
+  runId: number;
+  episodeId: number | null;
+  step: number;
+  agent: string;
+  policyId: string;
+  round: number;
+  groupId: number;
+  parentTurnId: number | null;
+  sampleIndex: number;
+  prompt: string;
+  text: string;
+  tokenCount: number;
+  parsed: string | null;
+  correct: boolean | null;
+  formatValid: boolean;
+  policyVersionMin: number;
+  policyVersionMax: number;
+  createdAt: number;
+  reward: number | null;
+  rewardComponents: Record<string, number> | null;
+  advantage: number | null;
+  advantageMode: string | null;
+}
+
+export interface Segment {
+  segIndex: number;
+  tokenStart: number;
+  tokenEnd: number;
+  text: string;
+  finished: boolean;
+  policyVersion: number;
+  startedAt: number;
+  endedAt: number;
+  worker: string;
+}
+
+export interface EpisodeSummary {
+  id: number;
+  runId: number;
+  step: number;
+  split: 'train' | 'test';
+  problemId: number | null;
+  question: string | null;
+  reference: string | null;
+  finalAnswer: string | null;
+  correct: boolean | null;
+  rounds: number;
+  turnCount: number;
+}
+
+export interface EpisodeQuery {
+  runId: number;
+  step?: number;
+  split?: 'train' | 'test';
+  afterId?: number;
+  limit?: number;
+}
+
+export interface EpisodeDetail {
+  episode: EpisodeSummary;
+  /** Every turn, parents before children; `parentTurnId` rebuilds the tree. */
+  turns: (Turn & { segments: Segment[] })[];
+}
+
+export interface RunEvent {
+  id: number;
+  runId: number;
+  step: number | null;
+  time: number;
+  level: 'info' | 'warning' | 'error';
+  kind: string;
+  message: string;
+  data: Record<string, unknown> | null;
+}
+
+export interface TimelineSpan {
+  kind: 'segment' | 'update' | 'eval' | 'wait';
+  agent: string;
+  worker: string;
+  step: number;
+  policyVersion: number;
+  /** Milliseconds since the epoch. */
+  startedAt: number;
+  endedAt: number;
+  tokens: number;
+}
+
+export interface StartRunRequest {
+  /** A configuration document (validated against the run-config schema). */
+  config?: Record<string, unknown>;
+  /** Preset the document is layered over. */
+  preset?: string;
+  name?: string;
+}
+
+/** Pushed to subscribers (IPC `studio:event`, WebSocket) as runs change. */
+export type StudioEvent =
+  | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
+  | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
+  | { type: 'run-created' | 'run-deleted' | 'run-updated'; runId: number }
+  | { type: 'event'; runId: number; event: RunEvent };
+
 export interface StudioApi {
   appInfo(): Promise<AppInfo>;
   listRuns(query?: ListRunsQuery): Promise<Page<RunSummary>>;
   getRun(runId: number): Promise<RunDetail>;
+  updateRun(runId: number, update: RunUpdate): Promise<RunSummary>;
+  /** Deletes the run and every row it owns; refuses a run that is still running. */
+  deleteRun(runId: number): Promise<void>;
   listPresets(): Promise<PresetInfo[]>;
   /** A preset's fully resolved configuration. */
   getPreset(name: string): Promise<Record<string, unknown>>;
   /** Validate a configuration against the same schema the CLI uses. */
   validateConfig(config: unknown): Promise<ConfigValidation>;
+  /** The run-config schema as form fields (descriptions, defaults, bounds, options). */
+  configSchema(): Promise<ConfigSchemaInfo>;
+  /** Validate and launch a run through the run manager; resolves once it is queued. */
+  startRun(request: StartRunRequest): Promise<{ runId: number }>;
+  /** Ask a running run to stop; it is marked interrupted and can be resumed. */
+  stopRun(runId: number): Promise<void>;
+  /** Continue an interrupted run from its last checkpoint. */
+  resumeRun(runId: number): Promise<void>;
+  listMetricKeys(runId: number): Promise<string[]>;
+  getSeries(query: SeriesQuery): Promise<Series[]>;
+  listTurns(query: TurnQuery): Promise<Page<Turn>>;
+  listEpisodes(query: EpisodeQuery): Promise<Page<EpisodeSummary>>;
+  getEpisode(episodeId: number): Promise<EpisodeDetail>;
+  listEvents(runId: number, afterId?: number): Promise<Page<RunEvent>>;
+  getTimeline(runId: number): Promise<TimelineSpan[]>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -111,13 +294,34 @@ export const STUDIO_METHODS = [
   'appInfo',
   'listRuns',
   'getRun',
+  'updateRun',
+  'deleteRun',
   'listPresets',
   'getPreset',
   'validateConfig',
+  'configSchema',
+  'startRun',
+  'stopRun',
+  'resumeRun',
+  'listMetricKeys',
+  'getSeries',
+  'listTurns',
+  'listEpisodes',
+  'getEpisode',
+  'listEvents',
+  'getTimeline',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel carrying StudioApi calls. */
 export const STUDIO_IPC_CHANNEL = 'studio:call';
+/** The IPC channel main pushes StudioEvents on. */
+export const STUDIO_EVENT_CHANNEL = 'studio:event';
+
+/** What the preload exposes: the API plus a subscription to pushed events. */
+export interface StudioBridge extends StudioApi {
+  /** Calls `listener` for every pushed event; returns the unsubscribe function. */
+  onEvent(listener: (event: StudioEvent) => void): () => void;
+}
 
 // Compile-time guard: a method added to StudioApi but not to STUDIO_METHODS fails typecheck.
 type UnlistedMethods = Exclude<StudioMethod, (typeof STUDIO_METHODS)[number]>;

@@ -18,15 +18,72 @@ const ListRunsQuerySchema = z.strictObject({
 });
 
 /** Argument tuples per method; a method missing here fails typecheck. */
+const optionalCursor = z.number().int().nonnegative().optional();
+const agentName = z.string().regex(/^[a-z]+\d*$/, 'an agent name such as solver, verifier1 or corrector2');
+
+const RunUpdateSchema = z.strictObject({
+  name: z.string().trim().min(1, 'a run name cannot be empty').max(200).optional(),
+  notes: z.string().max(100_000).optional(),
+  tags: z.array(z.string().max(50)).max(50).optional(),
+});
+
+const StartRunSchema = z.strictObject({
+  config: z.record(z.string(), z.unknown()).optional(),
+  preset: z.string().min(1).max(100).optional(),
+  name: z.string().trim().min(1).max(200).optional(),
+});
+
+const SeriesQuerySchema = z.strictObject({
+  runId,
+  keys: z.array(z.string().min(1).max(200)).min(1, 'ask for at least one metric key').max(64),
+  maxPoints: z.number().int().min(10).max(20_000).optional(),
+  xAxis: z.enum(['step', 'wall']).optional(),
+  downsample: z.enum(['lttb', 'minmax', 'none']).optional(),
+});
+
+const TurnQuerySchema = z.strictObject({
+  runId,
+  afterId: optionalCursor,
+  limit: z.number().int().min(1).max(1000).optional(),
+  agent: agentName.optional(),
+  step: z.number().int().nonnegative().optional(),
+  episodeId: z.number().int().positive().optional(),
+  correct: z.boolean().optional(),
+  minReward: z.number().finite().optional(),
+  maxReward: z.number().finite().optional(),
+});
+
+const EpisodeQuerySchema = z.strictObject({
+  runId,
+  step: z.number().int().nonnegative().optional(),
+  split: z.enum(['train', 'test']).optional(),
+  afterId: optionalCursor,
+  limit: z.number().int().min(1).max(1000).optional(),
+});
+
+/** Argument tuples per method; a method missing here fails typecheck. */
 const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   appInfo: z.tuple([]),
   listRuns: z.tuple([ListRunsQuerySchema.optional()]),
   getRun: z.tuple([runId]),
+  updateRun: z.tuple([runId, RunUpdateSchema]),
+  deleteRun: z.tuple([runId]),
   listPresets: z.tuple([]),
   getPreset: z.tuple([z.string().min(1).max(100)]),
   // The config itself is checked by the run-config schema inside the handler, which reports
   // field-level issues as data rather than as a request error.
   validateConfig: z.tuple([z.unknown()]),
+  configSchema: z.tuple([]),
+  startRun: z.tuple([StartRunSchema]),
+  stopRun: z.tuple([runId]),
+  resumeRun: z.tuple([runId]),
+  listMetricKeys: z.tuple([runId]),
+  getSeries: z.tuple([SeriesQuerySchema]),
+  listTurns: z.tuple([TurnQuerySchema]),
+  listEpisodes: z.tuple([EpisodeQuerySchema]),
+  getEpisode: z.tuple([z.number().int().positive()]),
+  listEvents: z.tuple([runId, optionalCursor]),
+  getTimeline: z.tuple([runId]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

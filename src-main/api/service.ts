@@ -3,20 +3,70 @@
  * bridge of `marsrl serve` and the CLI all call these functions, so every surface shows the same
  * data. Arguments arrive here already validated (dispatch.ts).
  */
-import type { AppInfo, ListRunsQuery, StudioApi } from '../../src-preload/api';
+import type {
+  AppInfo,
+  EpisodeQuery,
+  EpisodeSummary,
+  ListRunsQuery,
+  SeriesQuery,
+  StartRunRequest,
+  StudioApi,
+  TurnQuery,
+} from '../../src-preload/api';
+import { configSchemaInfo } from '../engine/config/fields';
 import { listPresets, presetDocument, resolveConfig, validateConfig } from '../engine/config/load';
-import type { Store } from '../engine/store';
+import { lttb, minMax, type Point } from '../engine/metrics/downsample';
+import type { EpisodeListItem, Store } from '../engine/store';
 import { packageVersion } from '../engine/version';
 import { StudioError } from './errors';
+import type { EventHub } from './hub';
 import { toRunDetail, toRunSummary } from './views';
+
+/** Launching and stopping runs belongs to the run manager; the service only forwards. */
+export interface RunController {
+  start(request: StartRunRequest): Promise<{ runId: number }>;
+  stop(runId: number): Promise<void>;
+  resume(runId: number): Promise<void>;
+  isActive(runId: number): boolean;
+}
 
 export interface StudioServiceOptions {
   store: Store;
   databasePath: string;
   transport: AppInfo['transport'];
+  runs?: RunController;
+  hub?: EventHub;
 }
 
-export function createStudioService({ store, databasePath, transport }: StudioServiceOptions): StudioApi {
+const MAX_SERIES_POINTS = 20_000;
+
+function toEpisodeSummary(e: EpisodeListItem): EpisodeSummary {
+  return {
+    id: e.id,
+    runId: e.runId,
+    step: e.step,
+    split: e.split,
+    problemId: e.problemId,
+    question: e.question,
+    reference: e.reference,
+    finalAnswer: e.finalAnswer,
+    correct: e.correct,
+    rounds: e.rounds,
+    turnCount: e.turnCount,
+  };
+}
+
+export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
+  const requireRun = (runId: number) => {
+    const run = store.runs.get(runId);
+    if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
+    return run;
+  };
+  const controller = (): RunController => {
+    if (!runs) throw new StudioError('conflict', 'this surface cannot launch runs (no run manager); use `marsrl run` or the desktop app');
+    return runs;
+  };
+
   return {
     async appInfo() {
       return { version: packageVersion(), databasePath, schemaVersion: store.schemaVersion, transport };
@@ -27,25 +77,113 @@ export function createStudioService({ store, databasePath, transport }: StudioSe
       return { items: page.items.map((run) => toRunSummary(store, run)), nextCursor: page.nextCursor };
     },
 
-    async getRun(runId: number) {
-      const run = store.runs.get(runId);
-      if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
-      return toRunDetail(store, run);
+    async getRun(runId) {
+      return toRunDetail(store, requireRun(runId));
+    },
+
+    async updateRun(runId, update) {
+      requireRun(runId);
+      store.db.transaction(() => {
+        if (update.name !== undefined) store.db.prepare('UPDATE runs SET name = ? WHERE id = ?').run(update.name, runId);
+        if (update.notes !== undefined) store.runs.setNotes(runId, update.notes);
+        if (update.tags !== undefined) store.runs.setTags(runId, [...new Set(update.tags.map((t) => t.trim()).filter(Boolean))]);
+      })();
+      hub?.publish({ type: 'run-updated', runId });
+      return toRunSummary(store, requireRun(runId));
+    },
+
+    async deleteRun(runId) {
+      const run = requireRun(runId);
+      if (run.status === 'running' || runs?.isActive(runId)) {
+        throw new StudioError('conflict', `run ${runId} is still running; stop it before deleting it`);
+      }
+      store.runs.delete(runId);
+      hub?.publish({ type: 'run-deleted', runId });
     },
 
     async listPresets() {
       return listPresets().map(({ name, description }) => ({ name, description }));
     },
 
-    async getPreset(name: string) {
+    async getPreset(name) {
       const known = listPresets().map((p) => p.name);
       if (!known.includes(name)) throw new StudioError('not_found', `unknown preset "${name}"; known presets: ${known.join(', ')}`);
       return resolveConfig(presetDocument(name), `preset ${name}`) as unknown as Record<string, unknown>;
     },
 
-    async validateConfig(config: unknown) {
+    async validateConfig(config) {
       const result = validateConfig(config);
       return result.ok ? { ok: true, config: result.config as unknown as Record<string, unknown> } : result;
+    },
+
+    async configSchema() {
+      return configSchemaInfo();
+    },
+
+    async startRun(request) {
+      return controller().start(request);
+    },
+
+    async stopRun(runId) {
+      requireRun(runId);
+      return controller().stop(runId);
+    },
+
+    async resumeRun(runId) {
+      requireRun(runId);
+      return controller().resume(runId);
+    },
+
+    async listMetricKeys(runId) {
+      requireRun(runId);
+      return store.metrics.keys(runId);
+    },
+
+    async getSeries(query: SeriesQuery) {
+      requireRun(query.runId);
+      const maxPoints = Math.min(query.maxPoints ?? 1000, MAX_SERIES_POINTS);
+      const method = query.downsample ?? 'lttb';
+      return query.keys.map((key) => {
+        const page = store.metrics.series(query.runId, key, -Infinity, 1_000_000);
+        const full: Point[] = page.items.map((p) => [query.xAxis === 'wall' ? p.wallTime : p.step, p.value]);
+        const points = method === 'none' || full.length <= maxPoints ? full : method === 'minmax' ? minMax(full, maxPoints) : lttb(full, maxPoints);
+        return { key, points, totalPoints: full.length };
+      });
+    },
+
+    async listTurns(query: TurnQuery) {
+      requireRun(query.runId);
+      return store.trajectories.pageTurns(query);
+    },
+
+    async listEpisodes(query: EpisodeQuery) {
+      requireRun(query.runId);
+      const page = store.trajectories.pageEpisodes(query);
+      return { items: page.items.map(toEpisodeSummary), nextCursor: page.nextCursor };
+    },
+
+    async getEpisode(episodeId) {
+      const episode = store.trajectories.getEpisode(episodeId);
+      if (!episode) throw new StudioError('not_found', `episode ${episodeId} does not exist`);
+      const problem = episode.problemId === null ? null : store.trajectories.getProblem(episode.problemId);
+      const turns = store.trajectories.episodeTurns(episodeId).map((turn) => ({
+        ...turn,
+        segments: store.trajectories.segments(turn.id).map(({ id: _id, turnId: _turn, runId: _run, ...segment }) => segment),
+      }));
+      return {
+        episode: toEpisodeSummary({ ...episode, question: problem?.question ?? null, reference: problem?.answer ?? null, turnCount: turns.length }),
+        turns,
+      };
+    },
+
+    async listEvents(runId, afterId = 0) {
+      requireRun(runId);
+      return store.events.events(runId, afterId, 500);
+    },
+
+    async getTimeline(runId) {
+      requireRun(runId);
+      return store.events.timeline(runId).map(({ id: _id, runId: _run, ...span }) => span);
     },
   };
 }

@@ -55,7 +55,7 @@ export function openStore(databasePath: string, options: OpenOptions = {}): Stor
 export { LATEST_SCHEMA_VERSION, SchemaTooNewError, MIGRATIONS, migrate } from './migrations';
 export type { OpenOptions } from './db';
 export type { BatchWriter, BatchWriterOptions } from './writer';
-export type { TurnPageQuery, TurnView } from './trajectories';
+export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnView } from './trajectories';
 export type { ListRunsOptions, RunCounts } from './runs';
 export type { SeriesPoint } from './metrics';
 export * from './types';

@@ -101,6 +101,21 @@ export interface TurnPageQuery {
   maxReward?: number;
 }
 
+/** An episode with its problem and how many turns it has, for the episode list. */
+export interface EpisodeListItem extends EpisodeRow {
+  question: string | null;
+  reference: string | null;
+  turnCount: number;
+}
+
+export interface EpisodePageQuery {
+  runId: number;
+  step?: number;
+  split?: Split;
+  afterId?: number;
+  limit?: number;
+}
+
 export class TrajectoriesRepo {
   readonly insertProblem: Statement;
   readonly insertEpisode: Statement;
@@ -239,6 +254,42 @@ export class TrajectoriesRepo {
       answer: r.answer as string,
       meta: parseJsonColumn(r.meta_json as string | null, null),
     };
+  }
+
+  /** Episodes in id order (keyset), served by episodes_run_step or the primary key. */
+  pageEpisodes(query: EpisodePageQuery): KeysetPage<EpisodeListItem> {
+    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+    const where = ['e.run_id = @runId', 'e.id > @afterId'];
+    const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
+    if (query.step !== undefined) {
+      where.push('e.step = @step');
+      params.step = query.step;
+    }
+    if (query.split !== undefined) {
+      where.push('e.split = @split');
+      params.split = query.split;
+    }
+    const sql = `SELECT e.*, p.question, p.answer AS reference, (SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id) AS turn_count
+      FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
+    const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(
+      (r): EpisodeListItem => ({
+        id: r.id as number,
+        runId: r.run_id as number,
+        step: r.step as number,
+        problemId: r.problem_id as number | null,
+        split: r.split as Split,
+        finalAnswer: r.final_answer as string | null,
+        correct: boolColumn(r.correct as number | null),
+        rounds: r.rounds as number,
+        meta: parseJsonColumn(r.meta_json as string | null, null),
+        question: r.question as string | null,
+        reference: r.reference as string | null,
+        turnCount: r.turn_count as number,
+      }),
+    );
+    const hasMore = rows.length > limit;
+    const items = hasMore ? rows.slice(0, limit) : rows;
+    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
   }
 
   /**

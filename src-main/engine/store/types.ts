@@ -114,6 +114,7 @@ export interface AdvantageRow {
 export interface MetricPoint {
   runId: number;
   step: number;
+  /** Seconds since the run started (the x-axis of wall-time charts). */
   wallTime: number;
   key: string;
   value: number;
