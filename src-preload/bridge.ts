@@ -6,12 +6,15 @@
  * "Error invoking remote method 'studio:call': Error: …" and drop its code. It answers with a
  * reply envelope instead, which the preload turns back into a thrown Error.
  */
-import { STUDIO_METHODS, type StudioApi, type StudioErrorShape, type StudioMethod } from './api';
+import { STUDIO_METHODS, type StudioBridge, type StudioErrorShape, type StudioEvent, type StudioMethod } from './api';
 
 export type StudioIpcReply = { ok: true; value: unknown } | { ok: false; error: StudioErrorShape };
 
 /** Sends one call to main; the preload binds it to ipcRenderer.invoke on the studio channel. */
 export type StudioInvoke = (method: StudioMethod, args: unknown[]) => Promise<StudioIpcReply>;
+
+/** Listens for pushed events; returns the function that stops listening. */
+export type StudioSubscribe = (listener: (event: StudioEvent) => void) => () => void;
 
 /**
  * The Error a failed call rejects with. Only `message` survives contextBridge (Electron copies
@@ -35,11 +38,15 @@ export function unwrapReply(reply: StudioIpcReply): unknown {
   throw new StudioCallError(reply.error);
 }
 
-/** One forwarding function per contract method, and nothing else. */
-export function buildStudioBridge(invoke: StudioInvoke): StudioApi {
-  const bridge: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
+/** One forwarding function per contract method plus the event subscription, and nothing else. */
+export function buildStudioBridge(invoke: StudioInvoke, subscribe: StudioSubscribe): StudioBridge {
+  const bridge: Record<string, unknown> = {};
   for (const method of STUDIO_METHODS) {
     bridge[method] = async (...args: unknown[]) => unwrapReply(await invoke(method, args));
   }
-  return Object.freeze(bridge) as unknown as StudioApi;
+  bridge.onEvent = (listener: unknown) => {
+    if (typeof listener !== 'function') throw new TypeError('onEvent needs a function');
+    return subscribe(listener as (event: StudioEvent) => void);
+  };
+  return Object.freeze(bridge) as unknown as StudioBridge;
 }

@@ -1,14 +1,24 @@
 /**
- * The preload: exposes the typed StudioApi on `window.studio` and nothing more. It runs
- * sandboxed, so it can only use the few Electron modules the sandbox provides; everything it
- * needs from this repository is bundled into one CommonJS file by electron-vite.
+ * The preload: exposes the typed StudioBridge (the StudioApi plus pushed events) on
+ * `window.studio`, and nothing more. It runs sandboxed, so it can only use the few Electron
+ * modules the sandbox provides; everything it needs from this repository is bundled into one
+ * CommonJS file by electron-vite.
  */
-import { contextBridge, ipcRenderer } from 'electron';
-import { STUDIO_IPC_CHANNEL } from './api';
+import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
+import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL, type StudioEvent } from './api';
 import { buildStudioBridge, type StudioIpcReply } from './bridge';
 
 const studio = buildStudioBridge(
   (method, args) => ipcRenderer.invoke(STUDIO_IPC_CHANNEL, method, args) as Promise<StudioIpcReply>,
+  (listener) => {
+    // Only the payload crosses over: the IpcRendererEvent would hand the page `sender`, an
+    // object able to send on any channel.
+    const forward = (_event: IpcRendererEvent, payload: StudioEvent): void => listener(payload);
+    ipcRenderer.on(STUDIO_EVENT_CHANNEL, forward);
+    return () => {
+      ipcRenderer.removeListener(STUDIO_EVENT_CHANNEL, forward);
+    };
+  },
 );
 
 contextBridge.exposeInMainWorld('studio', studio);

@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { app, BrowserWindow, dialog, ipcMain, screen, session, shell, type Session, type WebContents } from 'electron';
-import { STUDIO_IPC_CHANNEL } from '../../src-preload/api';
+import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '../../src-preload/api';
 import { callStudio } from '../api/dispatch';
+import { EventHub } from '../api/hub';
 import { createStudioService } from '../api/service';
 import { defaultDataDir, resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
@@ -145,26 +146,32 @@ export function startDesktopApp(): void {
     }
     app.on('will-quit', () => store.close());
 
-    const service = createStudioService({ store, databasePath, transport: 'electron' });
+    // The run manager (a later issue) publishes here; every open window receives the events.
+    const hub = new EventHub();
+    hub.subscribe((event) => {
+      for (const window of BrowserWindow.getAllWindows()) {
+        if (!window.isDestroyed()) window.webContents.send(STUDIO_EVENT_CHANNEL, event);
+      }
+    });
+    const service = createStudioService({ store, databasePath, transport: 'electron', hub });
     ipcMain.handle(STUDIO_IPC_CHANNEL, (event, method: unknown, args: unknown) =>
       handleStudioCall(event, method, args, location, (name, callArgs) => callStudio(service, name, callArgs)),
     );
 
     fs.mkdirSync(dataDir, { recursive: true });
     const stateFile = path.join(dataDir, WINDOW_STATE_FILE);
-    mainWindow = createMainWindow(location, stateFile);
-    mainWindow.on('closed', () => {
-      mainWindow = null;
-    });
+    const openMainWindow = (): void => {
+      const window = createMainWindow(location, stateFile);
+      window.on('closed', () => {
+        if (mainWindow === window) mainWindow = null;
+      });
+      mainWindow = window;
+    };
+    openMainWindow();
 
     // macOS keeps the app alive without windows and reopens one from the dock.
     app.on('activate', () => {
-      if (BrowserWindow.getAllWindows().length === 0) {
-        mainWindow = createMainWindow(location, stateFile);
-        mainWindow.on('closed', () => {
-          mainWindow = null;
-        });
-      }
+      if (BrowserWindow.getAllWindows().length === 0) openMainWindow();
     });
   });
 

@@ -1,5 +1,5 @@
 /// <reference types="vite/client" />
-import type { StudioApi } from '../../src-preload/api';
+import type { StudioBridge } from '../../src-preload/api';
 
 declare global {
   interface Window {
@@ -7,7 +7,7 @@ declare global {
      * Set by the Electron preload. Absent when the renderer is served by `marsrl serve` to a
      * plain browser; src/api/client.ts decides what to use then.
      */
-    studio?: StudioApi;
+    studio?: StudioBridge;
   }
 }
 

@@ -16,8 +16,9 @@ function from(url: string, { subframe = false } = {}): SenderEvent {
   return { senderFrame: { url, parent: subframe ? {} : null } } as unknown as SenderEvent;
 }
 
+/** Only the methods these tests call; the rest are absent, so calling one would fail loudly. */
 function fakeService(overrides: Partial<StudioApi> = {}): StudioApi {
-  return {
+  const methods: Partial<StudioApi> = {
     appInfo: async () => ({ version: '0.1.0', databasePath: '/tmp/marsrl.db', schemaVersion: 1, transport: 'electron' }),
     listRuns: async () => ({ items: [], nextCursor: null }),
     getRun: async (id) => {
@@ -28,6 +29,7 @@ function fakeService(overrides: Partial<StudioApi> = {}): StudioApi {
     validateConfig: async () => ({ ok: true, config: {} }),
     ...overrides,
   };
+  return methods as StudioApi;
 }
 
 describe('isTrustedSender', () => {

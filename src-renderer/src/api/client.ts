@@ -2,7 +2,7 @@
  * The one way the renderer reaches the engine. Components and stores call `studioClient()`
  * and never touch `window.studio` directly, so the transport can change underneath them.
  */
-import type { StudioApi } from '../../../src-preload/api';
+import type { StudioBridge } from '../../../src-preload/api';
 
 export class StudioUnavailableError extends Error {
   constructor() {
@@ -11,19 +11,20 @@ export class StudioUnavailableError extends Error {
   }
 }
 
-let provided: StudioApi | null = null;
+let provided: StudioBridge | null = null;
 
 /** Installs a client explicitly (tests, and the HTTP client once it exists). */
-export function provideStudioClient(client: StudioApi | null): void {
+export function provideStudioClient(client: StudioBridge | null): void {
   provided = client;
 }
 
-export function studioClient(): StudioApi {
+export function studioClient(): StudioBridge {
   if (provided) return provided;
   if (window.studio) return window.studio;
   // Seam for `marsrl serve` (a later issue): when the renderer is served over HTTP there is no
-  // preload, and an HTTP + WebSocket client implementing StudioApi against location.origin
-  // belongs here, built from STUDIO_METHODS like the preload bridge.
+  // preload, and an HTTP + WebSocket client implementing StudioBridge against location.origin
+  // (calls over HTTP, onEvent over the WebSocket) belongs here, built from STUDIO_METHODS like
+  // the preload bridge.
   throw new StudioUnavailableError();
 }
 
