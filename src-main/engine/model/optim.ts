@@ -1,0 +1,205 @@
+/**
+ * Adam / AdamW with global-norm gradient clipping and a warm-up + cosine learning-rate schedule.
+ *
+ * Adam (Kingma & Ba 2015) in PyTorch's formulation:
+ *   m ← β1 m + (1 − β1) g;   v ← β2 v + (1 − β2) g²
+ *   p ← p − (lr / (1 − β1^t)) · m / (sqrt(v) / sqrt(1 − β2^t) + ε)
+ * with decoupled weight decay (AdamW, Loshchilov & Hutter 2019) p ← p (1 − lr·wd) applied first,
+ * only to matrices and embeddings (as nanoGPT; LayerNorm gains are not decayed).
+ *
+ * All parameters are updated as one flat vector (concatenate the gradients, a handful of
+ * elementwise ops, split back), so a step costs ~15 kernels however many tensors the model has.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import type { OptimizerConfig } from '../config/schema';
+
+export interface LrSchedule {
+  /** Linear warm-up steps. */
+  warmupSteps: number;
+  /** Step at which the cosine decay reaches `minLrRatio · lr` (constant afterwards). 0 = no decay. */
+  decaySteps: number;
+  /** Floor of the decay as a fraction of the peak (nanoGPT: 0.1). */
+  minLrRatio?: number;
+}
+
+/**
+ * Learning rate at (0-based) step `step`: nanoGPT's schedule — lr·(step+1)/(warmup+1) during
+ * warm-up, then cosine from lr down to minLrRatio·lr at decaySteps, then flat.
+ */
+export function scheduledLr(peak: number, step: number, s?: LrSchedule): number {
+  if (!s) return peak;
+  if (step < s.warmupSteps) return (peak * (step + 1)) / (s.warmupSteps + 1);
+  if (s.decaySteps <= s.warmupSteps) return peak;
+  const minLr = peak * (s.minLrRatio ?? 0.1);
+  if (step >= s.decaySteps) return minLr;
+  const ratio = (step - s.warmupSteps) / (s.decaySteps - s.warmupSteps);
+  return minLr + 0.5 * (1 + Math.cos(Math.PI * ratio)) * (peak - minLr);
+}
+
+export interface AdamState {
+  /** Number of updates applied so far. */
+  step: number;
+  config: OptimizerConfig;
+  schedule?: LrSchedule;
+  /** First and second moments, flat, in parameter order. */
+  m: Float32Array;
+  v: Float32Array;
+}
+
+export interface StepResult {
+  /** Global L2 norm of the gradient before clipping. */
+  gradNorm: number;
+  /** Learning rate used for this update. */
+  lr: number;
+  /** Whether the gradient was scaled down by clipping. */
+  clipped: boolean;
+  /** True when the gradient had a NaN/Inf and the update was skipped. */
+  skipped: boolean;
+}
+
+export interface AdamParam {
+  variable: tf.Variable;
+  /** Apply weight decay to this parameter. */
+  decay: boolean;
+}
+
+export class Adam {
+  readonly config: OptimizerConfig;
+  readonly schedule?: LrSchedule;
+  private readonly params: AdamParam[];
+  private readonly sizes: number[];
+  private readonly total: number;
+  private m: tf.Tensor1D;
+  private v: tf.Tensor1D;
+  private decayMask: tf.Tensor1D | null = null;
+  private t = 0;
+  /** ε of Adam (PyTorch's default). */
+  static readonly EPS = 1e-8;
+
+  constructor(params: AdamParam[], config: OptimizerConfig, schedule?: LrSchedule) {
+    if (params.length === 0) throw new Error('Adam: no parameters');
+    this.params = params;
+    this.config = { ...config };
+    this.schedule = schedule ? { ...schedule } : undefined;
+    this.sizes = params.map((p) => p.variable.size);
+    this.total = this.sizes.reduce((a, b) => a + b, 0);
+    this.m = tf.keep(tf.zeros([this.total]));
+    this.v = tf.keep(tf.zeros([this.total]));
+  }
+
+  /** Number of updates applied so far. */
+  get stepCount(): number {
+    return this.t;
+  }
+
+  /** Learning rate the next update will use. */
+  get currentLr(): number {
+    return scheduledLr(this.config.lr, this.t, this.schedule);
+  }
+
+  /** Global L2 norm of gradients given in parameter order. */
+  static globalNorm(grads: tf.Tensor[]): number {
+    const sq = tf.tidy(() => tf.addN(grads.map((g) => tf.sum(tf.square(g)))));
+    const n = Math.sqrt(sq.dataSync()[0]);
+    sq.dispose();
+    return n;
+  }
+
+  /**
+   * Apply one update. `grads` are in parameter order, or a map by variable name (as
+   * tf.variableGrads returns). Returns the gradient norm before clipping. A non-finite gradient
+   * skips the update (moments and step count untouched) and reports `skipped`.
+   */
+  step(grads: tf.Tensor[] | tf.NamedTensorMap): StepResult {
+    const list = Array.isArray(grads) ? grads : this.params.map((p) => {
+      const g = grads[p.variable.name];
+      if (!g) throw new Error(`Adam.step: no gradient for ${p.variable.name}`);
+      return g;
+    });
+    if (list.length !== this.params.length) throw new Error(`Adam.step: ${list.length} gradients for ${this.params.length} parameters`);
+    const lr = this.currentLr;
+    const { beta1, beta2, weight_decay: wd, grad_clip: clip } = this.config;
+
+    const g = tf.tidy(() => tf.concat(list.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
+    const sq = tf.tidy(() => tf.sum(tf.square(g)));
+    const gradNorm = Math.sqrt(sq.dataSync()[0]);
+    sq.dispose();
+    if (!Number.isFinite(gradNorm)) {
+      g.dispose();
+      return { gradNorm, lr, clipped: false, skipped: true };
+    }
+    // torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when the norm exceeds clip.
+    const clipped = clip > 0 && gradNorm > clip;
+    const scale = clipped ? clip / (gradNorm + 1e-6) : 1;
+    this.t += 1;
+    const bc1 = 1 - Math.pow(beta1, this.t);
+    const bc2 = 1 - Math.pow(beta2, this.t);
+    if (wd > 0 && !this.decayMask) {
+      const mask = new Float32Array(this.total);
+      let o = 0;
+      this.params.forEach((p, i) => {
+        if (p.decay) mask.fill(1, o, o + this.sizes[i]);
+        o += this.sizes[i];
+      });
+      this.decayMask = tf.keep(tf.tensor1d(mask));
+    }
+    const [m, v, pieces] = tf.tidy(() => {
+      const gs = scale === 1 ? g : tf.mul(g, scale);
+      const m = tf.add(tf.mul(this.m, beta1), tf.mul(gs, 1 - beta1)) as tf.Tensor1D;
+      const v = tf.add(tf.mul(this.v, beta2), tf.mul(tf.square(gs), 1 - beta2)) as tf.Tensor1D;
+      let p = tf.concat(this.params.map((x) => tf.reshape(x.variable, [-1]))) as tf.Tensor1D;
+      if (wd > 0) p = tf.mul(p, tf.sub(1, tf.mul(this.decayMask!, lr * wd)));
+      const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), Adam.EPS);
+      p = tf.sub(p, tf.mul(tf.div(m, denom), lr / bc1));
+      const pieces = tf.split(p, this.sizes);
+      return [tf.keep(m), tf.keep(v), pieces.map((x, i) => tf.reshape(x, this.params[i].variable.shape))] as const;
+    });
+    g.dispose();
+    this.m.dispose();
+    this.v.dispose();
+    this.m = m;
+    this.v = v;
+    this.params.forEach((p, i) => {
+      p.variable.assign(pieces[i]);
+      pieces[i].dispose();
+    });
+    return { gradNorm, lr, clipped, skipped: false };
+  }
+
+  getState(): AdamState {
+    return {
+      step: this.t,
+      config: { ...this.config },
+      schedule: this.schedule ? { ...this.schedule } : undefined,
+      m: this.m.dataSync().slice() as Float32Array,
+      v: this.v.dataSync().slice() as Float32Array,
+    };
+  }
+
+  /** Restore moments and step count (configuration comes from the constructor). */
+  setState(state: Pick<AdamState, 'step' | 'm' | 'v'>): void {
+    if (state.m.length !== this.total || state.v.length !== this.total) {
+      throw new Error(`Adam.setState: moments have ${state.m.length}/${state.v.length} values, expected ${this.total}`);
+    }
+    this.m.dispose();
+    this.v.dispose();
+    this.m = tf.keep(tf.tensor1d(state.m));
+    this.v = tf.keep(tf.tensor1d(state.v));
+    this.t = state.step;
+  }
+
+  dispose(): void {
+    this.m.dispose();
+    this.v.dispose();
+    this.decayMask?.dispose();
+  }
+}
+
+/** An Adam optimizer over all of a model's parameters (decay on matrices and embeddings only). */
+export function createOptimizer(
+  model: { variables: tf.Variable[]; specs: Array<{ decay: boolean }> },
+  config: OptimizerConfig,
+  schedule?: LrSchedule,
+): Adam {
+  return new Adam(model.variables.map((variable, i) => ({ variable, decay: model.specs[i].decay })), config, schedule);
+}

@@ -1,0 +1,300 @@
+/**
+ * Batched autoregressive sampling with a key/value cache, and resumable (segment) decoding.
+ *
+ * Randomness: the uniform number that picks token j of sequence s is drawn from its own stream,
+ * `new Rng(seed, "tok:" + streamId + ":" + j)`, so a sequence's sample does not depend on how the
+ * batch is composed, on when other sequences finish, or on how decoding is split into segments.
+ *
+ * Batching: prompts of different lengths are left-padded so that every sequence's next token sits
+ * in the same cache column; padded key positions are masked and each row's positions start after
+ * its padding, so a padded row computes what it would alone (up to float rounding). Finished
+ * sequences leave the batch (their cache rows are dropped) at the step they finish.
+ *
+ * Log-probabilities returned for each sampled token:
+ *  - `logProbs`: under the distribution actually sampled from — softmax(logits / temperature),
+ *    restricted to the top-p nucleus and renormalised (the behaviour policy of PPO). With top_p = 1
+ *    it equals `model.sequenceLogProbs(seq, { temperature })`.
+ *  - `rawLogProbs`: log softmax(logits) at temperature 1, no truncation (what
+ *    `model.sequenceLogProbs(seq)` recomputes by default).
+ * Temperature 0 means greedy decoding; its `logProbs` are 0 (the choice has probability 1).
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { Rng } from '../util/rng';
+import { disposeCache, type GPT, type KVCache } from './gpt';
+import { MASK_VALUE } from './ops';
+
+export interface SampleOptions {
+  /** Token budget per sequence (new tokens, across all segments). */
+  maxNewTokens: number;
+  /** Softmax temperature; 0 = greedy. Default 1. */
+  temperature?: number;
+  /** Nucleus sampling threshold in (0, 1]; 1 disables it. Default 1. */
+  topP?: number;
+  /** Sampling stops after any of these tokens (which is kept as the last token). */
+  stopTokens?: number[];
+  /** Seed of the per-sequence random streams. Default: drawn from `rng`, else 0. */
+  seed?: number;
+  /** Used only to draw `seed` when it is not given. */
+  rng?: Rng;
+  /** Use the key/value cache (default true); false recomputes the whole prefix every step. */
+  useKvCache?: boolean;
+  /** Stream id of each prompt's random numbers; default the prompt's index. */
+  streamIds?: number[];
+}
+
+export type StopReason = 'stop' | 'budget' | 'context';
+
+export interface SampledSequence {
+  /** Generated tokens (not including the prompt). */
+  tokens: number[];
+  /** Behaviour log-probability of each generated token (see the module comment). */
+  logProbs: number[];
+  /** log softmax(logits) at temperature 1 of each generated token. */
+  rawLogProbs: number[];
+  /** True once the sequence is complete (stop token, budget or context exhausted). */
+  finished: boolean;
+  stopReason: StopReason | null;
+}
+
+export interface DecodeSequenceState extends SampledSequence {
+  prompt: number[];
+  streamId: number;
+}
+
+/**
+ * Everything needed to continue decoding. Plain data except `cache`, which holds tensors of the
+ * process that made it (drop it with `releaseDecodeCache` to send the state elsewhere; it is
+ * rebuilt from the tokens on the next segment). Dispose with `disposeDecodeState`.
+ */
+export interface DecodeState {
+  seed: number;
+  temperature: number;
+  topP: number;
+  stopTokens: number[];
+  maxNewTokens: number;
+  useKvCache: boolean;
+  sequences: DecodeSequenceState[];
+  cache: {
+    kv: KVCache | null;
+    /** Sequence indices in cache-row order (the active batch). */
+    rows: number[];
+    /** Left padding of each cache row. */
+    leftPad: number[];
+    /** Next-token logits of each cache row [rows·V], computed with weights `kv.version`. */
+    logits: Float32Array;
+    version: number;
+  } | null;
+}
+
+export function startDecode(prompts: number[][], opts: SampleOptions): DecodeState {
+  if (!Number.isInteger(opts.maxNewTokens) || opts.maxNewTokens < 0) throw new Error(`maxNewTokens must be a non-negative integer, got ${opts.maxNewTokens}`);
+  const temperature = opts.temperature ?? 1;
+  const topP = opts.topP ?? 1;
+  if (!(temperature >= 0)) throw new Error(`temperature must be >= 0, got ${temperature}`);
+  if (!(topP > 0 && topP <= 1)) throw new Error(`topP must be in (0, 1], got ${topP}`);
+  if (opts.streamIds && opts.streamIds.length !== prompts.length) throw new Error('streamIds must have one entry per prompt');
+  const seed = opts.seed ?? (opts.rng ? opts.rng.nextUint32() : 0);
+  return {
+    seed,
+    temperature,
+    topP,
+    stopTokens: [...(opts.stopTokens ?? [])],
+    maxNewTokens: opts.maxNewTokens,
+    useKvCache: opts.useKvCache ?? true,
+    sequences: prompts.map((p, i) => {
+      if (p.length === 0) throw new Error(`prompt ${i} is empty (start it with <bos> or a role token)`);
+      const done = opts.maxNewTokens === 0;
+      return {
+        prompt: [...p],
+        streamId: opts.streamIds ? opts.streamIds[i] : i,
+        tokens: [],
+        logProbs: [],
+        rawLogProbs: [],
+        finished: done,
+        stopReason: done ? 'budget' : null,
+      };
+    }),
+    cache: null,
+  };
+}
+
+/** Dispose the tensors a decode state holds (its plain data stays readable). */
+export function disposeDecodeState(state: DecodeState): void {
+  releaseDecodeCache(state);
+}
+
+/** Drop the key/value cache (tensors) of a state; decoding rebuilds it from the tokens when resumed. */
+export function releaseDecodeCache(state: DecodeState): void {
+  if (state.cache?.kv) disposeCache(state.cache.kv);
+  state.cache = null;
+}
+
+/**
+ * Decode at most `maxTokens` more tokens for every unfinished sequence. Returns the indices of the
+ * sequences that finished in this segment and the (same, updated) state. If the model's weights
+ * changed since the state's cache was built, the cache is rebuilt from the tokens so far with the
+ * new weights; otherwise a split decode equals an uninterrupted one exactly.
+ */
+export function decodeSegment(model: GPT, state: DecodeState, maxTokens: number): { finished: number[]; state: DecodeState } {
+  const finished: number[] = [];
+  const V = model.config.vocabSize;
+  const context = model.config.context;
+  const stop = new Set(state.stopTokens);
+  for (let step = 0; step < maxTokens; step++) {
+    ensureLogits(model, state);
+    const c = state.cache;
+    if (!c) break; // nothing left to decode
+    // Sample one token for every active row.
+    const keep: number[] = [];
+    for (let r = 0; r < c.rows.length; r++) {
+      const seq = state.sequences[c.rows[r]];
+      const j = seq.tokens.length;
+      const u = new Rng(state.seed, `tok:${seq.streamId}:${j}`).next();
+      const { token, logProb, rawLogProb } = sampleFromLogits(c.logits.subarray(r * V, (r + 1) * V), state.temperature, state.topP, u);
+      seq.tokens.push(token);
+      seq.logProbs.push(logProb);
+      seq.rawLogProbs.push(rawLogProb);
+      let reason: StopReason | null = null;
+      if (stop.has(token)) reason = 'stop';
+      else if (seq.tokens.length >= state.maxNewTokens) reason = 'budget';
+      else if (seq.prompt.length + seq.tokens.length >= context) reason = 'context';
+      if (reason) {
+        seq.finished = true;
+        seq.stopReason = reason;
+        finished.push(c.rows[r]);
+      } else {
+        keep.push(r);
+      }
+    }
+    // Feed the new tokens of the rows still active, so their next logits are ready.
+    if (keep.length === 0) {
+      releaseDecodeCache(state);
+      break;
+    }
+    if (keep.length < c.rows.length) {
+      c.rows = keep.map((r) => c.rows[r]);
+      c.leftPad = keep.map((r) => c.leftPad[r]);
+      if (c.kv) c.kv = model.selectCacheRows(c.kv, keep);
+    }
+    if (c.kv) {
+      const B = c.rows.length;
+      const tokens = new Int32Array(B);
+      const positions = new Int32Array(B);
+      c.rows.forEach((s, r) => {
+        const seq = state.sequences[s];
+        tokens[r] = seq.tokens[seq.tokens.length - 1];
+        positions[r] = seq.prompt.length + seq.tokens.length - 1;
+      });
+      const mask = paddingMask(c.leftPad, c.kv.length + 1);
+      const out = model.decodeStep(tokens, positions, c.kv, mask);
+      mask?.dispose();
+      c.kv = out.cache;
+      c.logits = out.logits;
+    } else {
+      const { rows, leftPad } = paddedRows(state, c.rows);
+      c.leftPad = leftPad;
+      c.logits = model.lastLogits(rows, leftPad);
+      c.version = model.version;
+    }
+  }
+  return { finished, state };
+}
+
+/** Sample complete continuations of `prompts` (a convenience over startDecode/decodeSegment). */
+export function sample(model: GPT, prompts: number[][], opts: SampleOptions): SampledSequence[] {
+  const state = startDecode(prompts, opts);
+  try {
+    while (state.sequences.some((s) => !s.finished)) decodeSegment(model, state, Number.MAX_SAFE_INTEGER);
+  } finally {
+    disposeDecodeState(state);
+  }
+  return state.sequences.map(({ tokens, logProbs, rawLogProbs, finished, stopReason }) => ({ tokens, logProbs, rawLogProbs, finished, stopReason }));
+}
+
+/** Make sure the state holds next-token logits for its active rows computed with the current weights. */
+function ensureLogits(model: GPT, state: DecodeState): void {
+  const version = model.version;
+  if (state.cache && state.cache.version === version) return;
+  releaseDecodeCache(state);
+  const active = state.sequences.map((s, i) => (s.finished ? -1 : i)).filter((i) => i >= 0);
+  if (active.length === 0) return;
+  for (const i of active) {
+    const len = state.sequences[i].prompt.length + state.sequences[i].tokens.length;
+    if (len >= model.config.context) throw new Error(`sequence ${i} has ${len} tokens, which fills the model context (${model.config.context}); nothing can be decoded`);
+  }
+  const { rows, leftPad } = paddedRows(state, active);
+  if (state.useKvCache) {
+    const { cache, logits } = model.prefill(rows, leftPad);
+    state.cache = { kv: cache, rows: active, leftPad, logits, version: cache.version };
+  } else {
+    state.cache = { kv: null, rows: active, leftPad, logits: model.lastLogits(rows, leftPad), version };
+  }
+}
+
+/** Prompt + generated tokens of the given sequences, left-padded (with their first token) to equal length. */
+function paddedRows(state: DecodeState, seqIdx: number[]): { rows: number[][]; leftPad: number[] } {
+  const full = seqIdx.map((i) => [...state.sequences[i].prompt, ...state.sequences[i].tokens]);
+  const T = Math.max(...full.map((r) => r.length));
+  // Padding positions are masked as keys, so any valid id works as filler.
+  const leftPad = full.map((r) => T - r.length);
+  return { rows: full.map((r, i) => [...new Array<number>(leftPad[i]).fill(r[0]), ...r]), leftPad };
+}
+
+/** Additive [B, 1, Tk] mask hiding each row's leading padding, or null when no row is padded. */
+function paddingMask(leftPad: number[], Tk: number): tf.Tensor3D | null {
+  if (!leftPad.some((p) => p > 0)) return null;
+  const m = new Float32Array(leftPad.length * Tk);
+  leftPad.forEach((p, b) => m.fill(MASK_VALUE, b * Tk, b * Tk + p));
+  return tf.tensor3d(m, [leftPad.length, 1, Tk]);
+}
+
+/**
+ * Draw one token from logits with temperature and top-p, given a uniform u in [0, 1). Computed in
+ * float64. Returns the token, its log-probability under the distribution sampled from, and its
+ * log-probability under softmax(logits).
+ */
+export function sampleFromLogits(logits: ArrayLike<number>, temperature: number, topP: number, u: number): { token: number; logProb: number; rawLogProb: number } {
+  const V = logits.length;
+  let max = -Infinity;
+  let argmax = 0;
+  for (let i = 0; i < V; i++) {
+    if (logits[i] > max) {
+      max = logits[i];
+      argmax = i;
+    }
+  }
+  let sumRaw = 0;
+  for (let i = 0; i < V; i++) sumRaw += Math.exp(logits[i] - max);
+  const rawLse = max + Math.log(sumRaw);
+  if (temperature === 0) return { token: argmax, logProb: 0, rawLogProb: logits[argmax] - rawLse };
+
+  const w = new Float64Array(V);
+  let total = 0;
+  for (let i = 0; i < V; i++) {
+    w[i] = Math.exp((logits[i] - max) / temperature);
+    total += w[i];
+  }
+  let order: number[];
+  let kept = total;
+  if (topP < 1) {
+    // Nucleus (Holtzman et al. 2020): the smallest set of most likely tokens whose mass reaches top_p.
+    order = Array.from({ length: V }, (_v, i) => i).sort((a, b) => w[b] - w[a] || a - b);
+    let cum = 0;
+    let n = 0;
+    while (n < V && cum < topP * total) cum += w[order[n++]];
+    order = order.slice(0, Math.max(1, n));
+    kept = order.reduce((s, i) => s + w[i], 0);
+  } else {
+    order = Array.from({ length: V }, (_v, i) => i);
+  }
+  let target = u * kept;
+  let token = order[order.length - 1];
+  for (const i of order) {
+    target -= w[i];
+    if (target < 0) {
+      token = i;
+      break;
+    }
+  }
+  return { token, logProb: Math.log(w[token] / kept), rawLogProb: logits[token] - rawLse };
+}
