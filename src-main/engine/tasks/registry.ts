@@ -1,0 +1,34 @@
+/**
+ * Task families by name. The generated families are fixed objects; `jsonl` is built from a user's
+ * file, so it needs options.
+ */
+import { TASK_FAMILIES } from '../config/schema';
+import { additionFamily } from './addition';
+import { countdownFamily } from './countdown';
+import { factorFamily } from './factor';
+import { createJsonlFamily, type JsonlFamilyOptions } from './jsonl';
+import { sortFamily } from './sort';
+import type { TaskFamily } from './types';
+
+export type TaskFamilyName = (typeof TASK_FAMILIES)[number];
+
+const GENERATED: Record<Exclude<TaskFamilyName, 'jsonl'>, TaskFamily> = {
+  sort: sortFamily,
+  countdown: countdownFamily,
+  factor: factorFamily,
+  addition: additionFamily,
+};
+
+/** Every family name `getTaskFamily` knows, in the config schema's order. */
+export const TASK_FAMILY_NAMES: readonly TaskFamilyName[] = TASK_FAMILIES;
+
+/**
+ * The family called `name`. `jsonl` needs `{ path | text, checker }`; the others ignore options.
+ * An unknown name fails with the list of known ones.
+ */
+export function getTaskFamily(name: string, options: JsonlFamilyOptions = {}): TaskFamily {
+  if (name === 'jsonl') return createJsonlFamily(options);
+  const family = (GENERATED as Record<string, TaskFamily | undefined>)[name];
+  if (family === undefined) throw new Error(`unknown task family "${name}"; known families: ${TASK_FAMILY_NAMES.join(', ')}`);
+  return family;
+}
