@@ -1,0 +1,102 @@
+/**
+ * Reward schemes by name (verl core_algos style: pure functions in a registry; an unknown name
+ * fails with the list of known ones).
+ *
+ * Shapes: a scheme reads one episode, i.e. its turns (every agent sample of one problem's rollout,
+ * or of one chain) and the episode's outcome, and returns one `TurnReward` per turn, in the same
+ * order. Rewards are binary before the format penalty, as in MarsRL.
+ *
+ * - `decoupled` (MarsRL, arXiv 2511.11373, agent-specific rewards): the Solver and Correctors get 1
+ *   when their own final answer is right; a Verifier gets 1 when its verdict matches the truth of
+ *   the solution it judged (approves a right one, rejects a wrong one). Else 0.
+ * - `shared`: every turn gets the episode's outcome, 1 when the system's final answer is right
+ *   (see agents/outcome.ts), else 0. The baseline MarsRL's decoupling is compared with.
+ *
+ * Format penalty (both schemes): a turn whose output cannot be parsed (`formatValid` false) has
+ * `formatPenalty` subtracted. Components always sum to the value:
+ * value = correctness + format_penalty, with format_penalty ∈ {0, −formatPenalty}.
+ */
+import type { Role } from '../config/schema';
+import { REWARD_SCHEMES, RewardSchema } from '../config/schema';
+
+export interface RewardTurn {
+  agent: string;
+  role: Role;
+  /** Solver/Corrector: the final answer is right. Verifier: the verdict matches the judged solution's truth. */
+  correct: boolean;
+  /** The output parsed (answer marker / verdict marker as the format requires). */
+  formatValid: boolean;
+}
+
+export interface EpisodeOutcome {
+  /** The system's final answer for the episode is right. */
+  correct: boolean;
+}
+
+export interface RewardOptions {
+  /** Subtracted from a turn whose format is invalid; ≥ 0 (reward.format_penalty, default 0). */
+  formatPenalty: number;
+}
+
+export interface RewardComponents {
+  correctness: number;
+  /** 0, or −formatPenalty for a turn with an invalid format. */
+  format_penalty: number;
+}
+
+export interface TurnReward {
+  value: number;
+  components: RewardComponents;
+}
+
+export type RewardFn = (turns: readonly RewardTurn[], outcome: EpisodeOutcome, options: RewardOptions) => TurnReward[];
+
+export const DEFAULT_REWARD_OPTIONS: RewardOptions = { formatPenalty: RewardSchema.parse({}).format_penalty };
+
+const registry = new Map<string, RewardFn>();
+
+/** Adds a scheme; a name can be registered once (a silent override would change old runs' meaning). */
+export function registerReward(name: string, fn: RewardFn): void {
+  if (registry.has(name)) throw new Error(`reward scheme "${name}" is already registered`);
+  registry.set(name, fn);
+}
+
+export function getReward(name: string): RewardFn {
+  const fn = registry.get(name);
+  if (fn === undefined) throw new Error(`unknown reward scheme "${name}"; known schemes: ${listRewards().join(', ')}`);
+  return fn;
+}
+
+export function listRewards(): string[] {
+  return [...registry.keys()];
+}
+
+function withFormatPenalty(turn: RewardTurn, correctness: number, options: RewardOptions): TurnReward {
+  if (!(options.formatPenalty >= 0)) throw new Error(`formatPenalty must be ≥ 0, got ${options.formatPenalty}`);
+  const formatPenalty = turn.formatValid ? 0 : -options.formatPenalty;
+  return { value: correctness + formatPenalty, components: { correctness, format_penalty: formatPenalty } };
+}
+
+/** MarsRL's agent-specific rewards: each turn is judged on its own output. */
+export const decoupledReward: RewardFn = (turns, _outcome, options) =>
+  turns.map((turn) => withFormatPenalty(turn, turn.correct ? 1 : 0, options));
+
+/** Every turn gets the episode's outcome. */
+export const sharedReward: RewardFn = (turns, outcome, options) =>
+  turns.map((turn) => withFormatPenalty(turn, outcome.correct ? 1 : 0, options));
+
+registerReward('decoupled', decoupledReward);
+registerReward('shared', sharedReward);
+
+/** Computes rewards with a scheme by name. */
+export function computeRewards(
+  scheme: string,
+  turns: readonly RewardTurn[],
+  outcome: EpisodeOutcome,
+  options: RewardOptions = DEFAULT_REWARD_OPTIONS,
+): TurnReward[] {
+  return getReward(scheme)(turns, outcome, options);
+}
+
+// The config schema and this registry must agree on the built-in names.
+for (const scheme of REWARD_SCHEMES) getReward(scheme);
