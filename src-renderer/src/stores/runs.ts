@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { RunStatus, RunSummary } from '../../../src-preload/api';
+import type { RunDetail, RunStatus, RunSummary, StudioEvent } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
 
 export const RUNS_PAGE_SIZE = 100;
@@ -12,6 +12,12 @@ export const RUNS_PAGE_SIZE = 100;
 export interface RunFilters {
   status: RunStatus | null;
   search: string;
+}
+
+/** The list row of a run detail: the detail's heavy parts (config snapshot, counts) stay out of the list. */
+function summaryOf(detail: RunDetail): RunSummary {
+  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, ...summary } = detail;
+  return summary;
 }
 
 export const useRunsStore = defineStore('runs', () => {
@@ -80,5 +86,81 @@ export const useRunsStore = defineStore('runs', () => {
     return refresh();
   }
 
-  return { runs, nextCursor, filters, loading, loadingMore, loaded, error, hasMore, isFiltered, refresh, loadMore, setFilters };
+  function patchRun(runId: number, change: (run: RunSummary) => RunSummary): void {
+    const index = runs.value.findIndex((run) => run.id === runId);
+    if (index === -1) return;
+    const next = runs.value.slice();
+    next[index] = change(next[index]);
+    runs.value = next;
+  }
+
+  /**
+   * New runs go on top without reloading: the user may have paged far down, and a reload would
+   * throw those pages away. Only runs newer than the newest shown are added.
+   */
+  async function addNewerRuns(): Promise<void> {
+    const mine = generation;
+    const page = await studioClient().listRuns(query());
+    if (mine !== generation) return;
+    const newestShown = runs.value[0]?.id ?? 0;
+    const newer = page.items.filter((run) => run.id > newestShown);
+    if (newer.length > 0) runs.value = [...newer, ...runs.value];
+    // A list that was empty had no cursor yet; this page is now its first.
+    if (runs.value.length === newer.length) nextCursor.value = page.nextCursor;
+  }
+
+  async function reloadRun(runId: number): Promise<void> {
+    if (!runs.value.some((run) => run.id === runId)) return;
+    const detail = await studioClient().getRun(runId);
+    patchRun(runId, (run) => ({ ...run, ...summaryOf(detail) }));
+  }
+
+  /** Applies a pushed event; the list stays current while runs train, without polling. */
+  function applyEvent(event: StudioEvent): Promise<void> {
+    switch (event.type) {
+      case 'run-status':
+        patchRun(event.runId, (run) => ({ ...run, status: event.status, statusReason: event.reason }));
+        break;
+      case 'run-progress':
+        patchRun(event.runId, (run) => ({ ...run, lastStep: event.step, keyMetrics: { ...run.keyMetrics, ...event.metrics } }));
+        break;
+      case 'run-deleted':
+        runs.value = runs.value.filter((run) => run.id !== event.runId);
+        break;
+      case 'run-created':
+        return addNewerRuns().catch((caught) => void (error.value = errorMessage(caught)));
+      case 'run-updated':
+        return reloadRun(event.runId).catch((caught) => void (error.value = errorMessage(caught)));
+      case 'event':
+        break;
+    }
+    return Promise.resolve();
+  }
+
+  let stopFollowing: (() => void) | null = null;
+  function followEvents(): void {
+    stopFollowing ??= studioClient().onEvent((event) => void applyEvent(event));
+  }
+  function unfollowEvents(): void {
+    stopFollowing?.();
+    stopFollowing = null;
+  }
+
+  return {
+    runs,
+    nextCursor,
+    filters,
+    loading,
+    loadingMore,
+    loaded,
+    error,
+    hasMore,
+    isFiltered,
+    refresh,
+    loadMore,
+    setFilters,
+    applyEvent,
+    followEvents,
+    unfollowEvents,
+  };
 });
