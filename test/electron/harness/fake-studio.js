@@ -14,8 +14,8 @@
 
   const presets = ['quick', 'sort8', 'sort8-drmas', 'add4', null];
   const tasks = ['sort8', 'sort8', 'add4', 'parity16'];
-  const schemes = ['decoupled', 'shared', 'decoupled-graded'];
-  const modes = ['agentwise', 'global', 'mean-only', 'std-only'];
+  const schemes = ['decoupled', 'shared'];
+  const modes = ['agentwise', 'global', 'agent-mean', 'agent-std', 'no-std'];
   const names = ['baseline', 'agentwise-norm', 'oracle-verifier', 'corrector-always', 'lr-sweep', 'warm-start', 'ablation'];
   const tags = ['paper', 'sweep', 'control', 'drmas', 'long'];
 
