@@ -18,6 +18,7 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { registerMissingGradients } from './gradients';
 
 export type BackendPreference = 'auto' | 'tensorflow' | 'wasm' | 'cpu';
 
@@ -165,6 +166,9 @@ async function selectBackend(preference: BackendPreference): Promise<BackendInfo
     throw new Error(`no tensor backend could be initialised: ${skipped.map((s) => `${s.backend}: ${s.reason}`).join('; ')}`);
   }
   await tf.ready();
+  // After the backend (and with tfjs-node, the umbrella package's gradients) is loaded, so that
+  // only the gaps are filled.
+  registerMissingGradients();
   const name = tf.getBackend();
   const { threads, simd } = await describeThreads(name);
   if (name === 'wasm') provider += simd ? ' (SIMD)' : ' (no SIMD)';

@@ -338,7 +338,7 @@ export class GPT {
     this.disposeDecodeWeights();
     const D = this.config.d_model;
     const E = D / this.config.n_heads;
-    const weights = tf.tidy(() => {
+    const weights = tf.tidy((): tf.TensorContainer => {
       const qScale = tf.concat([tf.fill([1, D], 1 / Math.sqrt(E)), tf.ones([1, 2 * D])], 1);
       const w: DecodeWeights = {
         table: this.kernels.embedding === 'onehot' ? (tf.concat([this.wte, this.wpe], 0) as tf.Tensor2D) : null,
@@ -350,11 +350,11 @@ export class GPT {
         })),
         head: foldGain(this.lnf as tf.Tensor1D, this.head as tf.Tensor2D),
       };
-      return w;
-    });
+      return w as unknown as tf.TensorContainer;
+    }) as unknown as DecodeWeights;
     const keepAll = (t: tf.Tensor | null) => t && tf.keep(t);
     keepAll(weights.table);
-    weights.layers.forEach((l) => Object.values(l).forEach(keepAll));
+    weights.layers.forEach((l) => Object.values(l).forEach((t: tf.Tensor) => keepAll(t)));
     keepAll(weights.head);
     this.decodeCache = { version, weights };
     return weights;

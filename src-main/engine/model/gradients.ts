@@ -106,6 +106,19 @@ const GRADIENTS: Grad[] = [
   zeroGrad(tf.Round),
   zeroGrad(tf.ZerosLike),
   zeroGrad(tf.OnesLike),
+  zeroGrad(tf.IsNan),
+  zeroGrad(tf.IsInf),
+  zeroGrad(tf.IsFinite),
+  zeroGrad(tf.LogicalNot),
+  ...[tf.ArgMax, tf.ArgMin].map(zeroGrad),
+  // Comparisons and logical ops: piecewise constant in their inputs.
+  ...[tf.Greater, tf.GreaterEqual, tf.Less, tf.LessEqual, tf.Equal, tf.NotEqual, tf.LogicalAnd, tf.LogicalOr].map(
+    (kernelName): Grad => ({
+      kernelName,
+      inputsToSave: ['a', 'b'],
+      gradFunc: (_dy, [a, b]) => ({ a: () => tf.zerosLike(a), b: () => tf.zerosLike(b) }),
+    }),
+  ),
   {
     kernelName: tf.ClipByValue,
     inputsToSave: ['x'],
@@ -153,7 +166,8 @@ const GRADIENTS: Grad[] = [
       outputsToSave: [true],
       gradFunc: (dy, [x, y], attrs: Attrs) => {
         // The gradient flows to every element equal to the extreme value (as TensorFlow.js does).
-        const axes = tf.util.parseAxisParam(attrs.reductionIndices as number | number[], x.shape);
+        // Max names its axis attribute reductionIndices, Min names it axis.
+        const axes = tf.util.parseAxisParam((attrs.reductionIndices ?? attrs.axis) as number | number[], x.shape);
         const shape = keepDimsShape(x.shape, axes);
         return { x: () => tf.mul(tf.reshape(dy as tf.Tensor, shape), f32(tf.equal(x, tf.reshape(y, shape)))) };
       },

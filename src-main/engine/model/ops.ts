@@ -38,6 +38,16 @@ export function strategyForBackend(backendName: string): KernelStrategy {
   return backendName === 'wasm' ? WASM_STRATEGY : PLAIN_STRATEGY;
 }
 
+/**
+ * tf.customGrad with the inputs passed as an array: `f(inputs, save)` returns the value and its
+ * gradient function (one gradient per input).
+ */
+function customOp<T extends tf.Tensor>(
+  f: (inputs: tf.Tensor[], save: tf.GradSaveFunc) => { value: T; gradFunc: (dy: T, saved: tf.Tensor[]) => tf.Tensor | tf.Tensor[] },
+): (...inputs: tf.Tensor[]) => T {
+  return tf.customGrad<T>((...args: Array<tf.Tensor | tf.GradSaveFunc>) => f(args.slice(0, -1) as tf.Tensor[], args[args.length - 1] as tf.GradSaveFunc));
+}
+
 export const LN_EPS = 1e-5;
 /** Additive attention mask value: large enough that exp() underflows to exactly 0, finite so that fully masked rows stay NaN-free. */
 export const MASK_VALUE = -1e9;
@@ -69,19 +79,14 @@ export function embed(wte: tf.Tensor2D, wpe: tf.Tensor2D, tokens: Int32Array, po
     ohT[a * N + n] = 1;
     ohT[b * N + n] = 1;
   }
-  const f = tf.customGrad((wteIn: tf.Tensor, wpeIn: tf.Tensor, save: tf.GradSaveFunc) => {
-    const ohTensor = tf.tensor2d(oh, [N, K]);
+  const f = customOp<tf.Tensor2D>(([wteIn, wpeIn]) => {
     const table = tf.concat([wteIn as tf.Tensor2D, wpeIn as tf.Tensor2D], 0);
-    save([]);
     return {
-      value: tf.matMul(ohTensor, table),
-      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => {
-        const dTable = tf.matMul(tf.tensor2d(ohT, [K, N]), dy as tf.Tensor2D);
-        return tf.split(dTable, [V, P], 0);
-      },
+      value: tf.matMul(tf.tensor2d(oh, [N, K]), table),
+      gradFunc: (dy) => tf.split(tf.matMul(tf.tensor2d(ohT, [K, N]), dy), [V, P], 0),
     };
   });
-  return f(wte, wpe) as tf.Tensor2D;
+  return f(wte, wpe);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -97,14 +102,12 @@ function layerNormForward(x: tf.Tensor2D): { xhat: tf.Tensor2D; rstd: tf.Tensor2
   return { xhat: tf.mul(xc, rstd) as tf.Tensor2D, rstd };
 }
 
-const layerNormGrad = tf.customGrad((x: tf.Tensor, save: tf.GradSaveFunc) => {
+const layerNormGrad = customOp<tf.Tensor2D>(([x], save) => {
   const { xhat, rstd } = layerNormForward(x as tf.Tensor2D);
   save([xhat, rstd]);
   return {
     value: xhat,
-    gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
-      const [xh, r] = saved;
-      const g = dy as tf.Tensor;
+    gradFunc: (g, [xh, r]) => {
       // dx = rstd · (dy − mean(dy) − x̂ · mean(dy ⊙ x̂))
       const a = tf.mean(g, -1, true);
       const b = tf.mean(tf.mul(g, xh), -1, true);
@@ -115,7 +118,7 @@ const layerNormGrad = tf.customGrad((x: tf.Tensor, save: tf.GradSaveFunc) => {
 
 /** Normalise each row of x [N, D] to zero mean and unit variance (no gain). */
 export function layerNorm(x: tf.Tensor2D): tf.Tensor2D {
-  return layerNormGrad(x) as tf.Tensor2D;
+  return layerNormGrad(x);
 }
 
 /** Forward only (decoding): the same arithmetic, no gradient bookkeeping. */
@@ -131,25 +134,22 @@ export function foldGain(g: tf.Tensor1D, w: tf.Tensor2D): tf.Tensor2D {
 // ---------------------------------------------------------------------------------------------
 // Linear layers (no bias, as nanoGPT with bias=False): y = x @ W, optionally ReLU(x @ W).
 
-const linearT = tf.customGrad((x: tf.Tensor, w: tf.Tensor, save: tf.GradSaveFunc) => {
+const linearT = customOp<tf.Tensor2D>(([x, w], save) => {
   save([x, w]);
   return {
     value: tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D),
-    gradFunc: (dy: tf.Tensor | tf.Tensor[], [xs, ws]: tf.Tensor[]) => {
-      const d = dy as tf.Tensor2D;
-      return [tf.matMul(d, tf.transpose(ws as tf.Tensor2D)), tf.matMul(tf.transpose(xs as tf.Tensor2D), d)];
-    },
+    gradFunc: (d, [xs, ws]) => [tf.matMul(d, tf.transpose(ws as tf.Tensor2D)), tf.matMul(tf.transpose(xs as tf.Tensor2D), d)],
   };
 });
 
-const linearReluT = tf.customGrad((x: tf.Tensor, w: tf.Tensor, save: tf.GradSaveFunc) => {
+const linearReluT = customOp<tf.Tensor2D>(([x, w], save) => {
   // The ReLU is fused into the matMul kernel (XNNPACK clamps the output).
-  const y = tf.fused.matMul({ a: x as tf.Tensor2D, b: w as tf.Tensor2D, activation: 'relu' });
+  const y = tf.fused.matMul({ a: x as tf.Tensor2D, b: w as tf.Tensor2D, activation: 'relu' }) as tf.Tensor2D;
   save([x, w, y]);
   return {
     value: y,
-    gradFunc: (dy: tf.Tensor | tf.Tensor[], [xs, ws, ys]: tf.Tensor[]) => {
-      const dz = tf.mul(dy as tf.Tensor2D, tf.step(ys)) as tf.Tensor2D;
+    gradFunc: (dy, [xs, ws, ys]) => {
+      const dz = tf.mul(dy, tf.step(ys)) as tf.Tensor2D;
       return [tf.matMul(dz, tf.transpose(ws as tf.Tensor2D)), tf.matMul(tf.transpose(xs as tf.Tensor2D), dz)];
     },
   };
@@ -160,12 +160,12 @@ export function linear(x: tf.Tensor2D, w: tf.Tensor2D, relu: boolean, strategy: 
   if (strategy.linear === 'autograd') {
     return (relu ? tf.relu(tf.matMul(x, w)) : tf.matMul(x, w)) as tf.Tensor2D;
   }
-  return (relu ? linearReluT(x, w) : linearT(x, w)) as tf.Tensor2D;
+  return relu ? linearReluT(x, w) : linearT(x, w);
 }
 
 /** Forward only (decoding). */
 export function linearInference(x: tf.Tensor2D, w: tf.Tensor2D, relu: boolean): tf.Tensor2D {
-  return relu ? tf.fused.matMul({ a: x, b: w, activation: 'relu' }) : tf.matMul(x, w);
+  return relu ? (tf.fused.matMul({ a: x, b: w, activation: 'relu' }) as tf.Tensor2D) : tf.matMul(x, w);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ function attentionDepthwise(qkv: tf.Tensor2D, { T, B, H, E }: AttentionShape, ma
   const D = H * E;
   const C = B * H;
   const scale = 1 / Math.sqrt(E);
-  const f = tf.customGrad((qkvIn: tf.Tensor, save: tf.GradSaveFunc) => {
+  const f = customOp<tf.Tensor2D>(([qkvIn], save) => {
     const [q0, k, v] = tf.split(qkvIn as tf.Tensor2D, 3, 1).map((t) => tf.reshape(t, [T, C, E]) as tf.Tensor3D);
     const q = tf.mul(q0, scale) as tf.Tensor3D; // [T, C, E]
     // S_c[t, t'] = Σ_e q_c[t, e] k_c[t', e]: input (e, t, c), filter (e, c, t'), output (t, c, t').
@@ -255,9 +255,8 @@ function attentionDepthwise(qkv: tf.Tensor2D, { T, B, H, E }: AttentionShape, ma
     save([q, k, v, tf.reshape(p, [T, C, T]), pT]);
     return {
       value: tf.reshape(o, [T * B, D]),
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
-        const [qs, ks, vs, ps, pTs] = saved;
-        const dO = tf.reshape(dy as tf.Tensor, [T, C, E]);
+      gradFunc: (dy, [qs, ks, vs, ps, pTs]) => {
+        const dO = tf.reshape(dy, [T, C, E]);
         // dV_c[t', e] = Σ_t P_c[t, t'] dO_c[t, e]: input P as (t, t', c) = [1, T, T', C], filter dO (t, c, e).
         const dV = tf.depthwiseConv2d(tf.reshape(pTs, [1, T, T, C]) as tf.Tensor4D, tf.reshape(dO, [T, 1, C, E]) as tf.Tensor4D, 1, 'valid');
         // dP_c[t, t'] = Σ_e dO_c[t, e] v_c[t', e]: input dO as (e, t, c), filter v as (e, c, t').
@@ -275,7 +274,7 @@ function attentionDepthwise(qkv: tf.Tensor2D, { T, B, H, E }: AttentionShape, ma
       },
     };
   });
-  return f(qkv) as tf.Tensor2D;
+  return f(qkv);
 }
 
 /**
@@ -332,7 +331,7 @@ export function tokenLogProbsAndEntropy(logits: tf.Tensor2D, targets: Int32Array
   const flatIndex = new Int32Array(N);
   for (let n = 0; n < N; n++) flatIndex[n] = n * V + targets[n];
   const invT = 1 / temperature;
-  const f = tf.customGrad((lg: tf.Tensor, save: tf.GradSaveFunc) => {
+  const f = customOp<tf.Tensor2D>(([lg], save) => {
     const z = temperature === 1 ? lg : tf.mul(lg, invT);
     const zs = tf.sub(z, tf.max(z, -1, true));
     const lp = tf.sub(zs, tf.log(tf.sum(tf.exp(zs), -1, true))) as tf.Tensor2D; // log-softmax
@@ -341,15 +340,19 @@ export function tokenLogProbsAndEntropy(logits: tf.Tensor2D, targets: Int32Array
     const ent = withEntropy ? tf.neg(tf.sum(tf.mul(p, lp), -1)) : tf.zeros([N]);
     save([p, lp, ent]);
     return {
-      value: tf.stack([logp, ent]),
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], [ps, lps, ents]: tf.Tensor[]) => {
-        const [gLogp, gEnt] = tf.unstack(dy as tf.Tensor2D).map((t) => tf.reshape(t, [N, 1]));
-        const onehot = tf.oneHot(tf.tensor1d(targets, 'int32'), V, 1, 0, 'float32');
+      value: tf.stack([logp, ent]) as tf.Tensor2D,
+      gradFunc: (dy, [ps, lps, ents]) => {
+        const [gLogp, gEnt] = tf.unstack(dy).map((t) => tf.reshape(t, [N, 1]));
+        // Built in JavaScript: tfjs-backend-wasm 4.22's OneHot writes integer bits into float32
+        // outputs (1 becomes 1.4e-45).
+        const oh = new Float32Array(N * V);
+        for (let n = 0; n < N; n++) oh[flatIndex[n]] = 1;
+        const onehot = tf.tensor2d(oh, [N, V]);
         let dz = tf.mul(gLogp, tf.sub(onehot, ps));
         if (withEntropy) dz = tf.sub(dz, tf.mul(gEnt, tf.mul(ps, tf.add(lps, tf.reshape(ents, [N, 1])))));
         return temperature === 1 ? dz : tf.mul(dz, invT);
       },
     };
   });
-  return f(logits) as tf.Tensor2D;
+  return f(logits);
 }

@@ -1,0 +1,62 @@
+/**
+ * `marsrl doctor`: which tensor backend this machine uses, with its threads and SIMD, why every
+ * other backend was passed over, and the kernel workarounds in effect.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import os from 'node:os';
+import { initBackend, type BackendInfo, type BackendPreference } from './backend';
+import { strategyForBackend, type KernelStrategy } from './ops';
+
+export interface DoctorReport extends BackendInfo {
+  kernels: KernelStrategy;
+  node: string;
+  platform: string;
+  cpus: number;
+  cpuModel: string;
+  memoryGiB: number;
+}
+
+export async function doctorReport(preference: BackendPreference = 'auto'): Promise<DoctorReport> {
+  const info = await initBackend(preference);
+  const cpus = os.cpus();
+  return {
+    ...info,
+    kernels: strategyForBackend(info.name),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model?.trim() ?? 'unknown',
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+  };
+}
+
+const KERNEL_NOTES: Record<string, string> = {
+  onehot: 'embedding as a one-hot matMul (wasm has no gather gradient)',
+  gather: 'embedding with tf.gather',
+  explicitTranspose: 'linear-layer gradients with explicit transposes (wasm matMul with transpose flags is ~10x slower)',
+  autograd: "linear-layer gradients from TensorFlow.js's own rules",
+  depthwise: 'attention matmuls as depthwise convolutions (wasm batched matMul runs a naive loop)',
+  batchMatMul: 'attention with batched matMul',
+};
+
+export function formatDoctorReport(r: BackendInfo & Partial<DoctorReport>): string {
+  const lines: string[] = [];
+  lines.push(`backend   ${r.name} — ${r.provider}${r.fallback ? `  (fallback: "${r.requested}" was requested)` : ''}`);
+  lines.push(`threads   ${r.threads}`);
+  lines.push(`simd      ${r.simd ? 'yes' : 'no'}`);
+  lines.push(`tfjs      @tensorflow/tfjs-core ${r.tfjsVersion}`);
+  if (r.kernels) {
+    lines.push('kernels');
+    for (const v of Object.values(r.kernels)) lines.push(`  - ${KERNEL_NOTES[v] ?? v}`);
+  }
+  lines.push(r.skipped.length ? 'skipped' : 'skipped   (none)');
+  for (const s of r.skipped) lines.push(`  - ${s.backend}: ${s.reason}`);
+  if (r.node) lines.push(`host      node ${r.node}, ${r.platform}, ${r.cpus} CPU (${r.cpuModel}), ${r.memoryGiB} GiB`);
+  return lines.join('\n');
+}
+
+/** Current TensorFlow.js memory counters (for leak checks in long runs). */
+export function memoryReport(): { numTensors: number; numBytes: number } {
+  const m = tf.memory();
+  return { numTensors: m.numTensors, numBytes: m.numBytes };
+}
