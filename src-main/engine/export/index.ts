@@ -1,0 +1,316 @@
+/**
+ * Dataset export (issue 7): trajectory tables, veRL RL Parquet, per-agent SFT and preference pairs,
+ * in JSONL or Parquet, from one or more runs. Plain Node: the CLI, the tests, the bench and the
+ * Electron main process all call `runExport`.
+ *
+ * Guarantees:
+ * - Streamed: rows are read in keyset pages and written as they come, so memory is bounded by one
+ *   page plus one Parquet row group, not by the size of the run.
+ * - Complete: every source row read is written, or counted in the card as a duplicate or (pairs)
+ *   as unrewarded/unpaired; an export that would be empty is an error instead of an empty file.
+ * - All or nothing: the data and its card are written to temporary files beside the target and
+ *   renamed into place only when complete; an error or an abort removes them.
+ */
+import fs from 'node:fs';
+import type { Store } from '../store';
+import { codeVersion } from '../version';
+import { renderCard, type CardCounts } from './card';
+import { Deduper } from './dedupe';
+import {
+  COLUMNS,
+  emptyPairStats,
+  pairRow,
+  pairsOfGroup,
+  sftRow,
+  trajectoryRow,
+  verlRow,
+  type PairStats,
+  type Row,
+} from './formats';
+import { ExportError, validateOptions, type ExportOptions, type ValidatedOptions } from './options';
+import { checkAgents, EpisodeTurnPages, ProblemPages, resolveRuns, TurnPages, type SourceRun, type TurnRecord } from './queries';
+import { JsonlSink, ParquetSink, publish, removeQuietly, tempPathFor, type RowSink } from './sinks';
+
+export interface ExportHandlers {
+  /**
+   * Called after each page with source rows processed so far and the total (turns, or problems for
+   * veRL) that passed the filters. `done` reaches `total` when the export completes.
+   */
+  onProgress?(done: number, total: number): void;
+  /** Aborting stops the export at the next page and removes everything written. */
+  signal?: AbortSignal;
+}
+
+export interface ExportResult {
+  format: ValidatedOptions['format'];
+  container: ValidatedOptions['container'];
+  /** Absolute path of the dataset file. */
+  out: string;
+  /** Absolute path of the dataset card beside it. */
+  card: string;
+  runs: { id: number; name: string }[];
+  /** Rows written. */
+  rows: number;
+  /** Source rows read after filters: turns, or problems for veRL. */
+  sourceRows: number;
+  sourceUnit: 'turns' | 'problems';
+  duplicatesDropped: number;
+  byRun: Record<string, number>;
+  byAgent: Record<string, number>;
+  bySplit: Record<string, number>;
+  /** Pairs only: how the turns read were used. */
+  pairs?: PairStats & { pairs: number };
+  /** Pairs only: filtered turns outside any episode (no group to compare in). */
+  turnsWithoutEpisode?: number;
+  filters: ValidatedOptions['filters'];
+  bytes: number;
+  seconds: number;
+}
+
+export { EXPORT_CONTAINERS, EXPORT_FORMATS, ExportError, cardPath, type ExportContainer, type ExportErrorCode, type ExportFilters, type ExportFormat, type ExportOptions } from './options';
+export { COLUMNS, pairsOfGroup, roleOf, systemMessage } from './formats';
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExportError('aborted', null, 'export cancelled; nothing was written');
+}
+
+/** Let timers, IPC and signal handlers run between pages (an abort arrives this way). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function bump(counts: Record<string, number>, key: string | null): void {
+  const k = key ?? '(none)';
+  counts[k] = (counts[k] ?? 0) + 1;
+}
+
+function describeFilters(opts: ValidatedOptions): string {
+  const f = opts.filters;
+  const parts: string[] = [];
+  if (f.agents) parts.push(`agents ${f.agents.join(', ')}`);
+  if (f.stepFrom !== null || f.stepTo !== null) parts.push(`steps ${f.stepFrom ?? 'first'}..${f.stepTo ?? 'last'}`);
+  if (f.split) parts.push(`split ${f.split}`);
+  if (f.correct !== 'any') parts.push(`correct=${f.correct}${opts.format === 'sft' ? ' (the SFT default; --correct any includes every turn)' : ''}`);
+  if (f.formatValid !== 'any') parts.push(`format-valid=${f.formatValid}${opts.format === 'sft' ? ' (the SFT default; --format-valid any)' : ''}`);
+  if (f.minReward !== null || f.maxReward !== null) parts.push(`reward ${f.minReward ?? '-inf'}..${f.maxReward ?? '+inf'}`);
+  return parts.length ? parts.join('; ') : 'no filters';
+}
+
+function runList(sources: SourceRun[]): string {
+  return sources.map((s) => `${s.run.id} (${s.run.name})`).join(', ');
+}
+
+/**
+ * Export `options.runs` as one dataset file plus its card. Validation errors, unknown runs or
+ * agents, an existing or unwritable output and an empty result are `ExportError`s naming the
+ * field; nothing is left on disk after any error or an abort.
+ */
+export async function runExport(store: Store, options: ExportOptions, handlers: ExportHandlers = {}): Promise<ExportResult> {
+  const started = performance.now();
+  const { onProgress, signal } = handlers;
+  const opts = validateOptions(options);
+  throwIfAborted(signal);
+  const sources = resolveRuns(store, opts.runs);
+  checkAgents(store.db, sources, opts.filters.agents);
+
+  const sourceUnit = opts.format === 'verl' ? 'problems' : 'turns';
+  const columns = COLUMNS[opts.format];
+  const runName = new Map(sources.map((s) => [s.run.id, s.run.name]));
+
+  // Readers per run, and the totals that drive progress and the empty-result check.
+  const readers = sources.map((source) => {
+    if (opts.format === 'verl') return new ProblemPages(store.db, source, opts.filters);
+    if (opts.format === 'pairs') return new EpisodeTurnPages(store.db, source, opts.filters);
+    return new TurnPages(store.db, source, opts.filters);
+  });
+  const totals = readers.map((r) => r.count());
+  const total = totals.reduce((a, b) => a + b, 0);
+  const turnsWithoutEpisode =
+    opts.format === 'pairs' ? readers.reduce((n, r) => n + (r as EpisodeTurnPages).countWithoutEpisode(), 0) : undefined;
+  if (total === 0) {
+    const extra = turnsWithoutEpisode ? ` (${turnsWithoutEpisode} matching turns have no episode, so no group to pair in)` : '';
+    throw new ExportError(
+      'empty_result',
+      'filters',
+      `empty result: no ${sourceUnit} of run${sources.length > 1 ? 's' : ''} ${runList(sources)} match (${describeFilters(opts)})${extra}; widen the filters or choose other runs`,
+    );
+  }
+
+  const tempData = tempPathFor(opts.out);
+  const tempCard = tempPathFor(opts.card);
+  let sink: RowSink | null = null;
+  const deduper = opts.dedupe ? new Deduper() : null;
+  try {
+    sink =
+      opts.container === 'parquet'
+        ? new ParquetSink(tempData, columns, opts.rowGroupRows, opts.rowGroupBytes, [
+            { key: 'marsrl.format', value: opts.format },
+            { key: 'marsrl.runs', value: JSON.stringify(sources.map((s) => s.run.id)) },
+          ])
+        : new JsonlSink(tempData);
+    const out = sink;
+    let rows = 0;
+    let done = 0;
+    const byRun: Record<string, number> = {};
+    const byAgent: Record<string, number> = {};
+    const bySplit: Record<string, number> = {};
+    const pairStats = emptyPairStats();
+    const emit = (row: Row, bytes: number, runId: number, agent: string | null, split: string | null) => {
+      out.write(row, bytes);
+      rows++;
+      bump(byRun, String(runId));
+      if (agent !== null) bump(byAgent, agent);
+      bump(bySplit, split);
+    };
+    const progress = async () => {
+      onProgress?.(done, total);
+      await yieldToEventLoop();
+      throwIfAborted(signal);
+    };
+
+    onProgress?.(0, total);
+    for (const reader of readers) {
+      if (reader instanceof TurnPages) {
+        let after = 0;
+        for (;;) {
+          const page = reader.next(after);
+          if (page.length === 0) break;
+          for (const t of page) {
+            if (deduper === null || deduper.firstTime([t.agent, t.prompt, t.text])) {
+              const row = opts.format === 'sft' ? sftRow(t, opts.systemPrompt) : trajectoryRow(t, runName.get(t.run_id) ?? '');
+              emit(row, t.prompt.length + t.text.length, t.run_id, t.agent, t.split);
+            }
+          }
+          after = page[page.length - 1].id;
+          done += page.length;
+          await progress();
+        }
+      } else if (reader instanceof EpisodeTurnPages) {
+        let after = 0;
+        for (;;) {
+          const { lastEpisode, turns } = reader.next(after);
+          if (lastEpisode === null) break;
+          forEachGroup(turns, (group) => {
+            for (const [chosen, rejected] of pairsOfGroup(group, pairStats)) {
+              if (deduper === null || deduper.firstTime([chosen.agent, chosen.prompt, chosen.text, rejected.text])) {
+                emit(pairRow(chosen, rejected, opts.systemPrompt), chosen.prompt.length + chosen.text.length + rejected.text.length, chosen.run_id, chosen.agent, chosen.split);
+              }
+            }
+          });
+          after = lastEpisode;
+          done += turns.length;
+          await progress();
+        }
+      } else {
+        let after = 0;
+        for (;;) {
+          const page = reader.next(after);
+          if (page.length === 0) break;
+          for (const p of page) {
+            if (deduper === null || deduper.firstTime([p.split, p.question, p.answer])) {
+              emit(verlRow(p, rows, opts.systemPrompt), p.question.length * 2 + p.answer.length, p.run_id, null, p.split);
+            }
+          }
+          after = page[page.length - 1].id;
+          done += page.length;
+          await progress();
+        }
+      }
+    }
+
+    if (rows === 0) {
+      const why =
+        opts.format === 'pairs'
+          ? `no preference pairs: the ${done} matching turns form ${pairStats.groups} rewarded groups, ${pairStats.singletonGroups} of a single turn and ${pairStats.tiedGroups} where every reward ties (${pairStats.unrewardedTurns} turns have no reward)`
+          : `no rows from ${done} matching ${sourceUnit}`;
+      throw new ExportError('empty_result', 'filters', `empty result: ${why}, in run${sources.length > 1 ? 's' : ''} ${runList(sources)} (${describeFilters(opts)}); widen the filters or choose other runs`);
+    }
+
+    const bytes = out.finish();
+    const seconds = (performance.now() - started) / 1000;
+    const counts: CardCounts = {
+      rows,
+      sourceRows: done,
+      sourceUnit,
+      duplicatesDropped: deduper?.dropped ?? 0,
+      byRun,
+      byAgent,
+      bySplit,
+      ...(opts.format === 'pairs' ? { pairs: { pairs: rows + (deduper?.dropped ?? 0), ...pairStats }, turnsWithoutEpisode } : {}),
+    };
+    const card = renderCard({
+      format: opts.format,
+      container: opts.container,
+      out: opts.out,
+      createdAt: new Date(),
+      codeVersion: codeVersion(),
+      runs: sources.map((s) => s.run),
+      filters: opts.filters,
+      dedupe: opts.dedupe,
+      systemPrompt: opts.systemPrompt,
+      counts,
+      bytes,
+      seconds,
+      columns,
+      rowGroupRows: opts.rowGroupRows,
+    });
+    fs.writeFileSync(tempCard, card, { flag: 'wx' });
+    throwIfAborted(signal);
+
+    publish(tempData, opts.out, opts.force);
+    try {
+      publish(tempCard, opts.card, opts.force);
+    } catch (error) {
+      // A dataset without its card is not a complete export.
+      removeQuietly(opts.out);
+      throw error;
+    }
+    onProgress?.(done, total);
+    return {
+      format: opts.format,
+      container: opts.container,
+      out: opts.out,
+      card: opts.card,
+      runs: sources.map((s) => ({ id: s.run.id, name: s.run.name })),
+      rows,
+      sourceRows: done,
+      sourceUnit,
+      duplicatesDropped: counts.duplicatesDropped,
+      byRun,
+      byAgent,
+      bySplit,
+      ...(opts.format === 'pairs' ? { pairs: { pairs: rows + (deduper?.dropped ?? 0), ...pairStats }, turnsWithoutEpisode } : {}),
+      filters: opts.filters,
+      bytes,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } catch (error) {
+    sink?.abandon();
+    removeQuietly(tempData);
+    removeQuietly(tempCard);
+    throw error;
+  } finally {
+    deduper?.close();
+  }
+}
+
+/**
+ * Calls `fn` with each run of consecutive turns sharing (episode, group, agent, prompt); the
+ * page query orders by (episode, group, agent, id), so a group whose turns read different prompts
+ * (which the rollout never writes) splits into one group per prompt instead of pairing unlike turns.
+ */
+function forEachGroup(turns: TurnRecord[], fn: (group: TurnRecord[]) => void): void {
+  let start = 0;
+  while (start < turns.length) {
+    const head = turns[start];
+    let end = start + 1;
+    while (end < turns.length && turns[end].episode_id === head.episode_id && turns[end].group_id === head.group_id && turns[end].agent === head.agent) end++;
+    const group = turns.slice(start, end);
+    const byPrompt = new Map<string, TurnRecord[]>();
+    for (const t of group) {
+      const list = byPrompt.get(t.prompt);
+      if (list) list.push(t);
+      else byPrompt.set(t.prompt, [t]);
+    }
+    for (const g of byPrompt.values()) fn(g);
+    start = end;
+  }
+}
