@@ -9,10 +9,11 @@ import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
 import { benchCommand } from './commands/bench';
 import { configCommand } from './commands/config';
+import { exportCommand } from './commands/export';
 import { presetsCommand } from './commands/presets';
 import { runsCommand, showCommand } from './commands/runs';
 
-export const COMMANDS: readonly Command[] = [presetsCommand, configCommand, runsCommand, showCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [presetsCommand, configCommand, runsCommand, showCommand, exportCommand, benchCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -1,0 +1,194 @@
+import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult } from '../../engine/export';
+import { validateOptions } from '../../engine/export/options';
+import type { Split } from '../../engine/store/types';
+import { parseCommand, UsageError } from '../args';
+import { openCliStudio, type Command } from '../context';
+import { duration, printJson } from '../format';
+
+const usage = `Usage: marsrl export RUN... --format FORMAT --out PATH [--jsonl | --parquet] [filters] [--dedupe] [--force] [--db PATH] [--json]
+
+Exports the turns of one or more runs (ids or names) as a dataset file, with a dataset card
+written beside it as PATH.card.md. The file appears only when complete; an error or Ctrl-C
+leaves nothing behind.
+
+Formats:
+  trajectories  one row per turn: ids to rebuild each episode tree, prompt, text, parsed answer or
+                verdict, correctness, reward and components, advantage (mode, μ, σ), versions
+  verl          veRL RL Parquet: one row per problem (data_source, prompt, ability,
+                reward_model {style, ground_truth}, extra_info {split, index, run_id, …})
+  sft           chat-messages SFT rows per agent; by default only correct, well-formed turns
+  pairs         preference pairs (prompt, chosen, rejected) from one group and agent
+
+Container: --jsonl or --parquet; by default from PATH's extension, else Parquet for
+trajectories and verl, JSONL for sft and pairs.
+
+Filters:
+  --agent NAME        only this agent (repeat, or comma-separate: --agent solver,verifier1)
+  --steps FROM..TO    RL steps, inclusive (either end may be left out: --steps 100..)
+  --split train|test  only this split
+  --correct true|false|any        correctness (sft default: true)
+  --format-valid true|false|any   output parsed (sft default: true)
+  --min-reward X / --max-reward X reward range, inclusive (drops unrewarded turns)
+  --dedupe            drop rows whose content repeats an earlier one
+  --no-system         no system message in sft/pairs/verl prompts
+  --force             replace an existing PATH (and its card)`;
+
+const OPTIONS = {
+  format: { type: 'string' },
+  out: { type: 'string', short: 'o' },
+  jsonl: { type: 'boolean', default: false },
+  parquet: { type: 'boolean', default: false },
+  agent: { type: 'string', multiple: true },
+  steps: { type: 'string' },
+  split: { type: 'string' },
+  correct: { type: 'string' },
+  'format-valid': { type: 'string' },
+  'min-reward': { type: 'string' },
+  'max-reward': { type: 'string' },
+  dedupe: { type: 'boolean', default: false },
+  'no-system': { type: 'boolean', default: false },
+  force: { type: 'boolean', default: false },
+} as const;
+
+function triFlag(name: string, raw: string | undefined): boolean | 'any' | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === 'true' || raw === 'yes') return true;
+  if (raw === 'false' || raw === 'no') return false;
+  if (raw === 'any' || raw === 'all') return 'any';
+  throw new UsageError(`--${name} must be true, false or any (got ${JSON.stringify(raw)})`, usage);
+}
+
+function numberFlag(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${name} must be a number (got ${JSON.stringify(raw)})`, usage);
+  return value;
+}
+
+/** `--steps 10..20`, `--steps 10..`, `--steps ..20` or `--steps 7`. */
+function stepRange(raw: string | undefined): { stepFrom?: number; stepTo?: number } {
+  if (raw === undefined) return {};
+  const match = /^(\d*)(?:\.\.|:)(\d*)$/.exec(raw.trim()) ?? (/^\d+$/.test(raw.trim()) ? [raw, raw.trim(), raw.trim()] : null);
+  if (!match || (match[1] === '' && match[2] === '')) {
+    throw new UsageError(`--steps must be FROM..TO, FROM.., ..TO or one step (got ${JSON.stringify(raw)})`, usage);
+  }
+  return { stepFrom: match[1] === '' ? undefined : Number(match[1]), stepTo: match[2] === '' ? undefined : Number(match[2]) };
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GB`;
+}
+
+/** A one-line bar on stderr, redrawn at most ten times a second. */
+function progressBar(unit: string): { update(done: number, total: number): void; clear(): void } {
+  const started = performance.now();
+  let last = 0;
+  let drawn = false;
+  return {
+    update(done, total) {
+      const now = performance.now();
+      if (now - last < 100 && done < total) return;
+      last = now;
+      const fraction = total > 0 ? Math.min(1, done / total) : 1;
+      const width = 24;
+      const filled = Math.round(fraction * width);
+      const seconds = (now - started) / 1000;
+      const rate = seconds > 0 ? done / seconds : 0;
+      const eta = rate > 0 ? duration(((total - done) / rate) * 1000) : '?';
+      process.stderr.write(
+        `\r\x1b[K${(fraction * 100).toFixed(0).padStart(3)}% [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${fmt(done)}/${fmt(total)} ${unit}  ${fmt(Math.round(rate))}/s  ETA ${eta}`,
+      );
+      drawn = true;
+    },
+    clear() {
+      if (drawn) process.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
+function summary(result: ExportResult): string {
+  const runs = result.runs.map((r) => `${r.id} (${r.name})`).join(', ');
+  const extra: string[] = [];
+  if (result.duplicatesDropped) extra.push(`${fmt(result.duplicatesDropped)} duplicates dropped`);
+  if (result.pairs) extra.push(`${fmt(result.pairs.unpairedTurns)} turns unpaired, ${fmt(result.pairs.unrewardedTurns)} unrewarded`);
+  return (
+    `Exported ${fmt(result.rows)} ${result.format} rows (${result.container}, ${bytes(result.bytes)}) from ${fmt(result.sourceRows)} ${result.sourceUnit} of run${result.runs.length > 1 ? 's' : ''} ${runs} ` +
+    `in ${result.seconds.toFixed(1)} s to ${result.out}${extra.length ? `; ${extra.join(', ')}` : ''}; card: ${result.card}`
+  );
+}
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)',
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(argv, OPTIONS, usage);
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    if (positionals.length === 0) throw new UsageError('export needs at least one RUN (id or name); list runs with: marsrl runs', usage);
+    if (values.format === undefined) throw new UsageError(`export needs --format, one of ${EXPORT_FORMATS.join(', ')}`, usage);
+    if (values.out === undefined) throw new UsageError('export needs --out PATH (the dataset file to write)', usage);
+    if (values.jsonl && values.parquet) throw new UsageError('choose one of --jsonl and --parquet', usage);
+    const container: ExportContainer | undefined = values.jsonl ? 'jsonl' : values.parquet ? 'parquet' : undefined;
+    const agents = (values.agent ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter((a) => a !== '');
+
+    const options: ExportOptions = {
+      runs: positionals,
+      format: values.format as ExportOptions['format'],
+      container,
+      out: values.out,
+      force: values.force,
+      dedupe: values.dedupe,
+      systemPrompt: !values['no-system'],
+      filters: {
+        agents: agents.length ? agents : undefined,
+        ...stepRange(values.steps),
+        split: values.split as Split | undefined,
+        correct: triFlag('correct', values.correct),
+        formatValid: triFlag('format-valid', values['format-valid']),
+        minReward: numberFlag('min-reward', values['min-reward']),
+        maxReward: numberFlag('max-reward', values['max-reward']),
+      },
+    };
+
+    const fail = (error: unknown): number => {
+      if (!(error instanceof ExportError)) throw error;
+      ctx.err(`marsrl export: ${error.message}`);
+      if (error.code === 'aborted') return 130;
+      return error.isUsage ? 2 : 1;
+    };
+
+    // Everything checkable without the store fails before the database is opened (or created).
+    try {
+      validateOptions(options);
+    } catch (error) {
+      return fail(error);
+    }
+
+    const { store } = openCliStudio(values.db, ctx.env);
+    const controller = new AbortController();
+    const onSigint = () => controller.abort();
+    process.once('SIGINT', onSigint);
+    const bar = process.stderr.isTTY && !values.json ? progressBar(options.format === 'verl' ? 'problems' : 'turns') : null;
+    try {
+      const result = await runExport(store, options, { signal: controller.signal, onProgress: bar ? (d, t) => bar.update(d, t) : undefined });
+      bar?.clear();
+      if (values.json) printJson(result);
+      else ctx.out(summary(result));
+      return 0;
+    } catch (error) {
+      bar?.clear();
+      return fail(error);
+    } finally {
+      process.off('SIGINT', onSigint);
+      store.close();
+    }
+  },
+};
