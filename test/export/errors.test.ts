@@ -2,6 +2,7 @@
  * Bad input and interrupted exports: each fails with an error that names the problem, and leaves
  * the output folder exactly as it was (no data file, no card, no temporary file).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -147,6 +148,15 @@ describe('interrupted exports', () => {
     expect(seen.length).toBeGreaterThan(3);
     expect(seen.every(([d, t], i) => t === total && (i === 0 || d >= seen[i - 1][0]))).toBe(true);
     expect(seen[seen.length - 1][0]).toBe(total);
+  });
+
+  it('temporary files of a killed export are swept by the next export to the same path', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const stale = [out('.data.jsonl.' + dead + '-0badf00d.tmp'), out('.data.jsonl.card.md.' + dead + '-0badf00d.tmp')];
+    const live = out('.data.jsonl.' + process.ppid + '-0badf00d.tmp');
+    for (const file of [...stale, live]) fs.writeFileSync(file, 'half');
+    await runExport(fx.store, { runs: ['alpha'], format: 'sft', out: out() });
+    expect(listing()).toEqual([path.basename(live), 'data.jsonl', 'data.jsonl.card.md'].sort());
   });
 
   it('a file created at the target during the export is not overwritten', async () => {

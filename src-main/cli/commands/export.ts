@@ -173,9 +173,12 @@ export const exportCommand: Command = {
     }
 
     const { store } = openCliStudio(values.db, ctx.env);
+    // Ctrl-C, a closed terminal or a polite kill cancel the export, which then removes its
+    // temporary files; only SIGKILL leaves one, swept by the next export to the same path.
     const controller = new AbortController();
-    const onSigint = () => controller.abort();
-    process.once('SIGINT', onSigint);
+    const onSignal = () => controller.abort();
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    for (const s of signals) process.once(s, onSignal);
     const bar = process.stderr.isTTY && !values.json ? progressBar(options.format === 'verl' ? 'problems' : 'turns') : null;
     try {
       const result = await runExport(store, options, { signal: controller.signal, onProgress: bar ? (d, t) => bar.update(d, t) : undefined });
@@ -187,7 +190,7 @@ export const exportCommand: Command = {
       bar?.clear();
       return fail(error);
     } finally {
-      process.off('SIGINT', onSigint);
+      for (const s of signals) process.off(s, onSignal);
       store.close();
     }
   },

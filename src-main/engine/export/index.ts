@@ -29,7 +29,7 @@ import {
 } from './formats';
 import { ExportError, validateOptions, type ExportOptions, type ValidatedOptions } from './options';
 import { checkAgents, EpisodeTurnPages, ProblemPages, resolveRuns, TurnPages, type SourceRun, type TurnRecord } from './queries';
-import { JsonlSink, ParquetSink, publish, removeQuietly, tempPathFor, type RowSink } from './sinks';
+import { JsonlSink, ParquetSink, publish, removeQuietly, sweepStaleTemps, tempPathFor, type RowSink } from './sinks';
 
 export interface ExportHandlers {
   /**
@@ -134,6 +134,8 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
     );
   }
 
+  sweepStaleTemps(opts.out);
+  sweepStaleTemps(opts.card);
   const tempData = tempPathFor(opts.out);
   const tempCard = tempPathFor(opts.card);
   let sink: RowSink | null = null;

@@ -26,6 +26,42 @@ export function tempPathFor(target: string): string {
   return path.join(dir, `.${path.basename(target)}.${process.pid}-${crypto.randomBytes(4).toString('hex')}.tmp`);
 }
 
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Remove temporary files an earlier export of the same target left when its process was killed
+ * outright (SIGKILL, power loss), where no cleanup could run. Only files whose writer process no
+ * longer exists are touched, so a concurrent export of the same target keeps its file.
+ */
+export function sweepStaleTemps(target: string): number {
+  const dir = path.dirname(target);
+  const prefix = `.${path.basename(target)}.`;
+  let removed = 0;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const match = /^(\d+)-[0-9a-f]{8}\.tmp$/.exec(name.slice(prefix.length));
+    if (!match) continue;
+    const pid = Number(match[1]);
+    if (pid === process.pid || isAlive(pid)) continue;
+    removeQuietly(path.join(dir, name));
+    removed++;
+  }
+  return removed;
+}
+
 export function removeQuietly(file: string): void {
   try {
     fs.unlinkSync(file);
