@@ -68,9 +68,9 @@ describe('migrations', () => {
     for (const table of TABLES.filter((t) => t !== 'metrics' && t !== 'runs')) {
       expect(store.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all(), table).toEqual(before[table]);
     }
-    // runs gained a tags column; everything it had is unchanged.
+    // runs gained tags and worker columns; everything it had is unchanged.
     const runsAfter = store.db.prepare('SELECT * FROM runs ORDER BY id').all() as Record<string, unknown>[];
-    expect(runsAfter.map(({ tags_json, ...rest }) => (expect(tags_json).toBe('[]'), rest))).toEqual(before.runs);
+    expect(runsAfter.map(({ tags_json, worker_pid, heartbeat_at, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at]).toEqual(['[]', null, null]), rest))).toEqual(before.runs);
 
     // metrics moved to the key dictionary: every (run, key, step, wall time, value) survives.
     const metricsAfter = store.db
@@ -97,7 +97,7 @@ describe('migrations', () => {
     raw.pragma(`user_version = ${LATEST_SCHEMA_VERSION + 5}`);
     raw.close();
     expect(() => openStore(dbPath)).toThrow(SchemaTooNewError);
-    expect(() => openStore(dbPath)).toThrow(/schema version 7.*upgrade MarsRL Studio/s);
+    expect(() => openStore(dbPath)).toThrow(new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 5}.*upgrade MarsRL Studio`, 's'));
     const check = new Database(dbPath);
     expect(check.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION + 5);
     check.close();

@@ -34,7 +34,10 @@ export class MetricsRepo {
     this.latestOfKey = db.prepare(
       'SELECT step, wall_time AS wallTime, value FROM metrics WHERE run_id = ? AND key_id = ? ORDER BY step DESC LIMIT 1',
     );
-    this.lastStepStmt = db.prepare('SELECT MAX(step) AS step FROM metrics WHERE run_id = ?');
+    // Warm-start metrics count their own steps; a run's progress is its RL step.
+    this.lastStepStmt = db.prepare(
+      "SELECT MAX(m.step) AS step FROM metrics m JOIN metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.key NOT LIKE 'pretrain/%'",
+    );
   }
 
   /** The dictionary id of a key, created on first use (keys are few; ids are cached). */

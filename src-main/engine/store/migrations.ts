@@ -242,7 +242,22 @@ const v2MetricKeysIdBlocksTimeline: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline];
+/**
+ * v3: which process runs a run, and when it last reported. A run left `running` by a worker that
+ * died with the machine is recognised (dead pid or stale heartbeat) and marked interrupted.
+ */
+const v3WorkerHeartbeat: Migration = {
+  version: 3,
+  name: 'worker pid and heartbeat on runs',
+  up(db) {
+    db.exec(`
+      ALTER TABLE runs ADD COLUMN worker_pid INTEGER;
+      ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER;
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

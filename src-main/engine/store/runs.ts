@@ -20,6 +20,8 @@ interface RunRecord {
   ended_at: number | null;
   notes: string;
   tags_json: string;
+  worker_pid: number | null;
+  heartbeat_at: number | null;
 }
 
 function toRun(r: RunRecord): RunRow {
@@ -39,6 +41,8 @@ function toRun(r: RunRecord): RunRow {
     endedAt: r.ended_at,
     notes: r.notes,
     tags: parseJsonColumn<string[]>(r.tags_json, []),
+    workerPid: r.worker_pid,
+    heartbeatAt: r.heartbeat_at,
   };
 }
 
@@ -135,6 +139,11 @@ export class RunsRepo {
 
   setTags(id: number, tags: string[]): void {
     this.updateTagsStmt.run(JSON.stringify(tags), id);
+  }
+
+  /** The worker process that owns a running run reports in; null pid releases the run. */
+  heartbeat(id: number, pid: number | null, now = Date.now()): void {
+    this.db.prepare('UPDATE runs SET worker_pid = ?, heartbeat_at = ? WHERE id = ?').run(pid, now, id);
   }
 
   delete(id: number): boolean {

@@ -20,6 +20,10 @@ export interface RunRow {
   endedAt: number | null;
   notes: string;
   tags: string[];
+  /** Process that owns the run while it is running. */
+  workerPid: number | null;
+  /** Last time that process reported (ms since the epoch). */
+  heartbeatAt: number | null;
 }
 
 export interface NewRun {

@@ -1,0 +1,30 @@
+import { BACKENDS } from '../../engine/config/schema';
+import { doctorReport, formatDoctorReport } from '../../engine/model/doctor';
+import { parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+import { printJson } from '../format';
+
+const usage = `Usage: marsrl doctor [--backend ${BACKENDS.join('|')}] [--json]
+
+Shows the tensor backend this machine trains on, its threads and SIMD, and why every other
+backend was skipped (the same choice and reasons are stored with every run).`;
+
+export const doctorCommand: Command = {
+  name: 'doctor',
+  summary: 'show the tensor backend and why others were skipped',
+  usage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' } }, usage, 0);
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    if (!(BACKENDS as readonly string[]).includes(values.backend)) {
+      throw new UsageError(`--backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
+    }
+    const report = await doctorReport(values.backend as (typeof BACKENDS)[number]);
+    if (values.json) printJson(report);
+    else ctx.out(formatDoctorReport(report));
+    return 0;
+  },
+};

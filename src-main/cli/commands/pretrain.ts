@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadRunConfig } from '../../engine/config/load';
+import type { Role } from '../../engine/config/schema';
+import { initBackend } from '../../engine/model/backend';
+import { saveCheckpoint } from '../../engine/model/checkpoint';
+import { createPolicy, rolePolicies, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
+import { pretrainPolicy, sampleSolverSolutions, type PretrainEval } from '../../engine/training/pretrain';
+import { loadTaskData } from '../../engine/training/trainer';
+import { parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+import { number, printJson } from '../format';
+import { ProgressLine } from '../progress';
+
+const usage = `Usage: marsrl pretrain (--preset NAME | --config FILE) --out DIR [--set key.path=value …]
+                       [--target-solver-accuracy X] [--eval-every N] [--json]
+
+Warm-starts every policy of a configuration with supervised training on generated data (the
+Verifier also on the Solver's own samples and on constructed mistakes) and writes one checkpoint
+per policy to DIR/<policy id>. Accuracy jumps unevenly with steps, so the checkpoint is chosen by
+held-out evaluation: the best one, or for the Solver the one nearest --target-solver-accuracy
+(to leave RL room to improve). Point a config's policies.<id>.init at DIR/<id> to start from it.`;
+
+function score(e: PretrainEval): number {
+  const values = Object.values(e.scores) as number[];
+  return values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1);
+}
+
+export const pretrainCommand: Command = {
+  name: 'pretrain',
+  summary: 'warm-start the policies of a config and save checkpoints',
+  usage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(
+      argv,
+      { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true }, out: { type: 'string' }, 'target-solver-accuracy': { type: 'string' }, 'eval-every': { type: 'string' } },
+      usage,
+      0,
+    );
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    if (!values.preset && !values.config) throw new UsageError('pretrain needs --preset NAME or --config FILE', usage);
+    if (!values.out) throw new UsageError('pretrain needs --out DIR (where the checkpoints go)', usage);
+    const target = values['target-solver-accuracy'] === undefined ? null : Number(values['target-solver-accuracy']);
+    if (target !== null && !(target >= 0 && target <= 1)) throw new UsageError(`--target-solver-accuracy must be a number from 0 to 1 (got ${values['target-solver-accuracy']})`, usage);
+    const evalEvery = values['eval-every'] === undefined ? 50 : Number(values['eval-every']);
+    if (!Number.isInteger(evalEvery) || evalEvery < 1) throw new UsageError(`--eval-every must be a positive integer (got ${values['eval-every']})`, usage);
+
+    // Starting checkpoints are what pretrain makes, so any init in the config is ignored here.
+    const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
+    for (const id of Object.keys(config.policies)) delete config.policies[id].init;
+    const backend = await initBackend(config.runtime.backend);
+    const data = loadTaskData(config);
+    const heldOut = data.test.slice(0, Math.min(config.eval.problems, data.test.length));
+    const policies = new Map<string, PolicyRuntime>();
+    for (const id of usedPolicyIds(config)) policies.set(id, createPolicy(id, config.policies[id], data.tokenizer, config.seed).policy);
+    const roles = rolePolicies(config, policies);
+    const bar = new ProgressLine();
+    bar.log(`Backend ${backend.name} (${backend.threads} thread${backend.threads === 1 ? '' : 's'}); task ${config.task.family} difficulty ${config.task.difficulty}; policies ${[...policies.keys()].join(', ')}.`);
+    const ordered = [...policies.values()].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
+    const report: Record<string, { chosenStep: number; scores: Partial<Record<Role, number>>; history: PretrainEval[] }> = {};
+    let solverSamples: Map<string, string> | undefined;
+    const started = Date.now();
+    for (const policy of ordered) {
+      if (policy !== roles.solver && !solverSamples) {
+        const problems = data.train.slice(0, Math.min(1024, data.train.length));
+        const texts = sampleSolverSolutions(roles.solver, data.tokenizer, problems, config, config.seed + 3);
+        solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
+      }
+      const isSolver = rolesOf(config, policy.id).includes('solver');
+      let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
+      const history = pretrainPolicy(policy, {
+        family: data.family,
+        tokenizer: data.tokenizer,
+        config,
+        pretrain: config.pretrain,
+        train: data.train,
+        heldOut,
+        seed: config.seed,
+        solverSamples,
+        evalEvery,
+        onProgress: (p) => bar.update(`warm start ${p.policyId}`, p.step + 1, p.steps, `loss ${number(p.loss, 3)}`),
+        onEval: (e) => {
+          const raw = score(e);
+          // For the Solver with a target, "best" is nearest the target accuracy.
+          const value = isSolver && target !== null ? -Math.abs((e.scores.solver ?? raw) - target) : raw;
+          if (!best || value > best.value) best = { step: e.step, value, weights: policy.model.getWeights(), scores: e.scores };
+          bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}`);
+        },
+      });
+      const chosen = best as { step: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null;
+      if (!chosen) throw new Error(`no evaluation was made for ${policy.id}`);
+      policy.model.setWeights(chosen.weights);
+      const dir = path.join(values.out, policy.id);
+      fs.mkdirSync(dir, { recursive: true });
+      saveCheckpoint(dir, { model: policy.model, optimizer: null, tokenizer: data.tokenizer, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target } } });
+      report[policy.id] = { chosenStep: chosen.step, scores: chosen.scores, history };
+      bar.log(`  ${policy.id}: kept step ${chosen.step} → ${dir}`);
+    }
+    bar.end();
+    for (const p of policies.values()) p.dispose();
+    const seconds = (Date.now() - started) / 1000;
+    if (values.json) printJson({ out: values.out, seconds, policies: report });
+    else ctx.out(`Warm start done in ${seconds.toFixed(0)} s; checkpoints in ${values.out}.`);
+    return 0;
+  },
+};

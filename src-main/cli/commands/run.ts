@@ -1,0 +1,137 @@
+import { loadRunConfig } from '../../engine/config/load';
+import { resolveDatabasePath } from '../../engine/paths';
+import { openStore, type Store } from '../../engine/store';
+import { createRunManager, type RunManager } from '../../runner/manager';
+import type { WorkerToManager } from '../../runner/messages';
+import { parseCommand, UsageError } from '../args';
+import type { Command, CommandContext } from '../context';
+import { number, printJson } from '../format';
+import { ProgressLine } from '../progress';
+
+const runUsage = `Usage: marsrl run (--preset NAME | --config FILE) [--set key.path=value …] [--db PATH] [--json]
+
+Starts a run in a worker process and follows it: warm start (unless the policies have starting
+checkpoints), RL steps with held-out evaluations, checkpoints. Ctrl-C stops the run at its next
+safe point and marks it interrupted (continue it with \`marsrl resume RUN\`); a second Ctrl-C
+kills the worker at once. Every turn, segment, reward, advantage and metric is in the store.`;
+
+const HEADLINE = ['eval/system/accuracy', 'eval/solver/accuracy', 'system/accuracy', 'solver/accuracy', 'eval/verifier/recall', 'eval/corrector/fix_rate'];
+
+function summary(metrics: Record<string, number>, keys: readonly string[]): string {
+  return keys
+    .filter((k) => metrics[k] !== undefined)
+    .map((k) => `${k.replace(/^eval\//, 'eval:').replace('/accuracy', '')} ${number(metrics[k], 3)}`)
+    .join('  ');
+}
+
+/** Follow a run's worker to its end with a progress bar; Ctrl-C stops, a second Ctrl-C kills. */
+export async function followRun(manager: RunManager, store: Store, ctx: CommandContext, json: boolean, bar: ProgressLine, start: () => Promise<number>): Promise<number> {
+  let interrupts = 0;
+  let runId = -1;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      bar.log('Stopping at the next safe point (Ctrl-C again to kill the worker now)…');
+      void manager.stop(runId).catch(() => undefined);
+    } else {
+      bar.log('Killing the worker; the run is marked interrupted.');
+      void manager.stopAll('killed by a second Ctrl-C');
+    }
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    runId = await start();
+    await manager.waitForExit(runId);
+  } finally {
+    process.off('SIGINT', onSigint);
+    bar.end();
+  }
+  const run = store.runs.get(runId)!;
+  const latest = store.metrics.latest(runId, store.metrics.keys(runId));
+  if (json) printJson({ runId, status: run.status, reason: run.statusReason, metrics: latest });
+  else {
+    ctx.out(`Run ${runId} ${run.status}${run.statusReason ? ` (${run.statusReason})` : ''}.`);
+    const headline = summary(latest, HEADLINE);
+    if (headline) ctx.out(`  ${headline}`);
+    ctx.out(`  details: marsrl show ${runId}${run.status === 'interrupted' ? `   continue: marsrl resume ${runId}` : ''}`);
+  }
+  return run.status === 'done' ? 0 : run.status === 'interrupted' ? 130 : 1;
+}
+
+export function progressPrinter(bar: ProgressLine) {
+  return (message: WorkerToManager) => {
+    if (message.type !== 'progress') return;
+    const p = message.progress;
+    if (p.phase === 'eval') bar.log(`eval @ step ${p.step}: ${summary(p.metrics, HEADLINE)}`);
+    else if (p.phase === 'pretrain') bar.update(p.message ?? 'warm start', p.step, p.totalSteps, p.metrics.loss !== undefined ? `loss ${number(p.metrics.loss, 3)}` : '');
+    else if (p.phase === 'rl') bar.update('RL', p.step, p.totalSteps, summary(p.metrics, ['system/accuracy', 'solver/accuracy']));
+    else if (p.message) bar.log(p.message);
+  };
+}
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'start a training run and follow it',
+  usage: runUsage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(argv, { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true } }, runUsage, 0);
+    if (values.help) {
+      ctx.out(runUsage);
+      return 0;
+    }
+    if (!values.preset && !values.config) throw new UsageError('run needs --preset NAME or --config FILE (see `marsrl presets`)', runUsage);
+    // Validate before touching the database: a bad config writes nothing.
+    const { config, preset } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
+    const databasePath = resolveDatabasePath(values.db, ctx.env);
+    const store = openStore(databasePath);
+    const bar = new ProgressLine();
+    const manager = createRunManager({ store, databasePath, onWorkerMessage: progressPrinter(bar) });
+    manager.recoverStaleRuns();
+    try {
+      return await followRun(manager, store, ctx, values.json, bar, async () => {
+        const { runId } = await manager.start({ preset: preset ?? undefined, config: config as unknown as Record<string, unknown> });
+        bar.log(`Run ${runId} started (database ${databasePath}).`);
+        return runId;
+      });
+    } finally {
+      store.close();
+    }
+  },
+};
+
+const resumeUsage = `Usage: marsrl resume RUN [--db PATH] [--json]
+
+Continues an interrupted run from its last checkpoint, in a new worker process.`;
+
+export const resumeCommand: Command = {
+  name: 'resume',
+  summary: 'continue an interrupted run from its last checkpoint',
+  usage: resumeUsage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(argv, {}, resumeUsage, 1);
+    if (values.help) {
+      ctx.out(resumeUsage);
+      return 0;
+    }
+    if (!positionals[0]) throw new UsageError('resume needs a RUN (id or name)', resumeUsage);
+    const databasePath = resolveDatabasePath(values.db, ctx.env);
+    const store = openStore(databasePath);
+    try {
+      const run = store.runs.find(positionals[0]);
+      if (!run) {
+        ctx.err(`No run ${JSON.stringify(positionals[0])} in ${databasePath}. List runs with: marsrl runs`);
+        return 1;
+      }
+      const bar = new ProgressLine();
+      const manager = createRunManager({ store, databasePath, onWorkerMessage: progressPrinter(bar) });
+      manager.recoverStaleRuns();
+      return await followRun(manager, store, ctx, values.json, bar, async () => {
+        await manager.resume(run.id);
+        bar.log(`Resuming run ${run.id} from its checkpoint of step ${store.events.latestCheckpoint(run.id)?.step}.`);
+        return run.id;
+      });
+    } finally {
+      store.close();
+    }
+  },
+};

@@ -1,0 +1,194 @@
+/**
+ * Held-out evaluation of the Solver alone and of the whole system, the way the system is used at
+ * inference: one chain per sample — a Solver answer, a Verifier verdict, and on rejection a
+ * Corrector's repair, judged again, up to `rollout.rounds` rounds.
+ *
+ * Two controls tell where a system gain comes from (DESIGN.md):
+ * - oracle Verifier: the verdict is the truth of the solution, so the Corrector is the only
+ *   learned part after the Solver;
+ * - Corrector on every answer, no Verifier: every Solver answer is repaired as if rejected.
+ * Both greedy accuracy and sampled avg@k / pass@k are reported, because sampled reward lags
+ * greedy accuracy in small policies.
+ */
+import type { Role, RunConfig } from '../config/schema';
+import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type Verdict } from '../agents';
+import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall } from '../agents/outcome';
+import type { Tokenizer } from '../model/tokenizer';
+import type { Problem, TaskFamily } from '../tasks/types';
+import type { PolicyRuntime } from './policies';
+import { decodeInSegments } from './rollout';
+import { promptTokens, responseText } from './sequences';
+
+export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
+
+export interface ChainStep {
+  role: Role;
+  round: number;
+  prompt: string;
+  text: string;
+  answer?: string | null;
+  verdict?: Verdict | null;
+  correct: boolean;
+}
+
+export interface EvalChain {
+  problem: Problem;
+  sample: number;
+  steps: ChainStep[];
+  solverCorrect: boolean;
+  finalAnswer: string | null;
+  finalCorrect: boolean;
+}
+
+export interface EvalContext {
+  family: TaskFamily;
+  tokenizer: Tokenizer;
+  policies: Record<Role, PolicyRuntime>;
+  config: RunConfig;
+}
+
+function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): string[] {
+  const policy = ctx.policies[role];
+  const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: promptTokens(ctx.tokenizer, role, promptText), streamId: i }));
+  if (requests.length === 0) return [];
+  const longest = Math.max(...requests.map((r) => r.promptTokens.length));
+  const results = decodeInSegments(policy, ctx.tokenizer, requests, {
+    seed,
+    temperature,
+    topP: temperature === 0 ? 1 : ctx.config.rollout.top_p,
+    maxNewTokens: Math.max(1, Math.min(ctx.config.rollout.max_response_tokens, policy.model.config.context - longest)),
+    // Evaluation decodes to the end at once: segments matter for training overlap, not here.
+    segmentTokens: ctx.config.rollout.max_response_tokens,
+    maxSegments: 1,
+    agent: role,
+  });
+  return results.map((r) => responseText(ctx.tokenizer, r.responseTokens));
+}
+
+/** Run `samples` chains per problem; temperature 0 is greedy (then one sample is enough). */
+export function runChains(ctx: EvalContext, problems: readonly Problem[], samples: number, temperature: number, mode: VerifierMode, seed: number): EvalChain[] {
+  const chains: EvalChain[] = [];
+  for (const problem of problems) {
+    for (let s = 0; s < samples; s++) chains.push({ problem, sample: s, steps: [], solverCorrect: false, finalAnswer: null, finalCorrect: false });
+  }
+  const solutions = decodeTexts(ctx, 'solver', chains.map((c) => solverPrompt(c.problem)), seed, temperature);
+  const current = chains.map((chain, i) => {
+    const parsed = parseSolution(solutions[i]);
+    const correct = ctx.family.checkAnswer(chain.problem, parsed.answer);
+    chain.steps.push({ role: 'solver', round: 0, prompt: solverPrompt(chain.problem), text: solutions[i], answer: parsed.answer, correct });
+    chain.solverCorrect = correct;
+    return { text: solutions[i], answer: parsed.answer, correct };
+  });
+  const rounds = mode === 'corrector-always' ? Math.min(1, ctx.config.rollout.rounds) : ctx.config.rollout.rounds;
+  let active = chains.map((_, i) => i);
+  for (let round = 1; round <= rounds && active.length > 0; round++) {
+    let rejected: number[];
+    const reports = new Map<number, string | null>();
+    if (mode === 'model') {
+      const prompts = active.map((i) => verifierPrompt(chains[i].problem, current[i].text));
+      const texts = decodeTexts(ctx, 'verifier', prompts, seed + round * 7919, temperature);
+      rejected = [];
+      active.forEach((i, j) => {
+        const verdict = parseVerdict(texts[j]).verdict;
+        chains[i].steps.push({ role: 'verifier', round, prompt: prompts[j], text: texts[j], verdict, correct: verdict !== null && (verdict === 'approve') === current[i].correct });
+        reports.set(i, texts[j]);
+        if (verdict === 'reject') rejected.push(i);
+      });
+    } else if (mode === 'oracle') {
+      rejected = active.filter((i) => !current[i].correct);
+      for (const i of active) {
+        const verdict: Verdict = current[i].correct ? 'approve' : 'reject';
+        chains[i].steps.push({ role: 'verifier', round, prompt: '(oracle)', text: verdictText(verdict), verdict, correct: true });
+        reports.set(i, verdictText(verdict));
+      }
+    } else {
+      rejected = active;
+      for (const i of active) reports.set(i, null);
+    }
+    const prompts = rejected.map((i) => correctorPrompt(chains[i].problem, current[i].text, reports.get(i) ?? null));
+    const repaired = decodeTexts(ctx, 'corrector', prompts, seed + round * 104729, temperature);
+    rejected.forEach((i, j) => {
+      const parsed = parseSolution(repaired[j]);
+      const correct = ctx.family.checkAnswer(chains[i].problem, parsed.answer);
+      chains[i].steps.push({ role: 'corrector', round, prompt: prompts[j], text: repaired[j], answer: parsed.answer, correct });
+      current[i] = { text: repaired[j], answer: parsed.answer, correct };
+    });
+    active = rejected;
+  }
+  chains.forEach((chain, i) => {
+    chain.finalAnswer = current[i].answer;
+    chain.finalCorrect = current[i].correct;
+  });
+  return chains;
+}
+
+function byProblem(chains: readonly EvalChain[], pick: (c: EvalChain) => boolean): boolean[][] {
+  const groups = new Map<string, boolean[]>();
+  for (const c of chains) {
+    const list = groups.get(c.problem.key) ?? [];
+    list.push(pick(c));
+    groups.set(c.problem.key, list);
+  }
+  return [...groups.values()];
+}
+
+/** Verifier precision/recall and Corrector fix rate over the first round of model chains. */
+function agentQuality(chains: readonly EvalChain[], prefix: string, out: Record<string, number>): void {
+  const judgements = [];
+  const repairs = [];
+  for (const chain of chains) {
+    const solver = chain.steps[0];
+    const verifier = chain.steps.find((s) => s.role === 'verifier' && s.round === 1);
+    const corrector = chain.steps.find((s) => s.role === 'corrector' && s.round === 1);
+    if (verifier) judgements.push({ solutionCorrect: solver.correct, verdict: verifier.verdict ?? null });
+    if (corrector) repairs.push({ inputCorrect: solver.correct, correct: corrector.correct });
+  }
+  const vq = verifierPrecisionRecall(judgements);
+  const cq = correctorFixRate(repairs);
+  const put = (key: string, value: number | null) => {
+    if (value !== null && Number.isFinite(value)) out[`${prefix}${key}`] = value;
+  };
+  put('verifier/precision', vq.precision);
+  put('verifier/recall', vq.recall);
+  if (judgements.length) out[`${prefix}verifier/verdict_accuracy`] = judgements.filter((j) => j.verdict !== null && (j.verdict === 'approve') === j.solutionCorrect).length / judgements.length;
+  put('corrector/fix_rate', cq.fixRate);
+  put('corrector/break_rate', cq.breakRate);
+}
+
+export interface EvaluationResult {
+  metrics: Record<string, number>;
+  /** The greedy system chains, kept as the evaluation's trajectories. */
+  greedyChains: EvalChain[];
+}
+
+export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: number): EvaluationResult {
+  const k = ctx.config.eval.k;
+  const metrics: Record<string, number> = {};
+  const mean = (flags: boolean[]) => flags.filter(Boolean).length / Math.max(flags.length, 1);
+
+  const greedy = runChains(ctx, problems, 1, 0, 'model', seed);
+  metrics['eval/solver/accuracy'] = mean(greedy.map((c) => c.solverCorrect));
+  metrics['eval/system/accuracy'] = mean(greedy.map((c) => c.finalCorrect));
+  metrics['eval/system/margin'] = metrics['eval/system/accuracy'] - metrics['eval/solver/accuracy'];
+  agentQuality(greedy, 'eval/', metrics);
+
+  if (ctx.config.rollout.rounds > 0) {
+    const oracle = runChains(ctx, problems, 1, 0, 'oracle', seed);
+    metrics['eval/control/oracle_verifier/accuracy'] = mean(oracle.map((c) => c.finalCorrect));
+    const always = runChains(ctx, problems, 1, 0, 'corrector-always', seed);
+    metrics['eval/control/corrector_always/accuracy'] = mean(always.map((c) => c.finalCorrect));
+  }
+
+  const sampled = runChains(ctx, problems, k, ctx.config.rollout.temperature, 'model', seed + 1);
+  const solverSamples = byProblem(sampled, (c) => c.solverCorrect);
+  const systemSamples = byProblem(sampled, (c) => c.finalCorrect);
+  const put = (key: string, value: number | null) => {
+    if (value !== null) metrics[key] = value;
+  };
+  put(`eval/solver/avg@${k}`, avgAtK(solverSamples, k));
+  put(`eval/solver/pass@${k}`, passAtK(solverSamples, k));
+  put(`eval/system/avg@${k}`, avgAtK(systemSamples, k));
+  put(`eval/system/pass@${k}`, passAtK(systemSamples, k));
+  agentQuality(sampled, 'eval/sampled/', metrics);
+  return { metrics, greedyChains: greedy };
+}

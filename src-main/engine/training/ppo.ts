@@ -1,0 +1,157 @@
+/**
+ * The policy-gradient update: PPO-clip on stored behaviour log-probabilities, token-mean over the
+ * response tokens of a minibatch, an optional KL penalty to the frozen starting policy, and
+ * global-norm clipping with the gradient norm measured before clipping (Dr. MAS reports that
+ * norm per agent: its spikes under global normalization are the paper's headline diagnostic).
+ *
+ * For response token t of sequence b, with A_b the turn's advantage:
+ *   r = exp(log π_θ(y_t) − log π_behaviour(y_t))
+ *   L = −mean_t min(r·A_b, clip(r, 1−ε, 1+ε)·A_b) + β·mean_t KL_t
+ * KL_t uses the k3 estimator exp(q − p) − (q − p) − 1 with p = log π_θ, q = log π_ref (unbiased,
+ * always ≥ 0; Schulman's "Approximating KL divergence"). The behaviour log-probabilities are the
+ * sampler's (temperature-scaled, as sampled), and π_θ is evaluated at the same temperature, so
+ * the ratio is exactly 1 for on-policy tokens.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import type { GPT } from '../model/gpt';
+import type { Adam } from '../model/optim';
+import { padBatch, type TrainingSequence } from './sequences';
+
+export interface PolicySample extends TrainingSequence {
+  /** Behaviour log-probability of each response token, aligned with tokens[responseStart…]. */
+  behaviourLogProbs: number[];
+  advantage: number;
+  /** log π_ref of each response token, when a KL penalty is used. */
+  referenceLogProbs?: number[];
+}
+
+export interface PpoOptions {
+  clip: number;
+  klCoef: number;
+  temperature: number;
+  padId: number;
+}
+
+export interface PpoStepResult {
+  loss: number;
+  gradNorm: number;
+  clipped: boolean;
+  skipped: boolean;
+  /** Why an update was skipped (non-finite loss or gradient). */
+  skipReason: string | null;
+  clipFraction: number;
+  /** Mean entropy of π_θ over response tokens. */
+  entropy: number;
+  /** Mean k3 KL to the reference (0 when no reference is given). */
+  kl: number;
+  /** Mean log π_behaviour − log π_θ over response tokens (off-policy drift before the update). */
+  approxKlBehaviour: number;
+  tokens: number;
+  lr: number;
+}
+
+/**
+ * One optimizer step on a minibatch of one agent's turns. A NaN/Inf in the loss or the gradient
+ * skips the update and says so; the caller counts consecutive skips.
+ */
+export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): PpoStepResult {
+  const { tokens, T } = padBatch(samples, options.padId);
+  const B = samples.length;
+  // Time-major rows: row (t−1)·B + b scores token t of sequence b (see GPT.nextTokenStatsTimeMajor).
+  const rows = (T - 1) * B;
+  const mask = new Float32Array(rows);
+  const behaviour = new Float32Array(rows);
+  const advantage = new Float32Array(rows);
+  const reference = new Float32Array(rows);
+  let count = 0;
+  samples.forEach((s, b) => {
+    for (let t = s.responseStart; t < s.tokens.length; t++) {
+      const row = (t - 1) * B + b;
+      const j = t - s.responseStart;
+      mask[row] = 1;
+      behaviour[row] = s.behaviourLogProbs[j];
+      advantage[row] = s.advantage;
+      reference[row] = s.referenceLogProbs ? s.referenceLogProbs[j] : 0;
+      count++;
+    }
+  });
+  if (count === 0) throw new Error('ppoStep: the minibatch has no response tokens');
+
+  const maskT = tf.tensor1d(mask);
+  const behaviourT = tf.tensor1d(behaviour);
+  const advantageT = tf.tensor1d(advantage);
+  const referenceT = tf.tensor1d(reference);
+  let diagnostics: tf.Tensor1D | null = null;
+  try {
+    const { value, grads } = tf.variableGrads(() => {
+      const { stats } = model.nextTokenStatsTimeMajor(tokens, { temperature: options.temperature, entropy: true });
+      const logp = tf.reshape(tf.slice(stats, [0, 0], [1, rows]), [rows]);
+      const entropy = tf.reshape(tf.slice(stats, [1, 0], [1, rows]), [rows]);
+      const ratio = tf.exp(tf.sub(logp, behaviourT));
+      const unclipped = tf.mul(ratio, advantageT);
+      const clipped = tf.mul(tf.clipByValue(ratio, 1 - options.clip, 1 + options.clip), advantageT);
+      const surrogate = tf.minimum(unclipped, clipped);
+      let perToken = tf.neg(surrogate);
+      let kl = tf.zerosLike(logp);
+      if (options.klCoef > 0) {
+        const diff = tf.sub(referenceT, logp);
+        kl = tf.sub(tf.sub(tf.exp(diff), diff), 1);
+        perToken = tf.add(perToken, tf.mul(kl, options.klCoef));
+      }
+      const loss = tf.div(tf.sum(tf.mul(perToken, maskT)), count) as tf.Scalar;
+      // Diagnostics, kept out of the gradient: clip fraction, entropy, KL, drift from behaviour.
+      const isClipped = tf.cast(tf.logicalOr(tf.less(ratio, 1 - options.clip), tf.greater(ratio, 1 + options.clip)), 'float32');
+      diagnostics = tf.keep(
+        tf.stack([
+          tf.sum(tf.mul(isClipped, maskT)),
+          tf.sum(tf.mul(entropy, maskT)),
+          tf.sum(tf.mul(kl, maskT)),
+          tf.sum(tf.mul(tf.sub(behaviourT, logp), maskT)),
+        ]) as tf.Tensor1D,
+      );
+      return loss;
+    }, model.variables);
+    const loss = value.dataSync()[0];
+    value.dispose();
+    const [clipSum, entropySum, klSum, driftSum] = Array.from((diagnostics as tf.Tensor1D | null)?.dataSync() ?? [0, 0, 0, 0]);
+    let result;
+    if (!Number.isFinite(loss)) {
+      // Adam.step would apply a finite gradient of a non-finite loss; refuse it here.
+      result = { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };
+    } else {
+      result = optimizer.step(grads);
+    }
+    tf.dispose(grads);
+    return {
+      loss,
+      gradNorm: result.gradNorm,
+      clipped: result.clipped,
+      skipped: result.skipped,
+      skipReason: !Number.isFinite(loss) ? `loss was ${loss}` : result.skipped ? `gradient norm was ${result.gradNorm}` : null,
+      clipFraction: clipSum / count,
+      entropy: entropySum / count,
+      kl: klSum / count,
+      approxKlBehaviour: driftSum / count,
+      tokens: count,
+      lr: result.lr,
+    };
+  } finally {
+    tf.dispose([maskT, behaviourT, advantageT, referenceT]);
+    if (diagnostics) (diagnostics as tf.Tensor).dispose();
+  }
+}
+
+/** log π(y_t) of each response token under `model` (no gradient), e.g. for the KL reference. */
+export function responseLogProbs(model: GPT, samples: readonly TrainingSequence[], temperature: number, padId: number): number[][] {
+  const { tokens, T } = padBatch(samples, padId);
+  const B = samples.length;
+  const { stats } = model.nextTokenStatsTimeMajor(tokens, { temperature, entropy: false });
+  const data = stats.dataSync();
+  stats.dispose();
+  return samples.map((s, b) => {
+    const out: number[] = [];
+    for (let t = s.responseStart; t < s.tokens.length; t++) out.push(data[(t - 1) * B + b]);
+    void T;
+    return out;
+  });
+}

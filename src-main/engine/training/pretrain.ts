@@ -1,0 +1,172 @@
+/**
+ * Warm start: supervised training of each policy on its roles' target texts before RL.
+ *
+ * - Solver: question → a worked solution ending in the answer.
+ * - Verifier: question + solution → working-out then the verdict. Solutions are the Solver's own
+ *   samples (after its warm start) and constructed mistakes (`corruptSolution`) besides reference
+ *   solutions, so the Verifier sees the errors it will meet in RL, not only synthetic ones.
+ * - Corrector: question + a rejected solution → a repaired solution; a share of the rejected
+ *   solutions are right (false rejections), for which the target keeps the answer.
+ * Learning rate: linear warm-up then cosine decay; global-norm clipping from the policy's optimizer
+ * config. Warm-start accuracy jumps unevenly with steps, so the checkpoint is chosen by held-out
+ * evaluation, optionally the one nearest a target Solver accuracy (to leave room for RL).
+ */
+import type { PretrainSchema, Role, RunConfig } from '../config/schema';
+import type { z } from 'zod';
+import { correctorPrompt, parseSolution, solverPrompt, verdictText, verifierPrompt } from '../agents';
+import { createOptimizer } from '../model/optim';
+import { supervisedStep } from '../model/train';
+import type { Tokenizer } from '../model/tokenizer';
+import type { Problem, TaskFamily } from '../tasks/types';
+import { Rng } from '../util/rng';
+import { rolesOf, type PolicyRuntime } from './policies';
+import { decodeInSegments } from './rollout';
+import { padBatch, promptTokens, responseText, targetTokens, type TrainingSequence } from './sequences';
+
+export interface WarmStartExample {
+  role: Role;
+  prompt: string;
+  target: string;
+}
+
+type PretrainConfig = z.infer<typeof PretrainSchema>;
+
+/** Solver samples used as Verifier/Corrector inputs: what the Solver really writes. */
+export function sampleSolverSolutions(policy: PolicyRuntime, tokenizer: Tokenizer, problems: readonly Problem[], config: RunConfig, seed: number): string[] {
+  const requests = problems.map((p, i) => ({ promptText: solverPrompt(p), promptTokens: promptTokens(tokenizer, 'solver', solverPrompt(p)), streamId: i }));
+  const results = decodeInSegments(policy, tokenizer, requests, {
+    seed,
+    temperature: 1,
+    topP: 1,
+    maxNewTokens: config.rollout.max_response_tokens,
+    segmentTokens: config.rollout.max_response_tokens,
+    maxSegments: 1,
+    agent: 'solver',
+  });
+  return results.map((r) => responseText(tokenizer, r.responseTokens));
+}
+
+/**
+ * One warm-start example for a role. `solverSamples` (keyed by problem key) are preferred as
+ * judged solutions half of the time when present.
+ */
+export function warmStartExample(family: TaskFamily, role: Role, problem: Problem, rng: Rng, solverSamples?: Map<string, string>): WarmStartExample {
+  if (role === 'solver') return { role, prompt: solverPrompt(problem), target: family.solverTarget(problem) };
+  const reference = family.solverTarget(problem);
+  const own = solverSamples?.get(problem.key);
+  const pickSolution = (wrongShare: number): string => {
+    if (own !== undefined && parseSolution(own).answer !== null && rng.next() < 0.5) return own;
+    return rng.next() < wrongShare ? family.corruptSolution(problem, reference, rng) : reference;
+  };
+  if (role === 'verifier') {
+    const solution = pickSolution(0.5);
+    return { role, prompt: verifierPrompt(problem, solution), target: family.verifierTarget(problem, solution) };
+  }
+  const solution = pickSolution(0.8);
+  const report = verdictText('reject');
+  return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
+}
+
+function toSequence(tokenizer: Tokenizer, example: WarmStartExample, context: number): TrainingSequence | null {
+  const prompt = promptTokens(tokenizer, example.role, example.prompt);
+  const tokens = [...prompt, ...targetTokens(tokenizer, example.target)];
+  if (tokens.length > context) return null;
+  return { tokens, responseStart: prompt.length };
+}
+
+export interface PretrainProgress {
+  policyId: string;
+  step: number;
+  steps: number;
+  loss: number;
+  gradNorm: number;
+  lr: number;
+}
+
+export interface PretrainEval {
+  policyId: string;
+  step: number;
+  /** Per role: greedy exact-match of the target's final line (answer or verdict) on held-out problems. */
+  scores: Partial<Record<Role, number>>;
+}
+
+/** Greedy held-out score of a policy for one role: is the output's answer/verdict right? */
+export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number): number {
+  const rng = new Rng(seed, `score:${role}`);
+  const examples = problems.map((p) => warmStartExample(family, role, p, rng));
+  const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: promptTokens(tokenizer, role, ex.prompt), streamId: i }));
+  const results = decodeInSegments(policy, tokenizer, requests, {
+    seed,
+    temperature: 0,
+    topP: 1,
+    maxNewTokens: config.rollout.max_response_tokens,
+    segmentTokens: config.rollout.max_response_tokens,
+    maxSegments: 1,
+    agent: role,
+  });
+  let right = 0;
+  results.forEach((r, i) => {
+    const text = responseText(tokenizer, r.responseTokens);
+    if (role === 'verifier') {
+      const expected = examples[i].target.slice(examples[i].target.lastIndexOf('V:'));
+      if (text.trim().endsWith(expected)) right++;
+    } else if (family.checkAnswer(problems[i], parseSolution(text).answer)) {
+      right++;
+    }
+  });
+  return right / Math.max(results.length, 1);
+}
+
+/**
+ * Supervised training of one policy on the roles it plays. Returns the evaluation history; the
+ * caller snapshots weights at the chosen evaluation via `onEval` (return true to keep them).
+ */
+export function pretrainPolicy(
+  policy: PolicyRuntime,
+  args: {
+    family: TaskFamily;
+    tokenizer: Tokenizer;
+    config: RunConfig;
+    pretrain: PretrainConfig;
+    train: readonly Problem[];
+    heldOut: readonly Problem[];
+    seed: number;
+    solverSamples?: Map<string, string>;
+    evalEvery: number;
+    onProgress?: (p: PretrainProgress) => void;
+    onEval?: (e: PretrainEval) => void;
+    signal?: AbortSignal;
+  },
+): PretrainEval[] {
+  const roles = rolesOf(args.config, policy.id);
+  const rng = new Rng(args.seed, `pretrain:${policy.id}`);
+  const optimizer = createOptimizer(policy.model, { ...policy.config.optimizer, lr: args.pretrain.lr }, { warmupSteps: args.pretrain.warmup_steps, decaySteps: args.pretrain.steps, minLrRatio: 0.1 });
+  const history: PretrainEval[] = [];
+  const evaluateNow = (step: number) => {
+    const scores: Partial<Record<Role, number>> = {};
+    for (const role of roles) scores[role] = roleScore(policy, args.tokenizer, args.family, role, args.heldOut, args.config, args.seed + 17);
+    const e = { policyId: policy.id, step, scores };
+    history.push(e);
+    args.onEval?.(e);
+  };
+  try {
+    for (let step = 0; step < args.pretrain.steps; step++) {
+      if (args.signal?.aborted) break;
+      const sequences: TrainingSequence[] = [];
+      while (sequences.length < args.pretrain.batch_size) {
+        const role = roles[sequences.length % roles.length];
+        const problem = args.train[rng.int(0, args.train.length - 1)];
+        const seq = toSequence(args.tokenizer, warmStartExample(args.family, role, problem, rng, args.solverSamples), policy.model.config.context);
+        if (seq) sequences.push(seq);
+      }
+      const { tokens, lossMask } = padBatch(sequences, args.tokenizer.padId);
+      const result = supervisedStep(policy.model, optimizer, { tokens, lossMask });
+      args.onProgress?.({ policyId: policy.id, step, steps: args.pretrain.steps, loss: result.loss, gradNorm: result.gradNorm, lr: result.lr });
+      if (args.evalEvery > 0 && (step + 1) % args.evalEvery === 0) evaluateNow(step + 1);
+    }
+    if (history.length === 0 || history[history.length - 1].step !== args.pretrain.steps) evaluateNow(args.pretrain.steps);
+  } finally {
+    optimizer.dispose();
+  }
+  return history;
+}

@@ -1,0 +1,345 @@
+/**
+ * Grouped agentic rollouts of the unrolled MarsRL chain (MarsRL, arXiv 2511.11373, §3):
+ *
+ *   Solver (group of G per problem)
+ *     → Verifier1: selects k solutions, samples a group for each
+ *     → Corrector1: selects k rejections, samples a group for each
+ *     → Verifier2: selects k corrections … up to `rollout.rounds` rounds.
+ *
+ * Correctors only receive rejections, and a problem's episode stops early when no verdict of a
+ * round rejects. Every response is decoded in segments of S tokens, at most M per stage
+ * (`pipeline.segment_tokens`, `pipeline.max_segments`); each segment records the policy version
+ * that wrote it, so a turn whose decode spans a weight update is corrected by its stored
+ * behaviour log-probabilities rather than silently treated as on-policy.
+ */
+import type { Role, RunConfig } from '../config/schema';
+import { agentName, correctorPrompt, parseSolution, parseVerdict, selectInputs, solverPrompt, verifierPrompt, type Verdict } from '../agents';
+import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
+import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
+import type { Tokenizer } from '../model/tokenizer';
+import type { Problem, TaskFamily } from '../tasks/types';
+import { Rng } from '../util/rng';
+import type { PolicyRuntime } from './policies';
+import { promptTokens, responseText } from './sequences';
+
+export interface SegmentRecord {
+  index: number;
+  tokenStart: number;
+  tokenEnd: number;
+  text: string;
+  finished: boolean;
+  policyVersion: number;
+  startedAt: number;
+  endedAt: number;
+}
+
+export interface RolloutTurn {
+  /** Position of this turn in its episode's list (parents come first). */
+  index: number;
+  agent: string;
+  role: Role;
+  round: number;
+  policyId: string;
+  /** Which group of the episode this turn was sampled in (0 = the Solver group). */
+  groupId: number;
+  sampleIndex: number;
+  /** The turn this one read (the judged solution, or the report a Corrector repairs). */
+  parent: number | null;
+  /** For a Corrector: the solution the report judged (what is being repaired). */
+  repairs: number | null;
+  promptText: string;
+  promptTokens: number[];
+  responseTokens: number[];
+  /** Behaviour log-probability of each response token (the distribution actually sampled). */
+  behaviourLogProbs: number[];
+  text: string;
+  answer: string | null;
+  verdict: Verdict | null;
+  formatValid: boolean;
+  /**
+   * Solver/Corrector: the final answer is right. Verifier: the verdict matches the truth of the
+   * judged solution (approves a right one, rejects a wrong one).
+   */
+  correct: boolean;
+  segments: SegmentRecord[];
+  policyVersionMin: number;
+  policyVersionMax: number;
+}
+
+export interface RolloutEpisode {
+  problem: Problem;
+  turns: RolloutTurn[];
+  finalAnswer: string | null;
+  /** The system's final answer is right (majority over the verified chains). */
+  correct: boolean;
+  /** Verify/correct rounds that actually ran (fewer when nothing was rejected). */
+  rounds: number;
+  /** Chains from a verified Solver turn to a leaf, as turn indices. */
+  chains: number[][];
+}
+
+export interface RolloutContext {
+  family: TaskFamily;
+  tokenizer: Tokenizer;
+  policies: Record<Role, PolicyRuntime>;
+  config: RunConfig;
+  /** Called after each decoded segment, e.g. to log the pipeline timeline. */
+  onSegment?: (info: { agent: string; policyId: string; tokens: number; startedAt: number; endedAt: number; policyVersion: number }) => void;
+}
+
+interface DecodeRequest {
+  promptText: string;
+  promptTokens: number[];
+  streamId: number;
+}
+
+interface DecodeResult {
+  responseTokens: number[];
+  behaviourLogProbs: number[];
+  segments: SegmentRecord[];
+}
+
+/**
+ * Decode a batch in segments of `segmentTokens`, at most `maxSegments` per stage; sequences that
+ * finish leave after each segment, the rest carry over to the next stage until the response
+ * budget ends them.
+ */
+export function decodeInSegments(
+  policy: PolicyRuntime,
+  tokenizer: Tokenizer,
+  requests: readonly DecodeRequest[],
+  options: { seed: number; temperature: number; topP: number; maxNewTokens: number; segmentTokens: number; maxSegments: number; agent: string },
+  onSegment?: RolloutContext['onSegment'],
+): DecodeResult[] {
+  if (requests.length === 0) return [];
+  const state = startDecode(
+    requests.map((r) => r.promptTokens),
+    {
+      maxNewTokens: options.maxNewTokens,
+      temperature: options.temperature,
+      topP: options.topP,
+      stopTokens: [tokenizer.eosId],
+      seed: options.seed,
+      streamIds: requests.map((r) => r.streamId),
+    },
+  );
+  const segments: SegmentRecord[][] = requests.map(() => []);
+  try {
+    let stage = 0;
+    while (state.sequences.some((s) => !s.finished)) {
+      for (let segment = 0; segment < options.maxSegments && state.sequences.some((s) => !s.finished); segment++) {
+        const before = state.sequences.map((s) => s.tokens.length);
+        const startedAt = Date.now();
+        const version = policy.version;
+        decodeSegment(policy.model, state, options.segmentTokens);
+        const endedAt = Date.now();
+        let produced = 0;
+        state.sequences.forEach((s, i) => {
+          if (s.tokens.length === before[i]) return;
+          produced += s.tokens.length - before[i];
+          segments[i].push({
+            index: segments[i].length,
+            tokenStart: before[i],
+            tokenEnd: s.tokens.length,
+            text: responseText(tokenizer, s.tokens.slice(before[i])),
+            finished: s.finished,
+            policyVersion: version,
+            startedAt,
+            endedAt,
+          });
+        });
+        onSegment?.({ agent: options.agent, policyId: policy.id, tokens: produced, startedAt, endedAt, policyVersion: version });
+      }
+      stage++;
+      if (stage > options.maxNewTokens + 1) throw new Error('segment decode did not terminate');
+    }
+  } finally {
+    disposeDecodeState(state);
+  }
+  return state.sequences.map((s, i) => ({ responseTokens: s.tokens, behaviourLogProbs: s.logProbs, segments: segments[i] }));
+}
+
+function versionsOf(segments: readonly SegmentRecord[], fallback: number): [number, number] {
+  if (segments.length === 0) return [fallback, fallback];
+  return [Math.min(...segments.map((s) => s.policyVersion)), Math.max(...segments.map((s) => s.policyVersion))];
+}
+
+interface PendingTurn {
+  episode: number;
+  role: Role;
+  round: number;
+  groupId: number;
+  sampleIndex: number;
+  parent: number | null;
+  repairs: number | null;
+  promptText: string;
+}
+
+/**
+ * Sample one agent's turns for many episodes in one batch, parse them and judge them against the
+ * problems. Returns the turns appended to each episode.
+ */
+function runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: PendingTurn[], seed: number, temperature: number): RolloutTurn[] {
+  if (pending.length === 0) return [];
+  const { role, round } = pending[0];
+  const agent = agentName(role, round);
+  const policy = ctx.policies[role];
+  const { rollout, pipeline } = ctx.config;
+  const requests = pending.map((p, i) => ({ promptText: p.promptText, promptTokens: promptTokens(ctx.tokenizer, role, p.promptText), streamId: i }));
+  const results = decodeInSegments(
+    policy,
+    ctx.tokenizer,
+    requests,
+    {
+      seed,
+      temperature,
+      topP: rollout.top_p,
+      maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.config.context - Math.max(...requests.map((r) => r.promptTokens.length))),
+      segmentTokens: pipeline.segment_tokens,
+      maxSegments: pipeline.max_segments,
+      agent,
+    },
+    ctx.onSegment,
+  );
+  return pending.map((p, i) => {
+    const episode = episodes[p.episode];
+    const result = results[i];
+    const text = responseText(ctx.tokenizer, result.responseTokens);
+    const [vMin, vMax] = versionsOf(result.segments, policy.version);
+    const turn: RolloutTurn = {
+      index: episode.turns.length,
+      agent,
+      role,
+      round,
+      policyId: policy.id,
+      groupId: p.groupId,
+      sampleIndex: p.sampleIndex,
+      parent: p.parent,
+      repairs: p.repairs,
+      promptText: p.promptText,
+      promptTokens: requests[i].promptTokens,
+      responseTokens: result.responseTokens,
+      behaviourLogProbs: result.behaviourLogProbs,
+      text,
+      answer: null,
+      verdict: null,
+      formatValid: false,
+      correct: false,
+      segments: result.segments,
+      policyVersionMin: vMin,
+      policyVersionMax: vMax,
+    };
+    if (role === 'verifier') {
+      const parsed = parseVerdict(text);
+      const judged = episode.turns[p.parent!];
+      turn.verdict = parsed.verdict;
+      turn.formatValid = parsed.formatValid;
+      // An unparseable verdict is never right: it neither approves nor rejects.
+      turn.correct = parsed.verdict !== null && (parsed.verdict === 'approve') === judged.correct;
+    } else {
+      const parsed = parseSolution(text);
+      turn.answer = parsed.answer;
+      turn.formatValid = parsed.formatValid;
+      turn.correct = ctx.family.checkAnswer(episode.problem, parsed.answer);
+    }
+    episode.turns.push(turn);
+    return turn;
+  });
+}
+
+/** Grouped rollouts for a batch of problems; `seed` makes the whole step reproducible. */
+export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[], seed: number): RolloutEpisode[] {
+  const { rollout } = ctx.config;
+  const rng = new Rng(seed, 'rollout');
+  const episodes: RolloutEpisode[] = problems.map((problem) => ({ problem, turns: [], finalAnswer: null, correct: false, rounds: 0, chains: [] }));
+
+  const solverPending: PendingTurn[] = [];
+  episodes.forEach((episode, e) => {
+    for (let s = 0; s < rollout.solver_group; s++) {
+      solverPending.push({ episode: e, role: 'solver', round: 0, groupId: 0, sampleIndex: s, parent: null, repairs: null, promptText: solverPrompt(episode.problem) });
+    }
+  });
+  runAgent(ctx, episodes, solverPending, rng.nextUint32(), rollout.temperature);
+
+  // The solutions a round's Verifier may judge: the Solver's in round 1, the last Corrector's after.
+  let candidates: number[][] = episodes.map((episode) => episode.turns.map((t) => t.index));
+  const groupCounter = episodes.map(() => 1);
+  for (let round = 1; round <= rollout.rounds; round++) {
+    const verifierPending: PendingTurn[] = [];
+    episodes.forEach((episode, e) => {
+      const pool = candidates[e].map((i) => ({ index: i, correct: episode.turns[i].correct }));
+      const selected = selectInputs(pool, rollout.select_k, rollout.selection, 'verifier', rng.fork(`v${round}:${e}`));
+      for (const { index } of selected) {
+        const groupId = groupCounter[e]++;
+        for (let s = 0; s < rollout.verifier_group; s++) {
+          verifierPending.push({ episode: e, role: 'verifier', round, groupId, sampleIndex: s, parent: index, repairs: null, promptText: verifierPrompt(episode.problem, episode.turns[index].text) });
+        }
+      }
+      if (selected.length > 0) episode.rounds = round;
+    });
+    const verdicts = runAgent(ctx, episodes, verifierPending, rng.nextUint32(), rollout.temperature);
+    if (verdicts.length === 0) break;
+
+    const correctorPending: PendingTurn[] = [];
+    episodes.forEach((episode, e) => {
+      const reports = episode.turns
+        .filter((t) => t.role === 'verifier' && t.round === round)
+        .map((t) => ({ index: t.index, correct: t.correct, verdict: t.verdict }));
+      const selected = selectInputs(reports, rollout.select_k, rollout.selection, 'corrector', rng.fork(`c${round}:${e}`));
+      for (const { index } of selected) {
+        const report = episode.turns[index];
+        const judged = episode.turns[report.parent!];
+        const groupId = groupCounter[e]++;
+        for (let s = 0; s < rollout.corrector_group; s++) {
+          correctorPending.push({
+            episode: e, role: 'corrector', round, groupId, sampleIndex: s, parent: index, repairs: judged.index,
+            promptText: correctorPrompt(episode.problem, judged.text, report.text),
+          });
+        }
+      }
+    });
+    const corrections = runAgent(ctx, episodes, correctorPending, rng.nextUint32(), rollout.temperature);
+    candidates = episodes.map((episode) => episode.turns.filter((t) => t.role === 'corrector' && t.round === round).map((t) => t.index));
+    // An episode with nothing rejected stops here; the others go on to the next round.
+    if (corrections.length === 0) break;
+  }
+
+  for (const episode of episodes) finishEpisode(episode, (answer) => ctx.family.checkAnswer(episode.problem, answer));
+  return episodes;
+}
+
+/**
+ * The system's answer for an episode: every chain from a verified Solver turn down to a leaf is
+ * walked with `chainFinalAnswer`, and the majority of the chains' answers wins
+ * (`episodeFinalAnswer`). With rounds = 0 (no Verifier) every Solver turn is its own chain.
+ */
+export function finishEpisode(episode: RolloutEpisode, check: (answer: string | null) => boolean): void {
+  const children = new Map<number, number[]>();
+  for (const t of episode.turns) {
+    if (t.parent === null) continue;
+    const list = children.get(t.parent) ?? [];
+    list.push(t.index);
+    children.set(t.parent, list);
+  }
+  const chains: number[][] = [];
+  const walk = (index: number, path: number[]) => {
+    const next = children.get(index) ?? [];
+    if (next.length === 0) {
+      chains.push([...path, index]);
+      return;
+    }
+    for (const child of next) walk(child, [...path, index]);
+  };
+  const solverTurns = episode.turns.filter((t) => t.role === 'solver');
+  const verified = solverTurns.filter((t) => children.has(t.index));
+  for (const root of verified.length > 0 ? verified : solverTurns) walk(root.index, []);
+  episode.chains = chains;
+  const asChain = (path: number[]): ChainTurn[] =>
+    path.map((i) => {
+      const t = episode.turns[i];
+      return t.role === 'verifier' ? { agent: t.agent, verdict: t.verdict } : { agent: t.agent, answer: t.answer };
+    });
+  const { answer } = episodeFinalAnswer(chains.map(asChain));
+  episode.finalAnswer = answer;
+  episode.correct = check(answer);
+}

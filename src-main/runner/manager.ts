@@ -1,0 +1,167 @@
+/**
+ * The run manager: validates a launch request, records the run, starts its worker process and
+ * watches it. Whatever happens to the worker, the run ends marked: a clean finish is `done`, a
+ * training error `failed`, a stop request, a signal or a vanished process `interrupted` with the
+ * reason — and an interrupted run is resumable from its last checkpoint.
+ */
+import type { StartRunRequest, StudioEvent } from '../../src-preload/api';
+import { StudioError } from '../api/errors';
+import type { EventHub } from '../api/hub';
+import type { RunController } from '../api/service';
+import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig } from '../engine/config/load';
+import type { RunConfig } from '../engine/config/schema';
+import { runDir } from '../engine/paths';
+import type { Store } from '../engine/store';
+import { codeVersion } from '../engine/version';
+import { isWorkerMessage, type WorkerToManager } from './messages';
+import { spawnWorker, type WorkerHandle } from './spawn';
+
+export interface RunManagerOptions {
+  store: Store;
+  databasePath: string;
+  hub?: EventHub;
+  /** Receives every worker message (the CLI's progress bar listens here). */
+  onWorkerMessage?: (message: WorkerToManager) => void;
+}
+
+export interface RunManager extends RunController {
+  /** Resolves when the run's worker has exited and the run is marked. */
+  waitForExit(runId: number): Promise<void>;
+  /** Stop every active run (the app or CLI is closing). */
+  stopAll(reason: string): Promise<void>;
+  /** Runs left `running` by a process that no longer exists are marked interrupted. */
+  recoverStaleRuns(): number[];
+}
+
+function isProcessAlive(pid: number | null): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A launch request → a resolved config and the preset it came from, or a field-level error. */
+export function resolveLaunchConfig(request: StartRunRequest): { config: RunConfig; preset: string | null } {
+  try {
+    let doc: Record<string, unknown> = {};
+    if (request.preset) {
+      if (!listPresets().some((p) => p.name === request.preset)) {
+        throw new StudioError('invalid_request', `unknown preset "${request.preset}"; known presets: ${listPresets().map((p) => p.name).join(', ')}`);
+      }
+      doc = presetDocument(request.preset);
+    }
+    if (request.config) doc = deepMerge(doc, request.config);
+    if (request.name) doc = { ...doc, name: request.name };
+    return { config: resolveConfig(doc), preset: request.preset ?? null };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new StudioError('invalid_request', error.message, error.issues);
+    throw error;
+  }
+}
+
+export function defaultRunName(config: RunConfig, preset: string | null, now = new Date()): string {
+  const stamp = now.toISOString().slice(0, 16).replace('T', ' ');
+  return config.name ?? `${preset ?? config.task.family} ${config.reward.scheme}/${config.advantage.mode} s${config.seed} ${stamp}`;
+}
+
+export function createRunManager(options: RunManagerOptions): RunManager {
+  const { store, databasePath, hub } = options;
+  const active = new Map<number, { worker: WorkerHandle; exited: Promise<void>; stopReason: string | null }>();
+  const publish = (event: StudioEvent) => hub?.publish(event);
+
+  const markEnded = (runId: number, code: number | null, signal: NodeJS.Signals | null, stopReason: string | null) => {
+    const run = store.runs.get(runId);
+    if (!run) return;
+    if (run.status === 'running' || run.status === 'queued') {
+      // The worker died without marking the run itself (killed, crashed, out of memory).
+      const reason = stopReason ?? (signal ? `worker process killed by ${signal}` : `worker process exited with code ${code}`);
+      store.runs.setStatus(runId, 'interrupted', reason);
+      store.runs.heartbeat(runId, null);
+      store.events.log(runId, 'error', 'worker_exit', `the run's worker stopped unexpectedly: ${reason}; resume it with \`marsrl resume ${runId}\``, { code, signal });
+    }
+    const final = store.runs.get(runId)!;
+    publish({ type: 'run-status', runId, status: final.status, reason: final.statusReason });
+  };
+
+  const launch = (runId: number, resume: boolean) => {
+    const worker = spawnWorker({ databasePath, runId, resume, runDir: runDir(databasePath, runId) });
+    let resolveExit!: () => void;
+    const exited = new Promise<void>((resolve) => (resolveExit = resolve));
+    const entry = { worker, exited, stopReason: null as string | null };
+    active.set(runId, entry);
+    worker.onMessage((message) => {
+      if (!isWorkerMessage(message)) return;
+      options.onWorkerMessage?.(message);
+      if (message.type === 'started') publish({ type: 'run-status', runId, status: 'running', reason: null });
+      else if (message.type === 'progress') {
+        publish({ type: 'run-progress', runId, step: message.progress.step, totalSteps: message.progress.totalSteps, metrics: message.progress.metrics });
+      }
+    });
+    worker.onExit((code, signal) => {
+      active.delete(runId);
+      try {
+        markEnded(runId, code, signal, entry.stopReason);
+      } finally {
+        resolveExit();
+      }
+    });
+  };
+
+  return {
+    async start(request) {
+      const { config, preset } = resolveLaunchConfig(request);
+      const runId = store.runs.create({ name: defaultRunName(config, preset), preset, config: config as unknown as Record<string, unknown>, codeVersion: codeVersion(), seed: config.seed });
+      publish({ type: 'run-created', runId });
+      launch(runId, false);
+      return { runId };
+    },
+
+    async stop(runId) {
+      const entry = active.get(runId);
+      if (!entry) throw new StudioError('conflict', `run ${runId} is not running in this process`);
+      entry.stopReason = 'stopped by the user';
+      entry.worker.send({ type: 'stop', reason: 'stopped by the user' });
+      // A worker that does not stop within the grace period is terminated; its run is still marked.
+      const timer = setTimeout(() => entry.worker.kill('SIGTERM'), 30_000);
+      await entry.exited;
+      clearTimeout(timer);
+    },
+
+    async resume(runId) {
+      const run = store.runs.get(runId);
+      if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
+      if (active.has(runId) || run.status === 'running') throw new StudioError('conflict', `run ${runId} is already running`);
+      if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
+      if (!store.events.latestCheckpoint(runId)) {
+        throw new StudioError('conflict', `run ${runId} has no checkpoint yet (it stopped before the first one); start a new run instead`);
+      }
+      store.runs.setStatus(runId, 'queued', null);
+      launch(runId, true);
+    },
+
+    isActive(runId) {
+      return active.has(runId);
+    },
+
+    waitForExit(runId) {
+      return active.get(runId)?.exited ?? Promise.resolve();
+    },
+
+    async stopAll(reason) {
+      const waits = [...active.entries()].map(([, entry]) => {
+        entry.stopReason = reason;
+        entry.worker.send({ type: 'stop', reason });
+        return entry.exited;
+      });
+      await Promise.all(waits);
+    },
+
+    recoverStaleRuns() {
+      return store.runs.markStaleRunning('its worker process is gone (the app or machine stopped while it ran)', (run) => active.has(run.id) || isProcessAlive(run.workerPid));
+    },
+  };
+}
+

@@ -1,0 +1,65 @@
+/**
+ * Starting a worker process, behind one adapter so the engine never imports electron:
+ * `child_process.fork` from the CLI, `marsrl serve` and tests; Electron's `utilityProcess` inside
+ * the app (src-main/electron registers it with `setWorkerSpawner`). Messages are structured-clone
+ * copies; Float32Array weights travel as their ArrayBuffers.
+ */
+import { fork } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ManagerToWorker, WorkerArgs } from './messages';
+
+export interface WorkerHandle {
+  readonly pid: number | undefined;
+  send(message: ManagerToWorker): void;
+  onMessage(listener: (message: unknown) => void): void;
+  /** Called once, with the exit code, or the signal that killed the process. */
+  onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export type WorkerSpawner = (args: WorkerArgs) => WorkerHandle;
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** The worker entry next to this module: worker.ts from source, worker.js in a bundle. */
+export function workerEntry(): string {
+  for (const name of ['worker.js', 'worker.mjs', 'worker.ts']) {
+    const candidate = path.join(here, name);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error(`cannot find the run worker next to ${here}`);
+}
+
+export const forkWorker: WorkerSpawner = (args) => {
+  const entry = workerEntry();
+  const child = fork(entry, [JSON.stringify(args)], {
+    // TypeScript sources run through tsx's loader, as the CLI does.
+    execArgv: entry.endsWith('.ts') ? ['--import', 'tsx'] : [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: process.env,
+  });
+  return {
+    get pid() {
+      return child.pid;
+    },
+    send: (message) => {
+      if (child.connected) child.send(message);
+    },
+    onMessage: (listener) => child.on('message', listener),
+    onExit: (listener) => child.once('exit', listener),
+    kill: (signal) => child.kill(signal),
+  };
+};
+
+let spawner: WorkerSpawner = forkWorker;
+
+/** Electron swaps in utilityProcess here; tests may swap in a fake. */
+export function setWorkerSpawner(next: WorkerSpawner): void {
+  spawner = next;
+}
+
+export function spawnWorker(args: WorkerArgs): WorkerHandle {
+  return spawner(args);
+}
