@@ -1,0 +1,133 @@
+import os from 'node:os';
+import path from 'node:path';
+import { EventHub } from '../../api/hub';
+import { createStudioService } from '../../api/service';
+import { resolveDatabasePath } from '../../engine/paths';
+import { openStore } from '../../engine/store';
+import { createRunManager } from '../../runner/manager';
+import { buildInstructions, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
+import { isLoopbackHost, generateToken, checkTokenStrength } from '../../server/security';
+import { createStudioServer } from '../../server/server';
+import { rendererBuilt } from '../../server/static-files';
+import { watchStore } from '../../server/watch';
+import { intFlag, parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+
+const DEFAULT_PORT = 7878;
+
+const usage = `Usage: marsrl serve [--host HOST] [--port PORT] [--token TOKEN] [--db PATH] [--renderer DIR] [--no-build]
+
+Serves MarsRL Studio to a web browser: the desktop app's interface and API over HTTP, with live
+updates over a WebSocket. Runs, dashboards and trajectories of the database are shown as they
+train, including runs started by other processes.
+
+  --host HOST     address to listen on (default 127.0.0.1: this machine only). Any other address
+                  requires an access token: one is generated and printed, unless --token or
+                  MARSRL_TOKEN gives it.
+  --port PORT     port to listen on (default ${DEFAULT_PORT}; 0 picks a free port)
+  --token TOKEN   access token (or MARSRL_TOKEN), at least 16 characters; when given, it is
+                  required on loopback too
+  --renderer DIR  serve this built renderer instead of the project's out/renderer
+  --no-build      if the renderer is not built, do not build it; print what to run instead
+
+To watch a GPU box from a laptop, keep the default host and tunnel over SSH:
+  ssh -L ${DEFAULT_PORT}:127.0.0.1:${DEFAULT_PORT} gpu-box   then open http://127.0.0.1:${DEFAULT_PORT}/`;
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'serve the interface to a web browser (HTTP + WebSocket)',
+  usage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(
+      argv,
+      {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        token: { type: 'string' },
+        renderer: { type: 'string' },
+        'no-build': { type: 'boolean', default: false },
+      },
+      usage,
+      0,
+    );
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    const host = values.host ?? '127.0.0.1';
+    const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
+    let token = values.token ?? ctx.env.MARSRL_TOKEN ?? null;
+    if (token !== null) {
+      const weakness = checkTokenStrength(token);
+      if (weakness) throw new UsageError(`--token: ${weakness}`, usage);
+    }
+    const generated = token === null && !isLoopbackHost(host);
+    if (generated) token = generateToken();
+
+    let rendererDir = values.renderer ? path.resolve(values.renderer) : defaultRendererDir();
+    if (!rendererBuilt(rendererDir)) {
+      if (values.renderer) {
+        throw new UsageError(`--renderer ${values.renderer}: no index.html there (build the renderer with: ${buildInstructions()})`, usage);
+      }
+      if (values['no-build']) {
+        ctx.err(`The interface is not built (no ${path.join(rendererDir, 'index.html')}). Serving the API only. To build it run:\n  ${buildInstructions()}`);
+      } else {
+        const outcome = buildRenderer(undefined, ctx.err);
+        if (!outcome.ok) {
+          ctx.err(`Could not build the interface: ${outcome.reason}.\nServing the API only. To build it run:\n  ${buildInstructions()}`);
+        }
+      }
+      if (!rendererBuilt(rendererDir)) rendererDir = defaultRendererDir();
+    }
+
+    const databasePath = resolveDatabasePath(values.db, ctx.env);
+    const store = openStore(databasePath);
+    const hub = new EventHub();
+    // The manager lets the browser launch runs; its workers write to the same database.
+    const runs = createRunManager({ store, databasePath, hub });
+    const recovered = runs.recoverStaleRuns();
+    if (recovered.length > 0) ctx.err(`Marked ${recovered.length} run(s) interrupted: their worker process is gone (${recovered.join(', ')}).`);
+    const service = createStudioService({ store, databasePath, transport: 'http', runs, hub });
+    const watcher = watchStore(store, hub);
+
+    let server;
+    try {
+      server = await createStudioServer({ service, hub, host, port, token, rendererDir, log: ctx.err });
+    } catch (error) {
+      watcher.stop();
+      store.close();
+      throw error;
+    }
+
+    const lines = [
+      `MarsRL Studio is serving ${databasePath}`,
+      `  Open: ${server.loginUrl}`,
+    ];
+    if (token !== null) {
+      lines.push(`  Token: ${token}${generated ? ' (generated for this session)' : ''}; API clients send "Authorization: Bearer TOKEN".`);
+      if (!isLoopbackHost(host)) lines.push('  Traffic is plain HTTP: on a network you do not trust, prefer the loopback default and an SSH tunnel.');
+    } else {
+      lines.push(`  Only this machine can connect. From another one: ssh -L ${server.port}:127.0.0.1:${server.port} ${os.hostname()}`);
+    }
+    lines.push('Press Ctrl-C to stop.');
+    ctx.out(lines.join('\n'));
+
+    await new Promise<void>((resolve) => {
+      const stop = (signal: NodeJS.Signals) => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        ctx.err(`\n${signal === 'SIGINT' ? 'Ctrl-C' : signal}: stopping…`);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    watcher.stop();
+    await server.close();
+    // Runs launched from the browser belong to this process; they stop resumable, not killed.
+    await runs.stopAll('marsrl serve was stopped');
+    store.close();
+    ctx.err('Stopped.');
+    return 0;
+  },
+};

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src-main/engine/store';
+import { MARSRL_BIN, marsrl, REPO_ROOT } from '../helpers/cli';
+import { tempDir } from '../helpers/tmp';
+import { api, request } from './http';
+
+let tmp: ReturnType<typeof tempDir>;
+let dbPath: string;
+let rendererDir: string;
+
+beforeAll(() => {
+  tmp = tempDir('marsrl-serve-cli-');
+  dbPath = path.join(tmp.dir, 'serve.db');
+  const store = openStore(dbPath);
+  store.runs.create({ name: 'served-run', config: {}, codeVersion: 't', seed: 1 });
+  store.close();
+  rendererDir = path.join(tmp.dir, 'renderer');
+  fs.mkdirSync(rendererDir);
+  fs.writeFileSync(path.join(rendererDir, 'index.html'), '<!doctype html><title>served</title>');
+});
+afterAll(() => tmp.cleanup());
+
+/** Starts `marsrl serve ARGS` and resolves once it has printed the URL. */
+function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; stdout: () => string; stderr: () => string; url: string }> {
+  const child = spawn(process.execPath, [MARSRL_BIN, 'serve', ...args], { cwd: REPO_ROOT, env: { ...process.env, MARSRL_DB: undefined, MARSRL_TOKEN: undefined, ...env } });
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not print its URL:\n${out}\n${err}`)), 60_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /Open: (\S+)/.exec(out);
+      if (match && out.includes('Ctrl-C')) {
+        clearTimeout(timer);
+        resolve({ child, stdout: () => out, stderr: () => err, url: match[1] });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGINT');
+  });
+}
+
+describe('marsrl serve (child process)', () => {
+  it('serves the database on loopback and stops cleanly on Ctrl-C', async () => {
+    const served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
+    const port = Number(new URL(served.url).port);
+    expect(served.url).toBe(`http://127.0.0.1:${port}/`);
+    expect(served.stdout()).toMatch(/Only this machine can connect/);
+    const res = await api(port, 'listRuns', []);
+    expect(res.json<{ result: { items: { name: string }[] } }>().result.items[0].name).toBe('served-run');
+    expect((await request(port, '/')).body).toContain('<title>served</title>');
+    expect(await stop(served.child)).toBe(0);
+    expect(served.stderr()).toMatch(/Ctrl-C: stopping…[\s\S]*Stopped\./);
+  });
+
+  it('generates and prints a token when bound off loopback, and requires it', async () => {
+    const served = await startServe(['--db', dbPath, '--host', '0.0.0.0', '--port', '0', '--renderer', rendererDir]);
+    try {
+      const login = new URL(served.url);
+      const token = login.searchParams.get('token') ?? '';
+      expect(token.length).toBeGreaterThanOrEqual(32);
+      expect(served.stdout()).toContain(`Token: ${token} (generated for this session)`);
+      const port = Number(login.port);
+      expect((await api(port, 'listRuns', [])).status).toBe(401);
+      expect((await api(port, 'listRuns', [], { Authorization: `Bearer ${token}` })).status).toBe(200);
+    } finally {
+      await stop(served.child);
+    }
+  });
+
+  it('takes the token from MARSRL_TOKEN, and refuses a weak one', async () => {
+    const served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir], { MARSRL_TOKEN: 'an-env-token-of-good-length' });
+    try {
+      const port = Number(new URL(served.url).port);
+      expect(served.url).toContain('?token=an-env-token-of-good-length');
+      expect((await api(port, 'listRuns', [])).status).toBe(401);
+    } finally {
+      await stop(served.child);
+    }
+    const weak = marsrl(['serve', '--db', dbPath, '--token', 'abc']);
+    expect(weak.code).toBe(2);
+    expect(weak.stderr).toMatch(/--token: the token must be at least 16 characters/);
+  });
+
+  it('says what to run when --renderer has no build', () => {
+    const result = marsrl(['serve', '--db', dbPath, '--renderer', tmp.dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/no index\.html there \(build the renderer with: cd .* && npm run build\)/);
+  });
+});
