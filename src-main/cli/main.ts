@@ -12,8 +12,9 @@ import { configCommand } from './commands/config';
 import { exportCommand } from './commands/export';
 import { presetsCommand } from './commands/presets';
 import { runsCommand, showCommand } from './commands/runs';
+import { serveCommand } from './commands/serve';
 
-export const COMMANDS: readonly Command[] = [presetsCommand, configCommand, runsCommand, showCommand, exportCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [presetsCommand, configCommand, runsCommand, showCommand, exportCommand, serveCommand, benchCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
