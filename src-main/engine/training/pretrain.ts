@@ -121,7 +121,7 @@ export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: T
  * Supervised training of one policy on the roles it plays. Returns the evaluation history; the
  * caller snapshots weights at the chosen evaluation via `onEval` (return true to keep them).
  */
-export function pretrainPolicy(
+export async function pretrainPolicy(
   policy: PolicyRuntime,
   args: {
     family: TaskFamily;
@@ -137,7 +137,7 @@ export function pretrainPolicy(
     onEval?: (e: PretrainEval) => void;
     signal?: AbortSignal;
   },
-): PretrainEval[] {
+): Promise<PretrainEval[]> {
   const roles = rolesOf(args.config, policy.id);
   const rng = new Rng(args.seed, `pretrain:${policy.id}`);
   const optimizer = createOptimizer(policy.model, { ...policy.config.optimizer, lr: args.pretrain.lr }, { warmupSteps: args.pretrain.warmup_steps, decaySteps: args.pretrain.steps, minLrRatio: 0.1 });
@@ -151,6 +151,8 @@ export function pretrainPolicy(
   };
   try {
     for (let step = 0; step < args.pretrain.steps; step++) {
+      // Yield now and then so a stop request reaches a process busy warm-starting.
+      if (step % 10 === 0) await new Promise((resolve) => setImmediate(resolve));
       if (args.signal?.aborted) break;
       const sequences: TrainingSequence[] = [];
       while (sequences.length < args.pretrain.batch_size) {

@@ -45,6 +45,11 @@ export interface TrainOptions {
   onProgress?: (progress: TrainProgress) => void;
   /** Continue from the latest checkpoint in `runDir` instead of starting fresh. */
   resume?: boolean;
+  /**
+   * Fault injection, for tests of the failure paths: make every PPO loss from this step on NaN,
+   * as a diverged policy would.
+   */
+  injectNanLossFromStep?: number;
 }
 
 export type TrainOutcome = { status: 'done'; step: number } | { status: 'interrupted'; step: number; reason: string } | { status: 'failed'; step: number; reason: string };
@@ -166,6 +171,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     let lastReport = Date.now();
 
     for (; step < config.optimization.steps; step++) {
+      // Training is synchronous compute: yield once per step so stop messages and signals are
+      // delivered (a worker's event loop would otherwise only see them after the last step).
+      await yieldToEventLoop();
       if (signal?.aborted) return finishInterrupted(store, runId, step, String(signal.reason ?? 'stopped'), writer);
       const stepRng = new Rng(config.seed, `step:${step}`);
       const problems = Array.from({ length: config.rollout.problems_per_step }, () => data.train[stepRng.int(0, data.train.length - 1)]);
@@ -218,7 +226,13 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
           for (let start = 0; start < samples.length; start += config.optimization.minibatch_size) {
             const t0 = Date.now();
             const batch = samples.slice(start, start + config.optimization.minibatch_size);
-            const r = ppoStep(policy.model, policy.optimizer, batch, { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: data.tokenizer.padId });
+            const poisoned = options.injectNanLossFromStep !== undefined && step >= options.injectNanLossFromStep;
+            const r = ppoStep(policy.model, policy.optimizer, poisoned ? batch.map((s) => ({ ...s, advantage: Number.NaN })) : batch, {
+              clip: config.optimization.ppo_clip,
+              klCoef: config.optimization.kl_coef,
+              temperature: config.rollout.temperature,
+              padId: data.tokenizer.padId,
+            });
             writer.timelineSpan({ runId, kind: 'update', agent, worker, step, policyVersion: policy.version, startedAt: t0, endedAt: Date.now(), tokens: r.tokens });
             if (r.skipped) {
               consecutiveSkips++;
@@ -282,6 +296,10 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   } finally {
     for (const p of policies.values()) p.dispose();
   }
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function finishInterrupted(store: Store, runId: number, step: number, reason: string, writer: BatchWriter): TrainOutcome {
@@ -465,8 +483,10 @@ async function warmStart(
       const texts = sampleSolverSolutions(roles.solver, data.tokenizer, sampleProblems, config, config.seed + 3);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
     }
+    await yieldToEventLoop();
+    if (options.signal?.aborted) throw new Error('stopped during warm start');
     store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps`, { policy: policy.id });
-    pretrainPolicy(policy, {
+    await pretrainPolicy(policy, {
       family: data.family,
       tokenizer: data.tokenizer,
       config,
