@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runExport, type ExportContainer, type ExportFormat } from '../engine/export';
 import { openStore, type BatchWriter, type Store } from '../engine/store';
@@ -199,8 +200,18 @@ async function child(spec: string, dbPath: string, out: string): Promise<void> {
   process.stdout.write(`BENCH-CHILD ${JSON.stringify(full)}\n`);
 }
 
-function spawnChild(spec: string, dbPath: string, out: string): ChildReport {
-  const result = spawnSync(process.execPath, [BIN, 'bench', 'export', '--child', spec, '--db', dbPath, '--out', out], { encoding: 'utf8', maxBuffer: 16 * 2 ** 20 });
+/**
+ * `engine`: a bare Node process that loads only this file (the export engine, better-sqlite3,
+ * hyparquet-writer), as the desktop app's main process runs it. `cli`: through bin/marsrl.js like
+ * `marsrl export`, which also pays for every module the CLI loads at start.
+ */
+function spawnChild(spec: string, dbPath: string, out: string, via: 'engine' | 'cli'): ChildReport {
+  const childArgs = ['--child', spec, '--db', dbPath, '--out', out];
+  const args =
+    via === 'cli'
+      ? [BIN, 'bench', 'export', ...childArgs]
+      : ['--import', 'tsx', '--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(import.meta.filename).href)}); await m.run(${JSON.stringify(childArgs)});`];
+  const result = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 16 * 2 ** 20 });
   const line = result.stdout.split('\n').find((l) => l.startsWith('BENCH-CHILD '));
   if (result.status !== 0 || !line) throw new Error(`bench child ${spec} failed (exit ${result.status}):\n${result.stderr}`);
   return JSON.parse(line.slice('BENCH-CHILD '.length)) as ChildReport;
@@ -252,7 +263,8 @@ export async function run(argv: string[]): Promise<void> {
       .all(RUN_NAME) as { agent: string; n: number }[];
     store.close();
     console.log(`  database ${dbPath} (${(fs.statSync(dbPath).size / 2 ** 20).toFixed(0)} MB); turns per agent: ${counts.map((c) => `${c.agent} ${c.n.toLocaleString()}`).join(', ')}`);
-    console.log(`  each export runs in its own process: \`marsrl bench export --child FORMAT:CONTAINER --db DB --out FILE\``);
+    console.log('  each export runs in a fresh Node process that loads only the export engine (as the desktop app runs it);');
+    console.log('  the last line runs the heaviest case through bin/marsrl.js, i.e. with everything the CLI loads at start.');
     console.log('');
     console.log(`  ${'format'.padEnd(22)} ${'rows'.padStart(10)} ${'source'.padStart(10)} ${'time s'.padStart(8)} ${'rows/s'.padStart(9)} ${'file MB'.padStart(8)} ${'peak RSS MB'.padStart(12)} ${'(start)'.padStart(8)}`);
     const line = (label: string, r: ChildReport) =>
@@ -262,16 +274,21 @@ export async function run(argv: string[]): Promise<void> {
     const results: ChildReport[] = [];
     for (const c of CASES) {
       const out = path.join(dir, `export-${c.format}.${c.container}`);
-      const r = spawnChild(`${c.format}:${c.container}`, dbPath, out);
+      const r = spawnChild(`${c.format}:${c.container}`, dbPath, out, 'engine');
       results.push(r);
       line(`${c.format} ${c.container}`, r);
       fs.rmSync(out, { force: true });
       fs.rmSync(`${out}.card.md`, { force: true });
     }
     const baseOut = path.join(dir, 'baseline.jsonl');
-    const base = spawnChild(`baseline:${baselineTurns}`, dbPath, baseOut);
+    const base = spawnChild(`baseline:${baselineTurns}`, dbPath, baseOut, 'engine');
     fs.rmSync(baseOut, { force: true });
     line(`baseline naive ${Math.round(baselineTurns / 1000)}k`, base);
+    const cliOut = path.join(dir, 'export-cli.parquet');
+    const viaCli = spawnChild('trajectories:parquet', dbPath, cliOut, 'cli');
+    fs.rmSync(cliOut, { force: true });
+    fs.rmSync(`${cliOut}.card.md`, { force: true });
+    line('traj. parquet via CLI', viaCli);
     const streamed = results[0];
     const basePerTurn = (base.peakRssMB - base.startRssMB) / base.rows;
     const streamedGrowth = streamed.peakRssMB - streamed.startRssMB;
@@ -282,7 +299,8 @@ export async function run(argv: string[]): Promise<void> {
     console.log(
       `  streamed trajectories jsonl grows ${streamedGrowth.toFixed(0)} MB for ${streamed.sourceRows.toLocaleString()} turns: ${((basePerTurn * streamed.sourceRows) / Math.max(1, streamedGrowth)).toFixed(0)}x less at this size, and flat in the number of turns.`,
     );
-    console.log(`  peak RSS target < 300 MB: ${results.every((r) => r.peakRssMB < 300) ? 'met by every format' : `EXCEEDED by ${CASES.filter((_, i) => results[i].peakRssMB >= 300).map((c) => `${c.format} ${c.container}`).join(', ')}`}`);
+    console.log(`  peak RSS target < 300 MB: ${results.every((r) => r.peakRssMB < 300) ? 'met by every format' : `EXCEEDED by ${CASES.filter((_, i) => results[i].peakRssMB >= 300).map((c) => `${c.format} ${c.container}`).join(', ')}`}` +
+      `; through the CLI ${viaCli.peakRssMB.toFixed(0)} MB, of which ${viaCli.startRssMB.toFixed(0)} MB is the CLI before the export starts.`);
   } finally {
     if (values.keep) console.log(`  kept ${dir}${values.db ? ` (database ${dbPath})` : ''}`);
     else {

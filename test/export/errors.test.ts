@@ -98,6 +98,15 @@ describe('bad input', () => {
     await expectExportError({ runs: ['alpha'], format: 'trajectories', out: out('a-dir') }, 'output_unwritable', 'out', /a-dir is a folder/);
   });
 
+  it('the database itself is never an output, even with force', async () => {
+    const size = fs.statSync(fx.dbPath).size;
+    let caught: unknown;
+    await runExport(fx.store, { runs: ['alpha'], format: 'trajectories', out: fx.dbPath, force: true }).catch((e: unknown) => (caught = e));
+    expect(caught).toMatchObject({ code: 'output_unwritable', field: 'out', message: expect.stringMatching(/is the experiment database/) });
+    expect(fs.statSync(fx.dbPath).size).toBe(size);
+    expect(fx.store.runs.find('alpha')).not.toBeNull();
+  });
+
   it('an unknown format or container lists the known ones', async () => {
     await expectExportError({ runs: ['alpha'], format: 'csv' as never, out: out() }, 'unknown_format', 'format', /unknown export format "csv"; use one of trajectories, verl, sft, pairs/);
     await expectExportError({ runs: ['alpha'], format: 'sft', container: 'xlsx' as never, out: out() }, 'unknown_container', 'container', /unknown container "xlsx"; use one of jsonl, parquet/);

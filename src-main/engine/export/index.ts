@@ -12,6 +12,7 @@
  *   renamed into place only when complete; an error or an abort removes them.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Store } from '../store';
 import { codeVersion } from '../version';
 import { renderCard, type CardCounts } from './card';
@@ -107,6 +108,11 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
   const started = performance.now();
   const { onProgress, signal } = handlers;
   const opts = validateOptions(options);
+  const database = path.resolve(store.path);
+  if ([database, `${database}-wal`, `${database}-shm`].includes(opts.out)) {
+    // --force would otherwise replace the experiment store with its own export.
+    throw new ExportError('output_unwritable', 'out', `out: ${opts.out} is the experiment database (or its journal); choose another path`);
+  }
   throwIfAborted(signal);
   const sources = resolveRuns(store, opts.runs);
   checkAgents(store.db, sources, opts.filters.agents);
