@@ -8,7 +8,7 @@ import { openDatabase, type OpenOptions } from './db';
 import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
-import { LATEST_SCHEMA_VERSION, schemaVersion } from './migrations';
+import { schemaVersion } from './migrations';
 import { RunsRepo } from './runs';
 import { TrajectoriesRepo } from './trajectories';
 import { BatchWriter, type BatchWriterOptions } from './writer';

@@ -167,8 +167,6 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
     if (step === 0) runEvaluation(0);
     let consecutiveSkips = 0;
-    let tokensSinceReport = 0;
-    let lastReport = Date.now();
 
     for (; step < config.optimization.steps; step++) {
       // Training is synchronous compute: yield once per step so stop messages and signals are
@@ -191,7 +189,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       );
       const rolloutMs = Date.now() - rolloutStart;
       const scored = scoreEpisodes(config, episodes);
-      const turnIds = logEpisodes(writer, problemIds, runId, step, episodes, scored, worker, config);
+      logEpisodes(writer, problemIds, runId, step, episodes, scored, worker, config);
       const metrics = rolloutMetrics(config, episodes, scored);
 
       // One PPO update per agent, in chain order.
@@ -260,19 +258,13 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       }
       const updateMs = Date.now() - updateStart;
       const stepTokens = episodes.reduce((a, e) => a + e.turns.reduce((b, t) => b + t.responseTokens.length, 0), 0);
-      tokensSinceReport += stepTokens;
       metrics['perf/rollout_s'] = rolloutMs / 1000;
       metrics['perf/update_s'] = updateMs / 1000;
       metrics['perf/tokens_per_s'] = stepTokens / Math.max((rolloutMs + updateMs) / 1000, 1e-3);
       metrics['pipeline/staleness'] = 0;
       for (const [key, value] of Object.entries(metrics)) writer.metric({ runId, step, wallTime: wallTime(), key, value });
-      void turnIds;
       writer.flush();
       progress({ phase: 'rl', step: step + 1, totalSteps: config.optimization.steps, metrics });
-      if (Date.now() - lastReport > 1000) {
-        tokensSinceReport = 0;
-        lastReport = Date.now();
-      }
 
       const isLast = step === config.optimization.steps - 1;
       if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) runEvaluation(step + 1);
