@@ -165,7 +165,7 @@ export function renderCard(input: CardInput): string {
         by_run: input.counts.byRun,
         by_agent: input.counts.byAgent,
         by_split: input.counts.bySplit,
-        ...(input.counts.pairs ? { pairs: input.counts.pairs } : {}),
+        ...(input.counts.pairs ? { pairs: Object.fromEntries(Object.entries(input.counts.pairs).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) } : {}),
         ...(input.counts.turnsWithoutEpisode !== undefined ? { turns_without_episode: input.counts.turnsWithoutEpisode } : {}),
       },
       bytes: input.bytes,
