@@ -7,14 +7,30 @@ import { SchemaTooNewError } from '../engine/store';
 import { packageVersion } from '../engine/version';
 import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
-import { benchCommand } from './commands/bench';
-import { configCommand } from './commands/config';
-import { exportCommand } from './commands/export';
-import { presetsCommand } from './commands/presets';
-import { runsCommand, showCommand } from './commands/runs';
-import { serveCommand } from './commands/serve';
 
-export const COMMANDS: readonly Command[] = [presetsCommand, configCommand, runsCommand, showCommand, exportCommand, serveCommand, benchCommand];
+interface CommandEntry {
+  name: string;
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+/**
+ * Commands load on first use: `marsrl runs` should not pay for TensorFlow.js, the HTTP server
+ * or the Parquet writer (startup time and, for `export`, memory headroom).
+ */
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: 'presets', summary: 'list the shipped run presets', load: async () => (await import('./commands/presets')).presetsCommand },
+  { name: 'config', summary: 'validate a config file or print a resolved config', load: async () => (await import('./commands/config')).configCommand },
+  { name: 'run', summary: 'start a training run and follow it', load: async () => (await import('./commands/run')).runCommand },
+  { name: 'resume', summary: 'continue an interrupted run from its last checkpoint', load: async () => (await import('./commands/run')).resumeCommand },
+  { name: 'pretrain', summary: 'warm-start the policies of a config and save checkpoints', load: async () => (await import('./commands/pretrain')).pretrainCommand },
+  { name: 'runs', summary: 'list runs in the store', load: async () => (await import('./commands/runs')).runsCommand },
+  { name: 'show', summary: 'show one run in detail', load: async () => (await import('./commands/runs')).showCommand },
+  { name: 'export', summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)', load: async () => (await import('./commands/export')).exportCommand },
+  { name: 'serve', summary: 'serve the interface to a web browser (HTTP + WebSocket)', load: async () => (await import('./commands/serve')).serveCommand },
+  { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
+  { name: 'bench', summary: 'run a benchmark (store, model, export, ui, …)', load: async () => (await import('./commands/bench')).benchCommand },
+];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -41,12 +57,13 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     ctx.out(packageVersion());
     return 0;
   }
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) {
+  const entry = COMMANDS.find((c) => c.name === name);
+  if (!entry) {
     ctx.err(`marsrl: unknown command ${JSON.stringify(name)}. Commands: ${COMMANDS.map((c) => c.name).join(', ')}.`);
     return 2;
   }
   try {
+    const command = await entry.load();
     return await command.run(rest, ctx);
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {

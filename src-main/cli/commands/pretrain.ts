@@ -18,8 +18,9 @@ const usage = `Usage: marsrl pretrain (--preset NAME | --config FILE) --out DIR 
 Warm-starts every policy of a configuration with supervised training on generated data (the
 Verifier also on the Solver's own samples and on constructed mistakes) and writes one checkpoint
 per policy to DIR/<policy id>. Accuracy jumps unevenly with steps, so the checkpoint is chosen by
-held-out evaluation: the best one, or for the Solver the one nearest --target-solver-accuracy
-(to leave RL room to improve). Point a config's policies.<id>.init at DIR/<id> to start from it.`;
+held-out evaluation: the best one, or for the Solver the one whose accuracy when sampling at the
+rollout temperature is nearest --target-solver-accuracy (to leave RL room to improve, and still
+give it right samples to learn from). Point a config's policies.<id>.init at DIR/<id> to start from it.`;
 
 function score(e: PretrainEval): number {
   const values = Object.values(e.scores) as number[];
@@ -71,7 +72,7 @@ export const pretrainCommand: Command = {
       }
       const isSolver = rolesOf(config, policy.id).includes('solver');
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
-      const history = pretrainPolicy(policy, {
+      const history = await pretrainPolicy(policy, {
         family: data.family,
         tokenizer: data.tokenizer,
         config,
@@ -85,9 +86,9 @@ export const pretrainCommand: Command = {
         onEval: (e) => {
           const raw = score(e);
           // For the Solver with a target, "best" is nearest the target accuracy.
-          const value = isSolver && target !== null ? -Math.abs((e.scores.solver ?? raw) - target) : raw;
+          const value = isSolver && target !== null ? -Math.abs((e.sampledSolver ?? e.scores.solver ?? raw) - target) : raw;
           if (!best || value > best.value) best = { step: e.step, value, weights: policy.model.getWeights(), scores: e.scores };
-          bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}`);
+          bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}${e.sampledSolver !== undefined ? `, solver sampled ${number(e.sampledSolver, 3)}` : ''}`);
         },
       });
       const chosen = best as { step: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null;

@@ -88,17 +88,23 @@ export interface PretrainEval {
   step: number;
   /** Per role: greedy exact-match of the target's final line (answer or verdict) on held-out problems. */
   scores: Partial<Record<Role, number>>;
+  /** The Solver's accuracy when sampling at the rollout temperature (what RL starts from). */
+  sampledSolver?: number;
 }
 
-/** Greedy held-out score of a policy for one role: is the output's answer/verdict right? */
-export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number): number {
+/**
+ * Held-out score of a policy for one role: is the output's answer/verdict right? Greedy by
+ * default; at the rollout temperature it says what RL will see (a Solver whose samples are all
+ * wrong gives RL no signal, whatever its greedy accuracy).
+ */
+export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): number {
   const rng = new Rng(seed, `score:${role}`);
   const examples = problems.map((p) => warmStartExample(family, role, p, rng));
   const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: promptTokens(tokenizer, role, ex.prompt), streamId: i }));
   const results = decodeInSegments(policy, tokenizer, requests, {
     seed,
-    temperature: 0,
-    topP: 1,
+    temperature,
+    topP: temperature === 0 ? 1 : config.rollout.top_p,
     maxNewTokens: config.rollout.max_response_tokens,
     segmentTokens: config.rollout.max_response_tokens,
     maxSegments: 1,
@@ -145,7 +151,8 @@ export async function pretrainPolicy(
   const evaluateNow = (step: number) => {
     const scores: Partial<Record<Role, number>> = {};
     for (const role of roles) scores[role] = roleScore(policy, args.tokenizer, args.family, role, args.heldOut, args.config, args.seed + 17);
-    const e = { policyId: policy.id, step, scores };
+    const e: PretrainEval = { policyId: policy.id, step, scores };
+    if (roles.includes('solver')) e.sampledSolver = roleScore(policy, args.tokenizer, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
     history.push(e);
     args.onEval?.(e);
   };
