@@ -7,7 +7,11 @@ and the same optimizer step (Adam + global-norm clipping), measured on CPU with 
 count. It is a benchmark peer, never a dependency of the app. Prints one JSON object on stdout.
 
 Usage: torch_model.py --vocab 32 --d-model 64 --layers 2 --heads 4 --context 64 --batch 16
-                      --prompt 8 --new 56 --threads 1 --seconds 3
+                      --prompt 8 --new 56 --threads 1 --seconds 3 [--serve]
+
+With --serve it builds the model, prints {"ready": ...} and then answers one JSON line per
+command read from stdin ("train SECONDS", "kv SECONDS", "full SECONDS", "quit"), so the caller
+can interleave its own measurements with the peer's on a shared machine.
 """
 import argparse
 import json
@@ -31,6 +35,7 @@ def main():
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--seconds', type=float, default=3.0)
     p.add_argument('--top-p', type=float, default=0.95)
+    p.add_argument('--serve', action='store_true')
     a = p.parse_args()
 
     try:
@@ -109,17 +114,19 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
-    def timed(fn, tokens_per_call):
-        for _ in range(2):
+    def timed(fn, tokens_per_call, warmup=2, min_calls=3, seconds=None):
+        # Per-call wall times, as the TypeScript side measures them: best and median.
+        for _ in range(warmup):
             fn()
-        n, t0 = 0, time.perf_counter()
-        while True:
+        times = []
+        end = time.perf_counter() + (a.seconds if seconds is None else seconds)
+        while len(times) < min_calls or time.perf_counter() < end:
+            t0 = time.perf_counter()
             fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= a.seconds and n >= 3:
-                break
-        return tokens_per_call * n / dt, dt / n * 1000
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        return {'best_ms': times[0] * 1000, 'median_ms': times[len(times) // 2] * 1000,
+                'calls': len(times), 'tokens_per_call': tokens_per_call}
 
     def sample_next(logits):
         probs = torch.softmax(logits, -1)
@@ -159,23 +166,35 @@ def main():
         inc = torch.cat([model(prompt[:, i:i + 1], caches, i) for i in range(a.prompt)], 1)
         max_diff = (full - inc).abs().max().item()
 
-    train_tps, train_ms = timed(train_step, B * T)
-    kv_tps, kv_ms = timed(sample_kv, B * a.new)
-    full_tps, full_ms = timed(sample_full, B * a.new)
-
     blas = sorted({line.split()[-1] for line in open('/proc/self/maps') if 'blas' in line.lower() and '.so' in line})
-    print(json.dumps({
+    info = {
         'ok': True,
         'torch': torch.__version__,
         'threads': torch.get_num_threads(),
         'blas': blas,
         'openblas_threads': os.environ.get('OPENBLAS_NUM_THREADS'),
         'params': sum(p.numel() for p in model.parameters()),
-        'train_tokens_per_s': train_tps, 'train_ms_per_step': train_ms,
-        'sample_kv_tokens_per_s': kv_tps, 'sample_kv_ms_per_call': kv_ms,
-        'sample_full_tokens_per_s': full_tps, 'sample_full_ms_per_call': full_ms,
         'kv_check_max_abs_diff': max_diff,
-    }))
+    }
+    jobs = {
+        'train': lambda sec: timed(train_step, B * T, seconds=sec),
+        'kv': lambda sec: timed(sample_kv, B * a.new, warmup=1, seconds=sec),
+        'full': lambda sec: timed(sample_full, B * a.new, warmup=1, min_calls=2, seconds=sec),
+    }
+    if a.serve:
+        print(json.dumps({'ready': info}), flush=True)
+        for line in sys.stdin:
+            parts = line.split()
+            if not parts or parts[0] == 'quit':
+                break
+            sec = float(parts[1]) if len(parts) > 1 else a.seconds
+            if parts[0] not in jobs:
+                print(json.dumps({'error': f'unknown command {parts[0]}'}), flush=True)
+                continue
+            print(json.dumps(jobs[parts[0]](sec)), flush=True)
+        return
+    info.update({name: job(a.seconds) for name, job in jobs.items()})
+    print(json.dumps(info))
 
 
 if __name__ == '__main__':

@@ -65,7 +65,7 @@ describe('KV cache', () => {
     const leftPad = prompts.map((p) => T0 - p.length);
     const rows = prompts.map((p, i) => [...new Array<number>(leftPad[i]).fill(0), ...p]);
     const V = TINY.vocabSize;
-    let { cache, logits } = model.prefill(rows, leftPad);
+    let { cache, logits } = model.prefill(rows, leftPad, T0 + 6);
     for (let step = 0; step < 6; step++) {
       // Reference: each sequence alone, unpadded, full forward.
       rows.forEach((r, b) => {
@@ -77,12 +77,9 @@ describe('KV cache', () => {
       const next = rows.map(() => rng.int(0, V - 1));
       const positions = Int32Array.from(rows.map((r, b) => r.length - leftPad[b]));
       next.forEach((t, b) => rows[b].push(t));
-      const m = new Float32Array(rows.length * (cache.length + 1));
-      leftPad.forEach((p, b) => m.fill(-1e9, b * (cache.length + 1), b * (cache.length + 1) + p));
-      const mask = tf.tensor3d(m, [rows.length, 1, cache.length + 1]);
-      ({ cache, logits } = model.decodeStep(Int32Array.from(next), positions, cache, mask));
-      mask.dispose();
+      ({ cache, logits } = model.decodeStep(Int32Array.from(next), positions, cache));
     }
+    expect(cache.mode).toBe('js');
     disposeCache(cache);
     model.dispose();
   });
@@ -93,12 +90,12 @@ describe('KV cache', () => {
     const rows = randomTokens(rng, 4, 3, TINY.vocabSize);
     const pad = [0, 0, 0, 0];
     const V = TINY.vocabSize;
-    const full = model.prefill(rows, pad);
+    const full = model.prefill(rows, pad, 5);
     const kept = model.selectCacheRows(full.cache, [3, 1]);
     const tok = Int32Array.from([2, 5]);
     const pos = Int32Array.from([3, 3]);
-    const a = model.decodeStep(tok, pos, kept, null);
-    const b = model.prefill([[...rows[3], 2], [...rows[1], 5]], [0, 0]);
+    const a = model.decodeStep(tok, pos, kept);
+    const b = model.prefill([[...rows[3], 2], [...rows[1], 5]], [0, 0], 4);
     expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
     expect(a.logits.length).toBe(2 * V);
     disposeCache(a.cache);

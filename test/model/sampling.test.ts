@@ -196,8 +196,9 @@ describe('resumable decoding', () => {
     const before = tf.memory().numTensors;
     const state = startDecode(PROMPTS, { maxNewTokens: 6, seed: 1 });
     decodeSegment(model, state, 2);
-    expect(tf.memory().numTensors).toBeGreaterThan(before);
+    expect(state.cache).not.toBeNull();
     disposeDecodeState(state);
+    expect(state.cache).toBeNull();
     expect(tf.memory().numTensors).toBe(before);
     sample(model, PROMPTS, { maxNewTokens: 6, seed: 1, stopTokens: [2] });
     expect(tf.memory().numTensors).toBe(before);

@@ -39,14 +39,15 @@ describe('learning-rate schedule', () => {
   });
 });
 
-describe('Adam', () => {
+describe.each(['js', 'tensor'] as const)('Adam (%s)', (mode) => {
   it('matches a float64 loop: moments, bias correction, clipping and decoupled weight decay', () => {
     const rng = new Rng(81, 'adam');
     const shapes = [[3, 2], [4]];
     const init = shapes.map((s) => randomArray(rng, s[0] * (s[1] ?? 1)));
     const vars = init.map((x, i) => tf.variable(tf.tensor(x, shapes[i])));
     const config = { lr: 0.05, beta1: 0.8, beta2: 0.95, weight_decay: 0.1, grad_clip: 0.5 };
-    const opt = new Adam(vars.map((variable, i) => ({ variable, decay: i === 0 })), config);
+    const opt = new Adam(vars.map((variable, i) => ({ variable, decay: i === 0 })), config, undefined, mode);
+    expect(opt.mode).toBe(mode);
     // Reference state.
     const p = init.map((x) => Float64Array.from(x));
     const m = init.map((x) => new Float64Array(x.length));
@@ -74,6 +75,12 @@ describe('Adam', () => {
       p[i].forEach((want, j) => expect(got[j]).toBeCloseTo(want, 5));
     });
     expect(opt.stepCount).toBe(4);
+    // The state round-trips into a fresh optimizer of the other kind.
+    const st = opt.getState();
+    const other = new Adam(vars.map((variable, i) => ({ variable, decay: i === 0 })), config, undefined, mode === 'js' ? 'tensor' : 'js');
+    other.setState(st);
+    expect(Array.from(other.getState().m)).toEqual(Array.from(st.m));
+    other.dispose();
     // A non-finite gradient skips the update.
     const before = vars[1].dataSync().slice();
     const res = opt.step([tf.fill([3, 2], NaN), tf.zeros([4])]);

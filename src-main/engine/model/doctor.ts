@@ -31,11 +31,11 @@ export async function doctorReport(preference: BackendPreference = 'auto'): Prom
 }
 
 const KERNEL_NOTES: Record<string, string> = {
-  onehot: 'embedding as a one-hot matMul (wasm has no gather gradient)',
+  js: 'embedding lookups and their gradient (a scatter-add) in JavaScript (wasm has no gather gradient)',
   gather: 'embedding with tf.gather',
-  explicitTranspose: 'linear-layer gradients with explicit transposes (wasm matMul with transpose flags is ~10x slower)',
-  autograd: "linear-layer gradients from TensorFlow.js's own rules",
-  depthwise: 'attention matmuls as depthwise convolutions (wasm batched matMul runs a naive loop)',
+  fused: 'one custom-gradient op per sublayer, gradients through explicit transposes (wasm matMul with transpose flags is ~10x slower)',
+  autograd: "gradients from TensorFlow.js's own rules",
+  depthwise: 'attention matmuls as depthwise convolutions (wasm batched matMul runs a naive loop); decoding attention in JavaScript',
   batchMatMul: 'attention with batched matMul',
 };
 

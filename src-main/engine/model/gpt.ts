@@ -18,16 +18,16 @@ import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
 import { registerMissingGradients } from './gradients';
 import {
-  attention,
   attentionDecodeStep,
   attentionMask,
+  attentionSublayer,
   embed,
   foldGain,
   kvLayout,
-  layerNorm,
-  layerNormInference,
-  linear,
-  linearInference,
+  lnLinear,
+  LN_EPS,
+  MASK_VALUE,
+  mlpSublayer,
   strategyForBackend,
   tokenLogProbsAndEntropy,
   type KernelStrategy,
@@ -119,6 +119,9 @@ function initialWeights(c: GPTConfig, seed: number, std: number): Float32Array {
   return flat;
 }
 
+/** ε of the decoding LayerNorm (the same as training's). */
+const LN_EPS_DECODE = LN_EPS;
+
 let modelCounter = 0;
 
 interface LayerWeights {
@@ -130,20 +133,50 @@ interface LayerWeights {
   wproj2: tf.Variable;
 }
 
-/** Folded weights for decoding, recomputed when the variables change. */
+/**
+ * Weights folded for decoding, recomputed when the variables change:
+ *  - LayerNorm gains folded into the matrix that follows, and 1/sqrt(E) into Wq;
+ *  - everything written into the residual stream (embeddings, both output projections) is
+ *    centred (multiplied by C = I − 11ᵀ/D), so the stream has zero mean per row and each
+ *    LayerNorm reduces to x / sqrt(mean(x²) + ε): 4 kernels instead of 7. LayerNorm subtracts
+ *    the mean anyway, so the model computes the same function;
+ *  - the embedding tables kept in JavaScript (a step's lookup is B rows).
+ */
 interface DecodeWeights {
-  table: tf.Tensor2D | null; // [V + context, D] for one-hot embedding
+  te: Float32Array; // [V·D], centred
+  pe: Float32Array; // [P·D], centred
   layers: Array<{ wqkv: tf.Tensor2D; wproj: tf.Tensor2D; wfc: tf.Tensor2D; wproj2: tf.Tensor2D }>;
   head: tf.Tensor2D;
+  meanCol: tf.Tensor2D; // [D, 1] of 1/D
+  eps: tf.Tensor1D; // [1]
 }
 
-/** Key/value cache of a batch being decoded: one pair per layer, plus its length in positions. */
+/**
+ * Key/value cache of a batch being decoded.
+ *
+ * 'js' (wasm, cpu): keys and values live in JavaScript arrays, per layer k and v [C, capacity, E]
+ * (C = rows·H channels), preallocated and filled one column per step, and attention for the new
+ * position is computed in plain loops. At one query per sequence the attention is ~75k
+ * multiply-adds a layer, less than the ~10 tensor kernels (~0.1 ms each at these sizes on wasm)
+ * it replaces, and the cache is updated without copying.
+ * 'concat' (other backends, where reading back every step would stall a GPU): tensors in the
+ * layouts of `kvLayout`, grown by concatenation each step.
+ */
 export interface KVCache {
-  layers: KVPair[];
-  length: number;
+  mode: 'js' | 'concat';
+  strategy: KernelStrategy;
   /** `GPT.version` of the weights the cache was computed with. */
   version: number;
-  strategy: KernelStrategy;
+  /** Filled positions (columns). */
+  length: number;
+  /** Preallocated positions ('js'). */
+  capacity: number;
+  /** Left padding of each row. */
+  leftPad: number[];
+  /** 'concat': per-layer key/value tensors. */
+  layers: KVPair[];
+  /** 'js': per-layer keys and values, each [C, capacity, E]. */
+  js: Array<{ k: Float32Array; v: Float32Array }>;
 }
 
 export class GPT {
@@ -152,11 +185,11 @@ export class GPT {
   readonly variables: tf.Variable[];
   /** Unique prefix of this model's variable names (TensorFlow.js names are process-global). */
   readonly id: string;
-  private readonly wte: tf.Variable;
-  private readonly wpe: tf.Variable;
-  private readonly layers: LayerWeights[];
-  private readonly lnf: tf.Variable;
-  private readonly head: tf.Variable;
+  readonly wte: tf.Variable;
+  readonly wpe: tf.Variable;
+  readonly layers: LayerWeights[];
+  readonly lnf: tf.Variable;
+  readonly head: tf.Variable;
   private readonly kernelsOverride?: KernelStrategy;
   private versionCounter = 0;
   private lastDataIds: unknown[];
@@ -224,9 +257,9 @@ export class GPT {
   // Forward pass
 
   /**
-   * Final hidden states (after the last LayerNorm, without its gain) for a batch given as
-   * time-major rows: tokens/positions [T·B]. Returns [T·B, D]. `capture` receives the per-layer
-   * key/value tensors (for building a decoding cache).
+   * The residual stream after the last block, for a batch given as time-major rows:
+   * tokens/positions [T·B]. Returns [T·B, D]. `capture` receives the per-layer key/value tensors
+   * (for building a decoding cache).
    */
   private hidden(tokens: Int32Array, positions: Int32Array, T: number, B: number, leftPad: readonly number[] | undefined, capture?: KVPair[]): tf.Tensor2D {
     const s = this.kernels;
@@ -235,18 +268,16 @@ export class GPT {
     const mask = attentionMask(T, s, leftPad);
     let x = embed(this.wte as tf.Tensor2D, this.wpe as tf.Tensor2D, tokens, positions, s);
     for (const L of this.layers) {
-      const qkv = linear(layerNorm(x), foldGain(L.ln1 as tf.Tensor1D, L.wqkv as tf.Tensor2D), false, s);
-      x = tf.add(x, linear(attention(qkv, { T, B, H, E }, mask, s, capture), L.wproj as tf.Tensor2D, false, s));
-      const h = linear(layerNorm(x), foldGain(L.ln2 as tf.Tensor1D, L.wfc as tf.Tensor2D), true, s);
-      x = tf.add(x, linear(h, L.wproj2 as tf.Tensor2D, false, s));
+      x = tf.add(x, attentionSublayer(x, foldGain(L.ln1 as tf.Tensor1D, L.wqkv as tf.Tensor2D), L.wproj as tf.Tensor2D, { T, B, H, E }, mask, s, capture));
+      x = tf.add(x, mlpSublayer(x, foldGain(L.ln2 as tf.Tensor1D, L.wfc as tf.Tensor2D), L.wproj2 as tf.Tensor2D, s));
     }
     mask.dispose();
-    return layerNorm(x);
+    return x;
   }
 
-  /** LM head on hidden rows [N, D] → logits [N, V] (the final LayerNorm gain is folded in here). */
-  private headLogits(xf: tf.Tensor2D): tf.Tensor2D {
-    return linear(xf, foldGain(this.lnf as tf.Tensor1D, this.head as tf.Tensor2D), false, this.kernels);
+  /** Final LayerNorm and LM head on residual rows [N, D] → logits [N, V] (the gain folded into the head). */
+  private headLogits(x: tf.Tensor2D): tf.Tensor2D {
+    return lnLinear(x, foldGain(this.lnf as tf.Tensor1D, this.head as tf.Tensor2D), this.kernels);
   }
 
   /**
@@ -331,31 +362,43 @@ export class GPT {
   // -------------------------------------------------------------------------------------------
   // Incremental decoding with a key/value cache
 
-  /** Weights folded for decoding: LayerNorm gains into the next matrix, 1/sqrt(E) into Wq. */
+  /** The folded decoding weights for the current variables (see DecodeWeights). */
   private decodeWeights(): DecodeWeights {
     const version = this.version;
     if (this.decodeCache && this.decodeCache.version === version) return this.decodeCache.weights;
     this.disposeDecodeWeights();
     const D = this.config.d_model;
     const E = D / this.config.n_heads;
-    const weights = tf.tidy((): tf.TensorContainer => {
+    const centre = (rows: Float32Array) => {
+      for (let o = 0; o < rows.length; o += D) {
+        let m = 0;
+        for (let d = 0; d < D; d++) m += rows[o + d];
+        m /= D;
+        for (let d = 0; d < D; d++) rows[o + d] -= m;
+      }
+      return rows;
+    };
+    const tensors = tf.tidy(() => {
+      const C = tf.sub(tf.eye(D), 1 / D); // centring matrix
       const qScale = tf.concat([tf.fill([1, D], 1 / Math.sqrt(E)), tf.ones([1, 2 * D])], 1);
-      const w: DecodeWeights = {
-        table: this.kernels.embedding === 'onehot' ? (tf.concat([this.wte, this.wpe], 0) as tf.Tensor2D) : null,
-        layers: this.layers.map((L) => ({
-          wqkv: tf.mul(foldGain(L.ln1 as tf.Tensor1D, L.wqkv as tf.Tensor2D), qScale) as tf.Tensor2D,
-          wproj: tf.clone(L.wproj) as tf.Tensor2D,
-          wfc: foldGain(L.ln2 as tf.Tensor1D, L.wfc as tf.Tensor2D),
-          wproj2: tf.clone(L.wproj2) as tf.Tensor2D,
-        })),
-        head: foldGain(this.lnf as tf.Tensor1D, this.head as tf.Tensor2D),
+      const layers = this.layers.map((L) => ({
+        wqkv: tf.keep(tf.mul(foldGain(L.ln1 as tf.Tensor1D, L.wqkv as tf.Tensor2D), qScale) as tf.Tensor2D),
+        wproj: tf.keep(tf.matMul(L.wproj as tf.Tensor2D, C as tf.Tensor2D)) as tf.Tensor2D,
+        wfc: tf.keep(foldGain(L.ln2 as tf.Tensor1D, L.wfc as tf.Tensor2D)),
+        wproj2: tf.keep(tf.matMul(L.wproj2 as tf.Tensor2D, C as tf.Tensor2D)) as tf.Tensor2D,
+      }));
+      return {
+        layers,
+        head: tf.keep(foldGain(this.lnf as tf.Tensor1D, this.head as tf.Tensor2D)),
+        meanCol: tf.keep(tf.fill([D, 1], 1 / D) as tf.Tensor2D),
+        eps: tf.keep(tf.tensor1d([LN_EPS_DECODE])),
       };
-      return w as unknown as tf.TensorContainer;
-    }) as unknown as DecodeWeights;
-    const keepAll = (t: tf.Tensor | null) => t && tf.keep(t);
-    keepAll(weights.table);
-    weights.layers.forEach((l) => Object.values(l).forEach((t: tf.Tensor) => keepAll(t)));
-    keepAll(weights.head);
+    });
+    const weights: DecodeWeights = {
+      te: centre((this.wte.dataSync() as Float32Array).slice()),
+      pe: centre((this.wpe.dataSync() as Float32Array).slice()),
+      ...tensors,
+    };
     this.decodeCache = { version, weights };
     return weights;
   }
@@ -363,82 +406,184 @@ export class GPT {
   private disposeDecodeWeights(): void {
     if (!this.decodeCache) return;
     const w = this.decodeCache.weights;
-    w.table?.dispose();
     w.layers.forEach((l) => Object.values(l).forEach((t) => t.dispose()));
-    w.head.dispose();
+    tf.dispose([w.head, w.meanCol, w.eps]);
     this.decodeCache = null;
   }
 
+  /** LayerNorm of a centred residual stream: x / sqrt(mean(x²) + ε) (gain folded elsewhere). */
+  private centredNorm(x: tf.Tensor2D, w: DecodeWeights): tf.Tensor2D {
+    const ms = tf.fused.matMul({ a: tf.square(x), b: w.meanCol, bias: w.eps }); // mean(x²) + ε, [B, 1]
+    return tf.mul(x, tf.rsqrt(ms)) as tf.Tensor2D;
+  }
+
   /**
-   * Run the prompt rows (equal length, left-padded by `leftPad`) through the model, keeping their
-   * keys and values. Returns the cache and the next-token logits of each row [B·V].
+   * Run the prompt rows (equal length T, left-padded by `leftPad`) through the model, keeping
+   * their keys and values in a cache with room for `capacity` positions in all (≥ T). Returns the
+   * cache and the next-token logits of each row [B·V].
    */
-  prefill(rows: number[][], leftPad: number[]): { cache: KVCache; logits: Float32Array } {
+  prefill(rows: number[][], leftPad: number[], capacity: number): { cache: KVCache; logits: Float32Array } {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const capture: KVPair[] = [];
     const version = this.version;
     const strategy = this.kernels;
+    const D = this.config.d_model;
     const logits = tf.tidy(() => {
-      const xf = this.hidden(tm, pos, T, B, leftPad, capture);
-      const last = tf.slice(xf, [(T - 1) * B, 0], [B, this.config.d_model]);
-      return linearInference(last, this.decodeWeights().head, false);
+      const x = this.hidden(tm, pos, T, B, leftPad, capture);
+      return this.headLogits(tf.slice(x, [(T - 1) * B, 0], [B, D]));
     });
     const data = logits.dataSync() as Float32Array;
     logits.dispose();
-    return { cache: { layers: capture, length: T, version, strategy }, logits: data };
+    const base = { strategy, version, length: T, leftPad: [...leftPad] };
+    if (strategy.attention !== 'depthwise') return { cache: { ...base, mode: 'concat', capacity: T, layers: capture, js: [] }, logits: data };
+    // Re-lay the captured keys (e, c, t) and values (t, c, e) as [C, capacity, E].
+    const cap = Math.max(capacity, T);
+    const H = this.config.n_heads;
+    const E = D / H;
+    const C = B * H;
+    const js = capture.map(({ k, v }) => {
+      const kd = k.dataSync() as Float32Array;
+      const vd = v.dataSync() as Float32Array;
+      tf.dispose([k, v]);
+      const K = new Float32Array(C * cap * E);
+      const Vv = new Float32Array(C * cap * E);
+      for (let c = 0; c < C; c++) {
+        for (let t = 0; t < T; t++) {
+          for (let e = 0; e < E; e++) {
+            K[(c * cap + t) * E + e] = kd[(e * C + c) * T + t];
+            Vv[(c * cap + t) * E + e] = vd[(t * C + c) * E + e];
+          }
+        }
+      }
+      return { k: K, v: Vv };
+    });
+    return { cache: { ...base, mode: 'js', capacity: cap, layers: [], js }, logits: data };
   }
 
   /**
-   * Feed one new token per row: tokens [B] at positions [B] (the row's position of that token).
-   * `mask` is an additive [B, 1, cache.length + 1] mask of left padding, or null when no row is
-   * padded. Returns the extended cache (the old one is disposed) and next-token logits [B·V].
+   * Feed one new token per row: tokens [B] at positions [B] (each row's position of that token).
+   * Rows marked false in `live` are finished: give them any valid token; their output is not
+   * computed. Returns the extended cache (the old one is consumed) and next-token logits [B·V].
    */
-  decodeStep(tokens: Int32Array, positions: Int32Array, cache: KVCache, mask: tf.Tensor3D | null): { cache: KVCache; logits: Float32Array } {
+  decodeStep(tokens: Int32Array, positions: Int32Array, cache: KVCache, live?: boolean[]): { cache: KVCache; logits: Float32Array } {
     const B = tokens.length;
-    const { d_model: D, n_heads: H } = this.config;
+    const { d_model: D, n_heads: H, context } = this.config;
     const w = this.decodeWeights();
-    const s = cache.strategy;
+    const t = cache.length;
+    if (cache.mode === 'js' && t >= cache.capacity) throw new Error(`KV cache is full (${cache.capacity} positions)`);
+    const x0 = new Float32Array(B * D);
+    for (let b = 0; b < B; b++) {
+      const a = tokens[b] * D;
+      const p = Math.min(positions[b], context - 1) * D;
+      for (let d = 0; d < D; d++) x0[b * D + d] = w.te[a + d] + w.pe[p + d];
+    }
+    let concatMask: tf.Tensor3D | null = null;
+    if (cache.mode === 'concat' && cache.leftPad.some((p) => p > 0)) {
+      const m = new Float32Array(B * (t + 1));
+      cache.leftPad.forEach((p, b) => m.fill(MASK_VALUE, b * (t + 1), b * (t + 1) + p));
+      concatMask = tf.tensor3d(m, [B, 1, t + 1]);
+    }
     const newLayers: KVPair[] = [];
     const logits = tf.tidy(() => {
-      let x: tf.Tensor2D;
-      if (w.table) {
-        const V = this.config.vocabSize;
-        const K = w.table.shape[0];
-        const oh = new Float32Array(B * K);
-        for (let b = 0; b < B; b++) {
-          oh[b * K + tokens[b]] = 1;
-          oh[b * K + V + positions[b]] = 1;
-        }
-        x = tf.matMul(tf.tensor2d(oh, [B, K]), w.table);
-      } else {
-        x = tf.add(tf.gather(this.wte, tf.tensor1d(tokens, 'int32')), tf.gather(this.wpe, tf.tensor1d(positions, 'int32'))) as tf.Tensor2D;
-      }
+      let x = tf.tensor2d(x0, [B, D]);
       w.layers.forEach((L, i) => {
-        const [q, k, v] = tf.split(linearInference(layerNormInference(x), L.wqkv, false), 3, 1) as tf.Tensor2D[];
-        const step = attentionDecodeStep(q, k, v, cache.layers[i], H, mask, s);
-        newLayers.push({ k: tf.keep(step.cache.k), v: tf.keep(step.cache.v) });
-        x = tf.add(x, linearInference(step.out, L.wproj, false));
-        const h = linearInference(layerNormInference(x), L.wfc, true);
-        x = tf.add(x, linearInference(h, L.wproj2, false));
+        const qkv = tf.matMul(this.centredNorm(x, w), L.wqkv) as tf.Tensor2D;
+        let o: tf.Tensor2D;
+        if (cache.mode === 'js') {
+          o = tf.tensor2d(this.jsAttention(qkv.dataSync() as Float32Array, cache, i, B, live), [B, D]);
+        } else {
+          const [q, k, v] = tf.split(qkv, 3, 1) as tf.Tensor2D[];
+          const step = attentionDecodeStep(q, k, v, cache.layers[i], H, concatMask, cache.strategy);
+          newLayers.push({ k: tf.keep(step.cache.k), v: tf.keep(step.cache.v) });
+          o = step.out;
+        }
+        x = tf.add(x, tf.matMul(o, L.wproj));
+        const h = tf.fused.matMul({ a: this.centredNorm(x, w), b: L.wfc, activation: 'relu' });
+        x = tf.add(x, tf.matMul(h, L.wproj2));
       });
-      return linearInference(layerNormInference(x), w.head, false);
+      return tf.matMul(this.centredNorm(x, w), w.head);
     });
+    concatMask?.dispose();
     const data = logits.dataSync() as Float32Array;
     logits.dispose();
-    disposeCache(cache);
-    void D;
-    return { cache: { layers: newLayers, length: cache.length + 1, version: cache.version, strategy: s }, logits: data };
+    if (cache.mode === 'concat') {
+      cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
+      return { cache: { ...cache, layers: newLayers, length: t + 1 }, logits: data };
+    }
+    return { cache: { ...cache, length: t + 1 }, logits: data };
   }
 
-  /** Keep only the given rows (indices into the current batch) of a cache; disposes the old one. */
+  /**
+   * Attention of one new position per row over the JavaScript cache of layer `layer`, after
+   * writing this step's keys and values into column `cache.length`. qkv [B, 3D] (q already
+   * scaled) → output [B, D]. Keys before a row's left padding are skipped (masked).
+   */
+  private jsAttention(qkv: Float32Array, cache: KVCache, layer: number, B: number, live?: boolean[]): Float32Array {
+    const H = this.config.n_heads;
+    const D = this.config.d_model;
+    const E = D / H;
+    const cap = cache.capacity;
+    const t = cache.length;
+    const { k: K, v: V } = cache.js[layer];
+    const out = new Float32Array(B * D);
+    const w = new Float64Array(t + 1);
+    const acc = new Float64Array(E);
+    for (let b = 0; b < B; b++) {
+      for (let h = 0; h < H; h++) {
+        const c = b * H + h;
+        const row = b * 3 * D + h * E;
+        const col = (c * cap + t) * E;
+        for (let e = 0; e < E; e++) {
+          K[col + e] = qkv[row + D + e];
+          V[col + e] = qkv[row + 2 * D + e];
+        }
+        if (live && !live[b]) continue;
+        const start = cache.leftPad[b];
+        let max = -Infinity;
+        for (let s = start; s <= t; s++) {
+          const ko = (c * cap + s) * E;
+          let dot = 0;
+          for (let e = 0; e < E; e++) dot += qkv[row + e] * K[ko + e];
+          w[s] = dot;
+          if (dot > max) max = dot;
+        }
+        let sum = 0;
+        for (let s = start; s <= t; s++) {
+          w[s] = Math.exp(w[s] - max);
+          sum += w[s];
+        }
+        acc.fill(0);
+        for (let s = start; s <= t; s++) {
+          const vo = (c * cap + s) * E;
+          const p = w[s] / sum;
+          for (let e = 0; e < E; e++) acc[e] += p * V[vo + e];
+        }
+        for (let e = 0; e < E; e++) out[b * D + h * E + e] = acc[e];
+      }
+    }
+    return out;
+  }
+
+  /** Keep only the given rows (indices into the current batch) of a cache; the old one is consumed. */
   selectCacheRows(cache: KVCache, rows: number[]): KVCache {
-    const { batchAxis } = kvLayout(cache.strategy);
-    const layers = tf.tidy(() => {
-      const idx = tf.tensor1d(rows, 'int32');
-      return cache.layers.map((p) => ({ k: tf.keep(tf.gather(p.k, idx, batchAxis)) as tf.Tensor4D, v: tf.keep(tf.gather(p.v, idx, batchAxis)) as tf.Tensor4D }));
-    });
-    disposeCache(cache);
-    return { ...cache, layers };
+    const leftPad = rows.map((r) => cache.leftPad[r]);
+    if (cache.mode === 'concat') {
+      const { batchAxis } = kvLayout(cache.strategy);
+      const layers = tf.tidy(() => {
+        const idx = tf.tensor1d(rows, 'int32');
+        return cache.layers.map((p) => ({ k: tf.keep(tf.gather(p.k, idx, batchAxis)) as tf.Tensor4D, v: tf.keep(tf.gather(p.v, idx, batchAxis)) as tf.Tensor4D }));
+      });
+      disposeCache(cache);
+      return { ...cache, layers, leftPad };
+    }
+    const H = this.config.n_heads;
+    const block = H * cache.capacity * (this.config.d_model / H); // one row's channels
+    const pick = (a: Float32Array) => {
+      const out = new Float32Array(rows.length * block);
+      rows.forEach((r, i) => out.set(a.subarray(r * block, (r + 1) * block), i * block));
+      return out;
+    };
+    return { ...cache, leftPad, js: cache.js.map(({ k, v }) => ({ k: pick(k), v: pick(v) })) };
   }
 
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */
@@ -486,10 +631,9 @@ export class GPT {
 }
 
 export function disposeCache(cache: KVCache): void {
-  cache.layers.forEach((p) => {
-    p.k.dispose();
-    p.v.dispose();
-  });
+  cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
+  cache.layers = [];
+  cache.js = [];
 }
 
 /** A freshly initialised model (deterministic in `seed`). */
