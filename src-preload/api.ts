@@ -251,12 +251,46 @@ export interface StartRunRequest {
   name?: string;
 }
 
+export type ExportFormatName = 'trajectories' | 'verl' | 'sft' | 'pairs';
+
+export interface ExportRequest {
+  runs: number[];
+  format: ExportFormatName;
+  /** File container; by default from the extension of `out`, else the format's usual one. */
+  container?: 'jsonl' | 'parquet';
+  /** Output file on the machine that runs the engine; its folder must exist. */
+  out: string;
+  force?: boolean;
+  dedupe?: boolean;
+  filters?: {
+    agents?: string[];
+    stepFrom?: number;
+    stepTo?: number;
+    split?: 'train' | 'test';
+    correct?: boolean | 'any';
+    formatValid?: boolean | 'any';
+    minReward?: number;
+    maxReward?: number;
+  };
+}
+
+export interface ExportSummary {
+  out: string;
+  card: string;
+  rows: number;
+  bytes: number;
+  seconds: number;
+  duplicatesDropped: number;
+}
+
 /** Pushed to subscribers (IPC `studio:event`, WebSocket) as runs change. */
 export type StudioEvent =
   | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
   | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
   | { type: 'run-created' | 'run-deleted' | 'run-updated'; runId: number }
-  | { type: 'event'; runId: number; event: RunEvent };
+  | { type: 'event'; runId: number; event: RunEvent }
+  | { type: 'export-progress'; exportId: string; done: number; total: number }
+  | { type: 'export-finished'; exportId: string; status: 'done' | 'failed' | 'cancelled'; result: ExportSummary | null; error: string | null };
 
 export interface StudioApi {
   appInfo(): Promise<AppInfo>;
@@ -285,6 +319,10 @@ export interface StudioApi {
   getEpisode(episodeId: number): Promise<EpisodeDetail>;
   listEvents(runId: number, afterId?: number): Promise<Page<RunEvent>>;
   getTimeline(runId: number): Promise<TimelineSpan[]>;
+  /** Start exporting runs as a dataset; progress and the end arrive as pushed events. */
+  startExport(request: ExportRequest): Promise<{ exportId: string }>;
+  /** Cancel an export; nothing it wrote is left behind. */
+  cancelExport(exportId: string): Promise<void>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -310,6 +348,8 @@ export const STUDIO_METHODS = [
   'getEpisode',
   'listEvents',
   'getTimeline',
+  'startExport',
+  'cancelExport',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel carrying StudioApi calls. */

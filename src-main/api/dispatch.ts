@@ -17,7 +17,6 @@ const ListRunsQuerySchema = z.strictObject({
   search: z.string().max(200).optional(),
 });
 
-/** Argument tuples per method; a method missing here fails typecheck. */
 const optionalCursor = z.number().int().nonnegative().optional();
 const agentName = z.string().regex(/^[a-z]+\d*$/, 'an agent name such as solver, verifier1 or corrector2');
 
@@ -61,6 +60,27 @@ const EpisodeQuerySchema = z.strictObject({
   limit: z.number().int().min(1).max(1000).optional(),
 });
 
+const ExportRequestSchema = z.strictObject({
+  runs: z.array(z.number().int().positive()).min(1, 'choose at least one run').max(1000),
+  format: z.enum(['trajectories', 'verl', 'sft', 'pairs']),
+  container: z.enum(['jsonl', 'parquet']).optional(),
+  out: z.string().min(1, 'give the output file path').max(4096),
+  force: z.boolean().optional(),
+  dedupe: z.boolean().optional(),
+  filters: z
+    .strictObject({
+      agents: z.array(agentName).max(64).optional(),
+      stepFrom: z.number().int().nonnegative().optional(),
+      stepTo: z.number().int().nonnegative().optional(),
+      split: z.enum(['train', 'test']).optional(),
+      correct: z.union([z.boolean(), z.literal('any')]).optional(),
+      formatValid: z.union([z.boolean(), z.literal('any')]).optional(),
+      minReward: z.number().finite().optional(),
+      maxReward: z.number().finite().optional(),
+    })
+    .optional(),
+});
+
 /** Argument tuples per method; a method missing here fails typecheck. */
 const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   appInfo: z.tuple([]),
@@ -84,6 +104,8 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   getEpisode: z.tuple([z.number().int().positive()]),
   listEvents: z.tuple([runId, optionalCursor]),
   getTimeline: z.tuple([runId]),
+  startExport: z.tuple([ExportRequestSchema]),
+  cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

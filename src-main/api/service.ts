@@ -57,6 +57,8 @@ function toEpisodeSummary(e: EpisodeListItem): EpisodeSummary {
 }
 
 export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
+  const exports = new Map<string, AbortController>();
+  let exportCounter = 0;
   const requireRun = (runId: number) => {
     const run = store.runs.get(runId);
     if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
@@ -184,6 +186,45 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     async getTimeline(runId) {
       requireRun(runId);
       return store.events.timeline(runId).map(({ id: _id, runId: _run, ...span }) => span);
+    },
+
+    async startExport(request) {
+      // Loaded on first use: the Parquet writer is not needed to browse runs.
+      const { runExport, ExportError } = await import('../engine/export');
+      for (const id of request.runs) requireRun(id);
+      const exportId = `export-${++exportCounter}`;
+      const controller = new AbortController();
+      exports.set(exportId, controller);
+      let lastPush = 0;
+      const running = runExport(store, { ...request, runs: request.runs }, {
+        signal: controller.signal,
+        onProgress: (done, total) => {
+          // Progress is pushed at most ten times a second; the last one always goes out.
+          if (Date.now() - lastPush > 100 || done === total) {
+            lastPush = Date.now();
+            hub?.publish({ type: 'export-progress', exportId, done, total });
+          }
+        },
+      });
+      // Usage errors (unknown agent, existing file, empty result) are answered to the caller at
+      // once when they are found before any row is written.
+      const early = await Promise.race([running.then(() => null, (error: unknown) => error), new Promise((resolve) => setTimeout(() => resolve(null), 50))]);
+      if (early instanceof ExportError) {
+        exports.delete(exportId);
+        throw new StudioError('invalid_request', early.message, early.field ? [{ path: early.field, message: early.message }] : undefined);
+      }
+      running.then(
+        (result) => hub?.publish({ type: 'export-finished', exportId, status: 'done', error: null, result: { out: result.out, card: result.card, rows: result.rows, bytes: result.bytes, seconds: result.seconds, duplicatesDropped: result.duplicatesDropped } }),
+        (error: unknown) =>
+          hub?.publish({ type: 'export-finished', exportId, status: controller.signal.aborted ? 'cancelled' : 'failed', result: null, error: error instanceof Error ? error.message : String(error) }),
+      ).finally(() => exports.delete(exportId));
+      return { exportId };
+    },
+
+    async cancelExport(exportId) {
+      const controller = exports.get(exportId);
+      if (!controller) throw new StudioError('not_found', `no export ${exportId} is running`);
+      controller.abort('cancelled by the user');
     },
   };
 }
