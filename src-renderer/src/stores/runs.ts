@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { RunDetail, RunStatus, RunSummary, StudioEvent } from '../../../src-preload/api';
+import type { RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
 
 export const RUNS_PAGE_SIZE = 100;
@@ -12,6 +12,45 @@ export const RUNS_PAGE_SIZE = 100;
 export interface RunFilters {
   status: RunStatus | null;
   search: string;
+}
+
+/** Columns the table sorts by. `id` (newest first) is the order the store pages in. */
+export type RunSortKey = 'id' | 'name' | 'status' | 'task' | 'rewardScheme' | 'advantageMode' | 'evalAccuracy' | 'systemAccuracy' | 'lastStep' | 'createdAt';
+export interface RunSort {
+  key: RunSortKey;
+  descending: boolean;
+}
+/** Sorting by anything but id needs every run loaded; beyond this many, it sorts what is loaded. */
+export const SORT_LOAD_LIMIT = 5000;
+
+function sortValue(run: RunSummary, key: RunSortKey): string | number | null {
+  switch (key) {
+    case 'evalAccuracy':
+      return run.keyMetrics['eval/system/accuracy'] ?? null;
+    case 'systemAccuracy':
+      return run.keyMetrics['system/accuracy'] ?? null;
+    case 'name':
+    case 'status':
+    case 'task':
+    case 'rewardScheme':
+    case 'advantageMode':
+      return run[key].toLowerCase();
+    default:
+      return run[key];
+  }
+}
+
+/** Sorted copy; runs without a value go last in either direction, ties newest first. */
+export function sortRuns(runs: readonly RunSummary[], sort: RunSort): RunSummary[] {
+  const sign = sort.descending ? -1 : 1;
+  return runs.slice().sort((a, b) => {
+    const va = sortValue(a, sort.key);
+    const vb = sortValue(b, sort.key);
+    if (va === null || vb === null) return va === vb ? b.id - a.id : va === null ? 1 : -1;
+    if (va < vb) return -sign;
+    if (va > vb) return sign;
+    return b.id - a.id;
+  });
 }
 
 /** The list row of a run detail: the detail's heavy parts (config snapshot, counts) stay out of the list. */
@@ -30,7 +69,22 @@ export const useRunsStore = defineStore('runs', () => {
   const loaded = ref(false);
   const error = ref<string | null>(null);
 
+  const sort = ref<RunSort>({ key: 'id', descending: true });
+  /** Narrowing on columns the API does not filter on, applied to the loaded rows. */
+  const columnFilters = ref<{ rewardScheme: string | null; advantageMode: string | null }>({ rewardScheme: null, advantageMode: null });
+
   const hasMore = computed(() => nextCursor.value !== null);
+  const visibleRuns = computed(() => {
+    const { rewardScheme, advantageMode } = columnFilters.value;
+    const narrowed = rewardScheme || advantageMode
+      ? runs.value.filter((r) => (!rewardScheme || r.rewardScheme === rewardScheme) && (!advantageMode || r.advantageMode === advantageMode))
+      : runs.value;
+    return sort.value.key === 'id' && sort.value.descending ? narrowed : sortRuns(narrowed, sort.value);
+  });
+  const columnValues = computed(() => ({
+    rewardScheme: [...new Set(runs.value.map((r) => r.rewardScheme).filter(Boolean))].sort(),
+    advantageMode: [...new Set(runs.value.map((r) => r.advantageMode).filter(Boolean))].sort(),
+  }));
   const isFiltered = computed(() => filters.value.status !== null || filters.value.search.trim() !== '');
 
   // A refresh started while an older request is still out wins: the older answer is dropped,
@@ -84,6 +138,34 @@ export const useRunsStore = defineStore('runs', () => {
   function setFilters(next: Partial<RunFilters>): Promise<void> {
     filters.value = { ...filters.value, ...next };
     return refresh();
+  }
+
+  /** Every remaining page (up to SORT_LOAD_LIMIT runs), so a sort covers all runs. */
+  async function loadAll(): Promise<void> {
+    while (nextCursor.value !== null && runs.value.length < SORT_LOAD_LIMIT) {
+      const before = runs.value.length;
+      await loadMore();
+      if (runs.value.length === before) break;
+    }
+  }
+
+  function setSort(key: RunSortKey): Promise<void> {
+    const current = sort.value;
+    // A first click sorts text A→Z and numbers and dates high→low, the useful direction.
+    const textual = key === 'name' || key === 'status' || key === 'task' || key === 'rewardScheme' || key === 'advantageMode';
+    sort.value = current.key === key ? { key, descending: !current.descending } : { key, descending: !textual };
+    return sort.value.key === 'id' ? Promise.resolve() : loadAll();
+  }
+
+  async function update(runId: number, change: RunUpdate): Promise<RunSummary> {
+    const updated = await studioClient().updateRun(runId, change);
+    patchRun(runId, () => updated);
+    return updated;
+  }
+
+  async function remove(runId: number): Promise<void> {
+    await studioClient().deleteRun(runId);
+    runs.value = runs.value.filter((run) => run.id !== runId);
   }
 
   function patchRun(runId: number, change: (run: RunSummary) => RunSummary): void {
@@ -156,8 +238,16 @@ export const useRunsStore = defineStore('runs', () => {
     error,
     hasMore,
     isFiltered,
+    sort,
+    columnFilters,
+    visibleRuns,
+    columnValues,
     refresh,
     loadMore,
+    loadAll,
+    setSort,
+    update,
+    remove,
     setFilters,
     applyEvent,
     followEvents,

@@ -23,3 +23,18 @@ export function formatTimestamp(timestampMs: number): string {
 export function formatStep(step: number | null): string {
   return step === null ? '—' : step.toLocaleString('en-US');
 }
+
+/** A fraction in [0, 1] as a percentage with one decimal; a missing metric shows a dash. */
+export function formatPercent(fraction: number | null | undefined): string {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return '—';
+  return `${(fraction * 100).toFixed(1)}%`;
+}
+
+/** Milliseconds as a short duration: 45s, 12m 05s, 3h 07m. */
+export function formatElapsed(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms)) return '—';
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}

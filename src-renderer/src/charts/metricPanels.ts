@@ -1,0 +1,139 @@
+/**
+ * Metric keys → chart panels, derived from the keys a run logged (never a fixed list), so a
+ * metric the trainer starts logging tomorrow gets a chart without a UI change.
+ *
+ * Keys are slash-namespaced, first segment first (DESIGN.md): `solver/grad_norm`,
+ * `verifier1/reward/mean`, `system/accuracy`, `eval/system/pass@8`. The rule:
+ * - Training keys are grouped by their first segment (the agent, or system/perf/pipeline).
+ *   A remainder logged by two or more namespaces (`grad_norm` by every agent, `accuracy` by
+ *   system and solver) becomes one comparison panel with a line per namespace; remainders that
+ *   differ only in their last segment (`advantage/mean`, `advantage/std`) share a panel.
+ *   What is left stays in a panel per namespace (`verifier1`: precision and recall).
+ * - Phase keys (`eval/…` for held-out evaluation, `pretrain/…` for the warm start) get their own
+ *   section and are grouped the same way, with everything but the last segment as the
+ *   namespace, so `eval/system/accuracy`, `eval/solver/accuracy` and the controls' accuracies
+ *   land in one panel, and avg@k with pass@k in another.
+ */
+import { agentColor, compareAgents, seriesColor } from './palette';
+
+export interface PanelLine {
+  key: string;
+  label: string;
+  color: string;
+  /** A secondary statistic of the same thing (a std next to a mean). */
+  dashed: boolean;
+}
+
+export interface MetricPanel {
+  id: string;
+  title: string;
+  subtitle: string;
+  lines: PanelLine[];
+}
+
+export interface MetricSection {
+  id: string;
+  title: string;
+  panels: MetricPanel[];
+}
+
+/** Namespaces that are phases of a run rather than agents, in the order they are shown. */
+const PHASES: { prefix: string; title: string }[] = [
+  { prefix: 'eval', title: 'Held-out evaluation' },
+  { prefix: 'pretrain', title: 'Warm start' },
+];
+
+/** The order researchers read a GRPO run in; anything else follows alphabetically. */
+const PREFERRED = ['accuracy', 'reward', 'advantage', 'grad_norm', 'inflation', 'entropy', 'kl', 'response_length'];
+
+function preferredRank(name: string): number {
+  const head = name.split('/')[0];
+  const index = PREFERRED.indexOf(head);
+  return index === -1 ? PREFERRED.length : index;
+}
+
+function compareNames(a: string, b: string): number {
+  return preferredRank(a) - preferredRank(b) || a.localeCompare(b);
+}
+
+interface Entry {
+  key: string;
+  ns: string;
+  rest: string;
+}
+
+function buildPanels(entries: Entry[], idPrefix: string): MetricPanel[] {
+  const byRest = new Map<string, Entry[]>();
+  for (const entry of entries) byRest.set(entry.rest, [...(byRest.get(entry.rest) ?? []), entry]);
+
+  // Shared remainders, merged by prefix when they differ only in the last segment.
+  const shared = [...byRest.entries()].filter(([, list]) => new Set(list.map((e) => e.ns)).size >= 2);
+  const sharedByPrefix = new Map<string, string[]>();
+  for (const [rest] of shared) {
+    const cut = rest.lastIndexOf('/');
+    const prefix = cut === -1 ? rest : rest.slice(0, cut);
+    sharedByPrefix.set(prefix, [...(sharedByPrefix.get(prefix) ?? []), rest]);
+  }
+  const panels: MetricPanel[] = [];
+  const used = new Set<string>();
+  for (const prefix of [...sharedByPrefix.keys()].sort(compareNames)) {
+    const rests = sharedByPrefix.get(prefix)!.sort((a, b) => (a.endsWith('/mean') ? -1 : b.endsWith('/mean') ? 1 : a.localeCompare(b)));
+    const merged = rests.length > 1;
+    const lines: PanelLine[] = [];
+    rests.forEach((rest, restIndex) => {
+      for (const entry of byRest.get(rest)!.slice().sort((a, b) => compareAgents(a.ns, b.ns))) {
+        used.add(entry.key);
+        lines.push({
+          key: entry.key,
+          label: merged ? `${entry.ns} ${rest.slice(rest.lastIndexOf('/') + 1)}` : entry.ns,
+          color: agentColor(entry.ns.split('/').pop() ?? entry.ns),
+          dashed: restIndex > 0,
+        });
+      }
+    });
+    panels.push({
+      id: `${idPrefix}:${prefix}`,
+      title: merged ? prefix : rests[0],
+      subtitle: merged ? rests.map((r) => r.slice(r.lastIndexOf('/') + 1)).join(' · ') : `${new Set(lines.map((l) => l.label)).size} series`,
+      lines,
+    });
+  }
+
+  // What is left: one panel per namespace.
+  const byNs = new Map<string, Entry[]>();
+  for (const entry of entries) if (!used.has(entry.key)) byNs.set(entry.ns, [...(byNs.get(entry.ns) ?? []), entry]);
+  for (const ns of [...byNs.keys()].sort(compareAgents)) {
+    const list = byNs.get(ns)!.sort((a, b) => compareNames(a.rest, b.rest));
+    panels.push({
+      id: `${idPrefix}:${ns}`,
+      title: ns,
+      subtitle: list.map((e) => e.rest).join(' · '),
+      lines: list.map((e, i) => ({ key: e.key, label: e.rest, color: list.length === 1 ? agentColor(ns) : seriesColor(i), dashed: false })),
+    });
+  }
+  return panels;
+}
+
+export function metricSections(keys: readonly string[]): MetricSection[] {
+  const phaseEntries = new Map<string, Entry[]>(PHASES.map((p) => [p.prefix, []]));
+  const trainEntries: Entry[] = [];
+  for (const key of keys) {
+    const parts = key.split('/');
+    if (parts.length < 2 || parts.some((p) => p === '')) continue;
+    const phase = phaseEntries.get(parts[0]);
+    if (phase && parts.length >= 3) {
+      phase.push({ key, ns: parts.slice(1, -1).join('/'), rest: parts[parts.length - 1] });
+    } else {
+      trainEntries.push({ key, ns: parts[0], rest: parts.slice(1).join('/') });
+    }
+  }
+  const sections: MetricSection[] = [];
+  const evalEntries = phaseEntries.get('eval') ?? [];
+  if (evalEntries.length) sections.push({ id: 'eval', title: PHASES[0].title, panels: buildPanels(evalEntries, 'eval') });
+  if (trainEntries.length) sections.push({ id: 'train', title: 'Training', panels: buildPanels(trainEntries, 'train') });
+  for (const phase of PHASES.slice(1)) {
+    const entries = phaseEntries.get(phase.prefix) ?? [];
+    if (entries.length) sections.push({ id: phase.prefix, title: phase.title, panels: buildPanels(entries, phase.prefix) });
+  }
+  return sections;
+}

@@ -1,0 +1,88 @@
+/**
+ * A hash router: the page is one file (file:// in Electron, `/` under `marsrl serve`), so the
+ * view lives in the fragment and a reload or a copied URL reopens the same view.
+ *
+ *   #/runs                                  runs table
+ *   #/new?preset=quick | ?from=12           new-run form (from a preset, or a run's settings)
+ *   #/runs/12?tab=charts|pipeline|events|config
+ *   #/runs/12/trajectories?step=40&episode=9&turn=311
+ */
+import { shallowRef } from 'vue';
+
+export const RUN_TABS = ['charts', 'pipeline', 'events', 'config'] as const;
+export type RunTab = (typeof RUN_TABS)[number];
+
+export type Route =
+  | { name: 'runs' }
+  | { name: 'new'; preset: string | null; from: number | null }
+  | { name: 'run'; runId: number; tab: RunTab }
+  | { name: 'trajectories'; runId: number; step: number | null; episode: number | null; turn: number | null }
+  | { name: 'not-found'; path: string };
+
+function positiveInt(text: string | null): number | null {
+  if (text === null || !/^\d+$/.test(text)) return null;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : null;
+}
+
+export function parseHash(hash: string): Route {
+  const raw = hash.replace(/^#/, '') || '/runs';
+  const [pathPart, queryPart = ''] = raw.split('?', 2);
+  const query = new URLSearchParams(queryPart);
+  const parts = pathPart.split('/').filter(Boolean);
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === 'runs')) return { name: 'runs' };
+  if (parts.length === 1 && parts[0] === 'new') return { name: 'new', preset: query.get('preset'), from: positiveInt(query.get('from')) };
+  if (parts[0] === 'runs' && parts.length >= 2) {
+    const runId = positiveInt(parts[1]);
+    if (runId !== null && runId > 0) {
+      if (parts.length === 2) {
+        const tab = query.get('tab');
+        return { name: 'run', runId, tab: (RUN_TABS as readonly string[]).includes(tab ?? '') ? (tab as RunTab) : 'charts' };
+      }
+      if (parts.length === 3 && parts[2] === 'trajectories') {
+        return { name: 'trajectories', runId, step: positiveInt(query.get('step')), episode: positiveInt(query.get('episode')), turn: positiveInt(query.get('turn')) };
+      }
+    }
+  }
+  return { name: 'not-found', path: pathPart };
+}
+
+export function hrefOf(route: Route): string {
+  const withQuery = (path: string, entries: [string, string | number | null][]) => {
+    const query = new URLSearchParams();
+    for (const [key, value] of entries) if (value !== null) query.set(key, String(value));
+    const text = query.toString();
+    return `#${path}${text ? `?${text}` : ''}`;
+  };
+  switch (route.name) {
+    case 'runs':
+      return '#/runs';
+    case 'new':
+      return withQuery('/new', [['preset', route.preset], ['from', route.from]]);
+    case 'run':
+      return withQuery(`/runs/${route.runId}`, [['tab', route.tab === 'charts' ? null : route.tab]]);
+    case 'trajectories':
+      return withQuery(`/runs/${route.runId}/trajectories`, [['step', route.step], ['episode', route.episode], ['turn', route.turn]]);
+    case 'not-found':
+      return `#${route.path}`;
+  }
+}
+
+/** The current route; replaced (never mutated) on every hash change. */
+export const currentRoute = shallowRef<Route>(parseHash(window.location.hash));
+
+window.addEventListener('hashchange', () => {
+  currentRoute.value = parseHash(window.location.hash);
+});
+
+/** Go to `route`; `replace` keeps filter tweaks out of the back-button history. */
+export function navigate(route: Route, replace = false): void {
+  const href = hrefOf(route);
+  if (href === window.location.hash) return;
+  if (replace) {
+    window.history.replaceState(null, '', href);
+    currentRoute.value = parseHash(href);
+  } else {
+    window.location.hash = href;
+  }
+}

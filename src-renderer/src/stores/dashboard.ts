@@ -1,0 +1,162 @@
+/**
+ * One run's dashboard: its detail, the metric keys it logged and their series, live while it
+ * trains. Series are fetched downsampled by the server (min/max by default, so a gradient-norm
+ * spike survives at any zoom) and refetched when the run reports progress, at most once per
+ * `LIVE_REFRESH_MS`, so a fast trainer cannot flood the page.
+ */
+import { defineStore } from 'pinia';
+import { computed, markRaw, ref, shallowRef } from 'vue';
+import type { DownsampleMethod, RunDetail, SeriesXAxis, StudioEvent } from '../../../src-preload/api';
+import { errorMessage, studioClient } from '../api/client';
+import { metricSections } from '../charts/metricPanels';
+import type { Points } from '../charts/lineOption';
+
+export const LIVE_REFRESH_MS = 1000;
+/** Points per series: about one per horizontal pixel of a dashboard panel. */
+export const SERIES_POINTS = 600;
+/** The API takes at most this many keys per call. */
+const KEYS_PER_CALL = 64;
+
+export const useDashboardStore = defineStore('dashboard', () => {
+  const runId = ref<number | null>(null);
+  const detail = shallowRef<RunDetail | null>(null);
+  const keys = shallowRef<readonly string[]>([]);
+  // Replaced wholesale on every refresh; markRaw keeps Vue out of thousands of points.
+  const series = shallowRef<ReadonlyMap<string, Points>>(new Map());
+  const totals = shallowRef<ReadonlyMap<string, number>>(new Map());
+  const smoothing = ref(0.6);
+  const xAxis = ref<SeriesXAxis>('step');
+  const downsample = ref<Exclude<DownsampleMethod, 'none'>>('minmax');
+  const loading = ref(false);
+  const error = ref<string | null>(null);
+  const progress = ref<{ step: number; totalSteps: number } | null>(null);
+  const lastUpdate = ref<number | null>(null);
+
+  const sections = computed(() => metricSections(keys.value));
+  const totalSteps = computed(() => {
+    const steps = (detail.value?.config.optimization as { steps?: number } | undefined)?.steps;
+    return progress.value?.totalSteps ?? (typeof steps === 'number' ? steps : null);
+  });
+  const currentStep = computed(() => progress.value?.step ?? detail.value?.lastStep ?? null);
+
+  let generation = 0;
+
+  async function fetchSeries(id: number, list: readonly string[], mine: number): Promise<void> {
+    const next = new Map<string, Points>();
+    const counts = new Map<string, number>();
+    for (let i = 0; i < list.length; i += KEYS_PER_CALL) {
+      const chunk = list.slice(i, i + KEYS_PER_CALL);
+      const result = await studioClient().getSeries({ runId: id, keys: [...chunk], maxPoints: SERIES_POINTS, xAxis: xAxis.value, downsample: downsample.value });
+      if (mine !== generation) return;
+      for (const s of result) {
+        next.set(s.key, markRaw(s.points));
+        counts.set(s.key, s.totalPoints);
+      }
+    }
+    series.value = markRaw(next);
+    totals.value = markRaw(counts);
+    lastUpdate.value = Date.now();
+  }
+
+  async function refresh(): Promise<void> {
+    const id = runId.value;
+    if (id === null) return;
+    const mine = ++generation;
+    try {
+      const [run, list] = await Promise.all([studioClient().getRun(id), studioClient().listMetricKeys(id)]);
+      if (mine !== generation) return;
+      detail.value = markRaw(run);
+      keys.value = markRaw(list);
+      await fetchSeries(id, list, mine);
+      if (mine === generation) error.value = null;
+    } catch (caught) {
+      if (mine === generation) error.value = errorMessage(caught);
+    }
+  }
+
+  async function open(id: number): Promise<void> {
+    if (runId.value !== id) {
+      runId.value = id;
+      detail.value = null;
+      keys.value = [];
+      series.value = new Map();
+      totals.value = new Map();
+      progress.value = null;
+    }
+    loading.value = true;
+    try {
+      await refresh();
+    } finally {
+      loading.value = false;
+    }
+  }
+
+  /** The view options changed: the same keys, fetched again. */
+  async function refetchSeries(): Promise<void> {
+    const id = runId.value;
+    if (id === null) return;
+    const mine = ++generation;
+    try {
+      await fetchSeries(id, keys.value, mine);
+    } catch (caught) {
+      if (mine === generation) error.value = errorMessage(caught);
+    }
+  }
+
+  let liveTimer: ReturnType<typeof setTimeout> | null = null;
+  let lastLive = 0;
+  function scheduleLiveRefresh(): void {
+    if (liveTimer) return;
+    const wait = Math.max(0, lastLive + LIVE_REFRESH_MS - Date.now());
+    liveTimer = setTimeout(() => {
+      liveTimer = null;
+      lastLive = Date.now();
+      void refresh();
+    }, wait);
+  }
+
+  function applyEvent(event: StudioEvent): void {
+    if (runId.value === null || !('runId' in event) || event.runId !== runId.value) return;
+    if (event.type === 'run-progress') {
+      progress.value = { step: event.step, totalSteps: event.totalSteps };
+      scheduleLiveRefresh();
+    } else if (event.type === 'run-status' || event.type === 'run-updated') {
+      scheduleLiveRefresh();
+    }
+  }
+
+  let stopFollowing: (() => void) | null = null;
+  function follow(): void {
+    stopFollowing ??= studioClient().onEvent(applyEvent);
+  }
+  function unfollow(): void {
+    stopFollowing?.();
+    stopFollowing = null;
+    if (liveTimer) clearTimeout(liveTimer);
+    liveTimer = null;
+  }
+
+  return {
+    runId,
+    detail,
+    keys,
+    series,
+    totals,
+    smoothing,
+    xAxis,
+    downsample,
+    loading,
+    error,
+    progress,
+    lastUpdate,
+    sections,
+    totalSteps,
+    currentStep,
+    open,
+    refresh,
+    refetchSeries,
+    applyEvent,
+    follow,
+    unfollow,
+  };
+});

@@ -1,0 +1,56 @@
+/** A run's pipeline timeline (segments, updates, evaluations), refreshed as the run advances. */
+import { defineStore } from 'pinia';
+import { markRaw, ref, shallowRef } from 'vue';
+import type { StudioEvent, TimelineSpan } from '../../../src-preload/api';
+import { errorMessage, studioClient } from '../api/client';
+
+const LIVE_REFRESH_MS = 2000;
+
+export const useTimelineStore = defineStore('timeline', () => {
+  const runId = ref<number | null>(null);
+  const spans = shallowRef<readonly TimelineSpan[]>([]);
+  const loading = ref(false);
+  const error = ref<string | null>(null);
+  let generation = 0;
+
+  async function open(id: number): Promise<void> {
+    const mine = ++generation;
+    if (runId.value !== id) {
+      runId.value = id;
+      spans.value = [];
+    }
+    loading.value = true;
+    try {
+      const result = await studioClient().getTimeline(id);
+      if (mine !== generation) return;
+      spans.value = markRaw(result);
+      error.value = null;
+    } catch (caught) {
+      if (mine === generation) error.value = errorMessage(caught);
+    } finally {
+      if (mine === generation) loading.value = false;
+    }
+  }
+
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  function applyEvent(event: StudioEvent): void {
+    if (event.type !== 'run-progress' || event.runId !== runId.value || timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      if (runId.value !== null) void open(runId.value);
+    }, LIVE_REFRESH_MS);
+  }
+
+  let stopFollowing: (() => void) | null = null;
+  function follow(): void {
+    stopFollowing ??= studioClient().onEvent(applyEvent);
+  }
+  function unfollow(): void {
+    stopFollowing?.();
+    stopFollowing = null;
+    if (timer) clearTimeout(timer);
+    timer = null;
+  }
+
+  return { runId, spans, loading, error, open, follow, unfollow };
+});

@@ -1,0 +1,200 @@
+/**
+ * The trajectory browser: episodes of a run (optionally one step), one episode's tree, and a
+ * turn search by agent, correctness and reward. Every list is a keyset page from the store, so a
+ * run with millions of turns opens as fast as a small one.
+ */
+import { defineStore } from 'pinia';
+import { computed, markRaw, ref, shallowRef } from 'vue';
+import type { EpisodeDetail, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
+import { errorMessage, studioClient } from '../api/client';
+import { chainAgents, episodeTreeRows } from '../util/episodeTree';
+
+export const EPISODE_PAGE = 100;
+export const TURN_PAGE = 100;
+
+export interface TurnFilters {
+  agent: string | null;
+  correct: boolean | null;
+  minReward: number | null;
+  maxReward: number | null;
+}
+
+export const useTrajectoriesStore = defineStore('trajectories', () => {
+  const runId = ref<number | null>(null);
+  const run = shallowRef<RunDetail | null>(null);
+  const step = ref<number | null>(null);
+  const mode = ref<'episodes' | 'turns'>('episodes');
+
+  const episodes = shallowRef<readonly EpisodeSummary[]>([]);
+  const episodesCursor = ref<number | null>(null);
+  const episodesLoading = ref(false);
+  const episodesLoaded = ref(false);
+
+  const turnFilters = ref<TurnFilters>({ agent: null, correct: null, minReward: null, maxReward: null });
+  const turns = shallowRef<readonly Turn[]>([]);
+  const turnsCursor = ref<number | null>(null);
+  const turnsLoading = ref(false);
+  const turnsLoaded = ref(false);
+
+  const episode = shallowRef<EpisodeDetail | null>(null);
+  const episodeLoading = ref(false);
+  const selectedTurnId = ref<number | null>(null);
+  const error = ref<string | null>(null);
+
+  const agents = computed(() => {
+    const rounds = (run.value?.config.rollout as { rounds?: number } | undefined)?.rounds;
+    return chainAgents(typeof rounds === 'number' ? rounds : 1);
+  });
+  const treeRows = computed(() => (episode.value ? episodeTreeRows(episode.value.turns) : []));
+  const selectedTurn = computed(() => episode.value?.turns.find((t) => t.id === selectedTurnId.value) ?? null);
+  const lastStep = computed(() => run.value?.lastStep ?? null);
+
+  let episodesGen = 0;
+  let turnsGen = 0;
+  let episodeGen = 0;
+
+  async function open(id: number): Promise<void> {
+    if (runId.value !== id) {
+      runId.value = id;
+      run.value = null;
+      episodes.value = [];
+      turns.value = [];
+      episode.value = null;
+      selectedTurnId.value = null;
+      episodesLoaded.value = false;
+      turnsLoaded.value = false;
+    }
+    try {
+      run.value = markRaw(await studioClient().getRun(id));
+      error.value = null;
+    } catch (caught) {
+      error.value = errorMessage(caught);
+    }
+  }
+
+  async function loadEpisodes(more = false): Promise<void> {
+    const id = runId.value;
+    if (id === null) return;
+    if (more && (episodesCursor.value === null || episodesLoading.value)) return;
+    const mine = more ? episodesGen : ++episodesGen;
+    episodesLoading.value = true;
+    try {
+      const page = await studioClient().listEpisodes({
+        runId: id,
+        limit: EPISODE_PAGE,
+        ...(step.value !== null ? { step: step.value } : {}),
+        ...(more && episodesCursor.value !== null ? { afterId: episodesCursor.value } : {}),
+      });
+      if (mine !== episodesGen) return;
+      episodes.value = markRaw(more ? [...episodes.value, ...page.items] : page.items);
+      episodesCursor.value = page.nextCursor;
+      episodesLoaded.value = true;
+    } catch (caught) {
+      if (mine === episodesGen) error.value = errorMessage(caught);
+    } finally {
+      if (mine === episodesGen) episodesLoading.value = false;
+    }
+  }
+
+  function turnQuery(id: number, afterId: number | null): TurnQuery {
+    const f = turnFilters.value;
+    return {
+      runId: id,
+      limit: TURN_PAGE,
+      ...(afterId !== null ? { afterId } : {}),
+      ...(step.value !== null ? { step: step.value } : {}),
+      ...(f.agent ? { agent: f.agent } : {}),
+      ...(f.correct !== null ? { correct: f.correct } : {}),
+      ...(f.minReward !== null ? { minReward: f.minReward } : {}),
+      ...(f.maxReward !== null ? { maxReward: f.maxReward } : {}),
+    };
+  }
+
+  async function loadTurns(more = false): Promise<void> {
+    const id = runId.value;
+    if (id === null) return;
+    if (more && (turnsCursor.value === null || turnsLoading.value)) return;
+    const mine = more ? turnsGen : ++turnsGen;
+    turnsLoading.value = true;
+    try {
+      const page = await studioClient().listTurns(turnQuery(id, more ? turnsCursor.value : null));
+      if (mine !== turnsGen) return;
+      turns.value = markRaw(more ? [...turns.value, ...page.items] : page.items);
+      turnsCursor.value = page.nextCursor;
+      turnsLoaded.value = true;
+    } catch (caught) {
+      if (mine === turnsGen) error.value = errorMessage(caught);
+    } finally {
+      if (mine === turnsGen) turnsLoading.value = false;
+    }
+  }
+
+  async function selectEpisode(episodeId: number | null, turnId: number | null = null): Promise<void> {
+    const mine = ++episodeGen;
+    selectedTurnId.value = turnId;
+    if (episodeId === null) {
+      episode.value = null;
+      return;
+    }
+    if (episode.value?.episode.id === episodeId) return;
+    episodeLoading.value = true;
+    try {
+      const detail = await studioClient().getEpisode(episodeId);
+      if (mine !== episodeGen) return;
+      episode.value = markRaw(detail);
+      if (selectedTurnId.value === null) selectedTurnId.value = detail.turns[0]?.id ?? null;
+    } catch (caught) {
+      if (mine === episodeGen) error.value = errorMessage(caught);
+    } finally {
+      if (mine === episodeGen) episodeLoading.value = false;
+    }
+  }
+
+  function setStep(next: number | null): Promise<void> {
+    step.value = next;
+    return mode.value === 'episodes' ? loadEpisodes() : loadTurns();
+  }
+
+  function setTurnFilters(next: Partial<TurnFilters>): Promise<void> {
+    turnFilters.value = { ...turnFilters.value, ...next };
+    return loadTurns();
+  }
+
+  function setMode(next: 'episodes' | 'turns'): Promise<void> {
+    mode.value = next;
+    if (next === 'episodes' && !episodesLoaded.value) return loadEpisodes();
+    if (next === 'turns' && !turnsLoaded.value) return loadTurns();
+    return Promise.resolve();
+  }
+
+  return {
+    runId,
+    run,
+    step,
+    mode,
+    episodes,
+    episodesCursor,
+    episodesLoading,
+    episodesLoaded,
+    turnFilters,
+    turns,
+    turnsCursor,
+    turnsLoading,
+    turnsLoaded,
+    episode,
+    episodeLoading,
+    selectedTurnId,
+    selectedTurn,
+    treeRows,
+    agents,
+    lastStep,
+    error,
+    open,
+    loadEpisodes,
+    loadTurns,
+    selectEpisode,
+    setStep,
+    setTurnFilters,
+    setMode,
+  };
+});
