@@ -245,6 +245,9 @@ export function writeSteps(store: Store, writer: BatchWriter, run: SeededRun, fr
       const u = 250 + rng.next() * 150;
       writer.timelineSpan({ runId: run.id, kind: 'update', agent, worker: 'trainer', step, policyVersion: step + 1, startedAt: t, endedAt: t + u, tokens: 0 });
     }
+    if (step === options.spikeAt) {
+      store.events.insertEvent.run({ runId: run.id, step, time: run.startedAt + wall * 1000, level: 'warning', kind: 'grad_spike', message: 'corrector1/grad_norm spiked to 6.8× its running mean', data: null });
+    }
     if (step > 0 && step % 10 === 0) {
       writer.timelineSpan({ runId: run.id, kind: 'eval', agent: 'system', worker: 'evaluator', step, policyVersion: step, startedAt: t, endedAt: t + 900, tokens: 0 });
       store.events.insertEvent.run({ runId: run.id, step, time: run.startedAt + wall * 1000, level: 'info', kind: 'checkpoint', message: `checkpoint saved at step ${step}`, data: JSON.stringify({ step }) });
@@ -273,6 +276,13 @@ export function seedStudio(store: Store, now = Date.now()): Seeded {
   // Owned by this (live) process, as a worker would: a server's stale-run recovery leaves it be.
   store.runs.heartbeat(runningId, process.pid);
 
+  const log = (runId: number, at: number, level: 'info' | 'warning' | 'error', kind: string, message: string, step: number | null, data: Record<string, unknown> | null = null) =>
+    store.events.insertEvent.run({ runId, step, time: at, level, kind, message, data: data ? JSON.stringify(data) : null });
+  for (const run of [done, running, failed]) {
+    log(run.id, run.startedAt, 'info', 'backend', 'backend wasm (tensorflow: @tensorflow/tfjs-node is not installed)', null, { chosen: 'wasm' });
+    log(run.id, run.startedAt + 1000, 'info', 'warm_start', 'warm start: 400 supervised steps per policy', 0);
+  }
+
   const writer = store.writer({ maxPending: 20_000, flushIntervalMs: 0 });
   writeSteps(store, writer, done, 0, 60, rng, { spikeAt: 23 });
   writeSteps(store, writer, running, 0, 24, rng);
@@ -290,13 +300,6 @@ export function seedStudio(store: Store, now = Date.now()): Seeded {
   }
   writer.close();
 
-  const log = (runId: number, at: number, level: 'info' | 'warning' | 'error', kind: string, message: string, step: number | null, data: Record<string, unknown> | null = null) =>
-    store.events.insertEvent.run({ runId, step, time: at, level, kind, message, data: data ? JSON.stringify(data) : null });
-  for (const run of [done, running, failed]) {
-    log(run.id, run.startedAt, 'info', 'backend', 'backend wasm (tensorflow: @tensorflow/tfjs-node is not installed)', null, { chosen: 'wasm' });
-    log(run.id, run.startedAt + 1000, 'info', 'warm_start', 'warm start: 400 supervised steps per policy', 0);
-  }
-  log(doneId, done.startedAt + 23 * 3100, 'warning', 'grad_spike', 'corrector1/grad_norm 10.4 is 6.8× its running mean', 23);
   log(doneId, done.startedAt + 190_000, 'info', 'finished', 'training finished: 60 steps', 59);
   log(failedId, failed.startedAt + 25_000, 'error', 'nan', 'NaN in corrector gradient for 3 consecutive updates; stopping', 7);
   if (!rejectingEpisodeId) throw new Error('seed: no rejecting episode was written');

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
-import { MARSRL_BIN, marsrl, REPO_ROOT } from '../helpers/cli';
+import { marsrl } from '../helpers/cli';
+import { startServe } from '../e2e/serve-process';
 import { tempDir } from '../helpers/tmp';
 import { api, request } from './http';
 
@@ -23,46 +23,16 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-/** Starts `marsrl serve ARGS` and resolves once it has printed the URL. */
-function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; stdout: () => string; stderr: () => string; url: string }> {
-  const child = spawn(process.execPath, [MARSRL_BIN, 'serve', ...args], { cwd: REPO_ROOT, env: { ...process.env, MARSRL_DB: undefined, MARSRL_TOKEN: undefined, ...env } });
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not print its URL:\n${out}\n${err}`)), 60_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /Open: (\S+)/.exec(out);
-      if (match && out.includes('Ctrl-C')) {
-        clearTimeout(timer);
-        resolve({ child, stdout: () => out, stderr: () => err, url: match[1] });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}:\n${out}\n${err}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGINT');
-  });
-}
-
 describe('marsrl serve (child process)', () => {
   it('serves the database on loopback and stops cleanly on Ctrl-C', async () => {
     const served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
-    const port = Number(new URL(served.url).port);
+    const port = served.port;
     expect(served.url).toBe(`http://127.0.0.1:${port}/`);
     expect(served.stdout()).toMatch(/Only this machine can connect/);
     const res = await api(port, 'listRuns', []);
     expect(res.json<{ result: { items: { name: string }[] } }>().result.items[0].name).toBe('served-run');
     expect((await request(port, '/')).body).toContain('<title>served</title>');
-    expect(await stop(served.child)).toBe(0);
+    expect(await served.stop()).toBe(0);
     expect(served.stderr()).toMatch(/Ctrl-C: stopping…[\s\S]*Stopped\./);
   });
 
@@ -77,7 +47,7 @@ describe('marsrl serve (child process)', () => {
       expect((await api(port, 'listRuns', [])).status).toBe(401);
       expect((await api(port, 'listRuns', [], { Authorization: `Bearer ${token}` })).status).toBe(200);
     } finally {
-      await stop(served.child);
+      await served.stop();
     }
   });
 
@@ -88,7 +58,7 @@ describe('marsrl serve (child process)', () => {
       expect(served.url).toContain('?token=an-env-token-of-good-length');
       expect((await api(port, 'listRuns', [])).status).toBe(401);
     } finally {
-      await stop(served.child);
+      await served.stop();
     }
     const weak = marsrl(['serve', '--db', dbPath, '--token', 'abc']);
     expect(weak.code).toBe(2);

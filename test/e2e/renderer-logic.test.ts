@@ -1,0 +1,202 @@
+/**
+ * The renderer's pure parts, without a browser: smoothing, metric grouping, chart options,
+ * routes, the form's document handling, the episode tree and the HTTP client's wire format.
+ */
+import { describe, expect, it } from 'vitest';
+import type { EpisodeDetail, StudioEvent } from '../../src-preload/api';
+import { STUDIO_METHODS } from '../../src-preload/api';
+import { ganttModel, initialWindow } from '../../src-renderer/src/charts/ganttOption';
+import { lineChartOption } from '../../src-renderer/src/charts/lineOption';
+import { metricSections } from '../../src-renderer/src/charts/metricPanels';
+import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
+import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
+import { chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+
+describe('debiased EMA (TensorBoard smoothing)', () => {
+  it('matches a plain loop of the definition, and leaves weight 0 alone', () => {
+    const points: [number, number][] = [[0, 1], [1, 3], [2, 2], [3, 8], [4, 4]];
+    const w = 0.6;
+    let last = 0;
+    const expected = points.map(([x, y], i) => {
+      last = last * w + (1 - w) * y;
+      return [x, last / (1 - w ** (i + 1))];
+    });
+    const got = debiasedEma(points, w);
+    got.forEach(([x, y], i) => {
+      expect(x).toBe(expected[i][0]);
+      expect(y).toBeCloseTo(expected[i][1], 12);
+    });
+    // Debiasing: the first point is the first value, not (1 - w) of it.
+    expect(got[0][1]).toBeCloseTo(1, 12);
+    expect(debiasedEma(points, 0)).toEqual(points);
+  });
+
+  it('skips non-finite values and keeps a constant series exact', () => {
+    const got = debiasedEma([[0, 2], [1, Number.NaN], [2, 4]], 0.5);
+    expect(Number.isNaN(got[1][1])).toBe(true);
+    expect(got[2][1]).toBeCloseTo((0.5 * 0.5 * 2 + 0.5 * 4) / (1 - 0.25), 12);
+    expect(debiasedEma([[0, 0.1], [1, 0.1], [2, 0.1]], 0.9).map((p) => p[1])).toEqual([0.1, 0.1, 0.1]);
+  });
+});
+
+describe('metric keys → panels', () => {
+  const keys = [
+    'solver/reward/mean', 'verifier1/reward/mean', 'corrector1/reward/mean',
+    'solver/advantage/mean', 'solver/advantage/std', 'verifier1/advantage/mean', 'verifier1/advantage/std',
+    'solver/grad_norm', 'verifier1/grad_norm', 'corrector1/grad_norm',
+    'system/accuracy', 'solver/accuracy', 'verifier1/precision', 'verifier1/recall', 'corrector1/fix_rate',
+    'perf/tokens_per_s', 'pipeline/staleness',
+    'eval/system/accuracy', 'eval/solver/accuracy', 'eval/system/avg@8', 'eval/system/pass@8',
+    'eval/control/oracle_verifier/accuracy', 'pretrain/solver/loss', 'pretrain/verifier/loss',
+  ];
+  const sections = metricSections(keys);
+  const panel = (id: string) => sections.flatMap((s) => s.panels).find((p) => p.id === id);
+
+  it('puts every key in exactly one panel', () => {
+    const placed = sections.flatMap((s) => s.panels.flatMap((p) => p.lines.map((l) => l.key)));
+    expect(placed.slice().sort()).toEqual(keys.slice().sort());
+    expect(sections.map((s) => s.id)).toEqual(['eval', 'train', 'pretrain']);
+  });
+
+  it('compares a metric across agents, merging mean and std', () => {
+    expect(panel('train:grad_norm')?.lines.map((l) => l.label)).toEqual(['solver', 'verifier1', 'corrector1']);
+    const advantage = panel('train:advantage')!;
+    expect(advantage.lines.map((l) => [l.key, l.dashed])).toEqual([
+      ['solver/advantage/mean', false], ['verifier1/advantage/mean', false],
+      ['solver/advantage/std', true], ['verifier1/advantage/std', true],
+    ]);
+    expect(panel('train:accuracy')?.lines.map((l) => l.key)).toEqual(['solver/accuracy', 'system/accuracy']);
+    // An agent's own metrics stay together: precision with recall.
+    expect(panel('train:verifier1')?.lines.map((l) => l.label)).toEqual(['precision', 'recall']);
+    // Agents keep one colour across panels.
+    expect(panel('train:grad_norm')?.lines[1].color).toBe(panel('train:reward')?.lines[1].color);
+  });
+
+  it('groups held-out accuracies (system, solver, controls) and avg@k with pass@k', () => {
+    expect(panel('eval:accuracy')?.lines.map((l) => l.label)).toEqual(['solver', 'control/oracle_verifier', 'system']);
+    expect(panel('eval:system')?.lines.map((l) => l.label)).toEqual(['avg@8', 'pass@8']);
+    expect(panel('pretrain:loss')?.lines.map((l) => l.label)).toEqual(['solver', 'verifier']);
+  });
+});
+
+describe('chart options', () => {
+  it('keeps the raw series under the smoothed one, and uses the CSP-safe tooltip', () => {
+    const lines = [{ key: 'solver/grad_norm', label: 'solver', color: '#f00', dashed: false }];
+    const data = new Map([['solver/grad_norm', [[0, 1], [1, 5], [2, 1]] as [number, number][]]]);
+    const smoothed = lineChartOption({ lines, data, smoothing: 0.5, xAxis: 'step' }) as { series: { id: string; data: [number, number][] }[]; tooltip: { renderMode: string } };
+    expect(smoothed.tooltip.renderMode).toBe('richText');
+    expect(smoothed.series.map((s) => s.id)).toEqual(['raw:solver/grad_norm', 'solver/grad_norm']);
+    expect(smoothed.series[0].data).toEqual(data.get('solver/grad_norm'));
+    expect(smoothed.series[1].data[1][1]).toBeCloseTo((0.5 * 0.5 * 1 + 0.5 * 5) / 0.75, 12);
+    const raw = lineChartOption({ lines, data, smoothing: 0, xAxis: 'wall' }) as { series: unknown[] };
+    expect(raw.series).toHaveLength(1);
+  });
+
+  it('lays the timeline out in lanes per agent and activity, opening on the last steps', () => {
+    const span = (agent: string, kind: 'segment' | 'update' | 'eval', step: number, start: number, end: number) => ({ kind, agent, worker: 'w', step, policyVersion: step, startedAt: start, endedAt: end, tokens: 0 });
+    const spans = [
+      span('solver', 'segment', 0, 1000, 2000), span('solver', 'update', 0, 2000, 2500), span('verifier1', 'segment', 0, 2000, 3000),
+      span('system', 'eval', 0, 3000, 3500), span('solver', 'segment', 9, 20_000, 21_000),
+    ];
+    const model = ganttModel(spans);
+    expect(model.lanes).toEqual(['solver · rollout', 'solver · update', 'verifier1 · rollout', 'evaluation']);
+    expect(model.items[1]).toEqual([1, 1, 1.5, 1]);
+    expect(initialWindow(spans, model.origin, 6)).toEqual([19, 20]);
+  });
+});
+
+describe('new-run form documents', () => {
+  it('reads and writes by path, refusing prototype keys', () => {
+    const doc: Record<string, unknown> = { rollout: { solver_group: 8 } };
+    setPath(doc, 'rollout.select_k', 2);
+    setPath(doc, 'policies.solver.model.d_model', 32);
+    expect(getPath(doc, 'rollout')).toEqual({ solver_group: 8, select_k: 2 });
+    expect(getPath(doc, 'policies.solver.model.d_model')).toBe(32);
+    setPath(doc, 'rollout.select_k', undefined);
+    expect(getPath(doc, 'rollout')).toEqual({ solver_group: 8 });
+    expect(() => setPath(doc, '__proto__.polluted', 1)).toThrow(/invalid config path/);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('turns typed text into numbers only when it is one, so the schema judges the rest', () => {
+    const int = { kind: 'integer' as const };
+    expect(valueFromText(int, '12')).toBe(12);
+    expect(valueFromText({ kind: 'number' }, '1e-4')).toBe(1e-4);
+    expect(valueFromText(int, 'ten')).toBe('ten');
+    expect(valueFromText(int, '0x10')).toBe('0x10');
+    expect(valueFromText(int, '2.5')).toBe(2.5);
+    expect(valueFromText(int, '')).toBe('');
+    expect(valueFromText({ kind: 'string', optional: true }, '  ')).toBeUndefined();
+  });
+
+  it('lists changed leaves', () => {
+    expect([...changedPaths({ a: { b: 1, c: 2 }, d: 'x' }, { a: { b: 1, c: 3 }, d: 'x', e: true })].sort()).toEqual(['a.c', 'e']);
+  });
+});
+
+describe('episode tree', () => {
+  const turn = (id: number, agent: string, parent: number | null, groupId: number, sampleIndex: number, round: number): EpisodeTurn => ({
+    id, runId: 1, episodeId: 1, step: 0, agent, policyId: agent, round, groupId, parentTurnId: parent, sampleIndex,
+    prompt: '', text: '', tokenCount: 0, parsed: null, correct: null, formatValid: true, policyVersionMin: 0, policyVersionMax: 0,
+    createdAt: 0, reward: null, rewardComponents: null, advantage: null, advantageMode: null, segments: [],
+  } as EpisodeDetail['turns'][number]);
+
+  it('nests judgments under solutions and repairs under verdicts, one group header per sampling group', () => {
+    const turns = [
+      turn(1, 'solver', null, 0, 0, 0), turn(2, 'solver', null, 0, 1, 0),
+      turn(3, 'verifier1', 2, 1, 0, 1), turn(4, 'verifier1', 2, 1, 1, 1),
+      turn(5, 'corrector1', 4, 2, 0, 1), turn(6, 'verifier2', 5, 3, 0, 2),
+    ];
+    const rows = episodeTreeRows(turns).map((r) => (r.kind === 'group' ? `${'  '.repeat(r.depth)}[${r.agent} ×${r.count}]` : `${'  '.repeat(r.depth)}${r.turn.id}`));
+    expect(rows).toEqual(['[solver ×2]', '1', '2', '  [verifier1 ×2]', '  3', '  4', '    [corrector1 ×1]', '    5', '      [verifier2 ×1]', '      6']);
+  });
+
+  it('names chain agents and verdicts', () => {
+    expect(chainAgents(2)).toEqual(['solver', 'verifier1', 'corrector1', 'verifier2', 'corrector2']);
+    expect(describeParsed('verifier1', 'reject')).toBe('rejects');
+    expect(describeParsed('verifier2', 'approve')).toBe('approves');
+    expect(describeParsed('solver', '0123')).toBe('0123');
+    expect(describeParsed('corrector1', null)).toBe('unparsed');
+  });
+});
+
+describe('HTTP client wire format', () => {
+  it('posts JSON arrays without trailing undefined, unwraps results and rethrows error shapes', async () => {
+    Object.assign(globalThis, { window: { location: { origin: 'http://127.0.0.1:7878' }, fetch, WebSocket: class {} } });
+    const { createHttpStudioClient, StudioRequestError } = await import('../../src-renderer/src/api/http');
+    const calls: { url: string; body: string }[] = [];
+    const fake = (async (url: string, init: RequestInit) => {
+      calls.push({ url, body: String(init.body) });
+      if (url.endsWith('/api/getRun')) {
+        return new Response(JSON.stringify({ code: 'not_found', message: 'run 9 does not exist' }), { status: 404 });
+      }
+      return new Response(JSON.stringify({ result: { items: [], nextCursor: null } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    const sockets: { url: string; instance: { onmessage?: (m: { data: string }) => void; onopen?: () => void } }[] = [];
+    class FakeSocket {
+      onmessage?: (m: { data: string }) => void;
+      onopen?: () => void;
+      onclose?: () => void;
+      constructor(url: string) {
+        sockets.push({ url, instance: this });
+      }
+      close() {}
+    }
+    const client = createHttpStudioClient({ baseUrl: 'http://127.0.0.1:7878', fetchImpl: fake, webSocketImpl: FakeSocket as unknown as typeof WebSocket });
+    for (const method of STUDIO_METHODS) expect(typeof client[method]).toBe('function');
+    await client.listEvents(3, undefined);
+    expect(calls[0]).toEqual({ url: 'http://127.0.0.1:7878/api/listEvents', body: '[3]' });
+    const error = await client.getRun(9).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StudioRequestError);
+    expect(error).toMatchObject({ code: 'not_found', status: 404, message: 'run 9 does not exist' });
+
+    const received: StudioEvent[] = [];
+    client.onEvent((event) => received.push(event));
+    expect(sockets[0].url).toBe('ws://127.0.0.1:7878/ws');
+    sockets[0].instance.onopen?.();
+    sockets[0].instance.onmessage?.({ data: JSON.stringify({ type: 'run-created', runId: 4 }) });
+    sockets[0].instance.onmessage?.({ data: 'not json' });
+    expect(received).toEqual([{ type: 'run-created', runId: 4 }]);
+    client.close();
+  });
+});
