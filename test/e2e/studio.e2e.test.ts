@@ -254,4 +254,52 @@ describe('Studio in Chromium against marsrl serve', () => {
     await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid · 1 change/);
     expect(await page.getByTestId('launch').isDisabled()).toBe(false);
   });
+  it('creates a run from the form and watches it train to the end', async () => {
+    await open('#/new?preset=quick');
+    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid/);
+    // A tiny configuration: two RL steps of a few problems, a short warm start, a tiny evaluation.
+    const tiny: [string, string][] = [
+      ['name', 'e2e tiny run from the form'],
+      ['task-train_size', '50'],
+      ['task-test_size', '10'],
+      ['rollout-problems_per_step', '2'],
+      ['rollout-solver_group', '4'],
+      ['optimization-steps', '2'],
+      ['optimization-checkpoint_every', '0'],
+      ['pretrain-steps', '5'],
+      ['eval-every', '1'],
+      ['eval-k', '2'],
+      ['eval-problems', '4'],
+    ];
+    for (const [field, value] of tiny) await page.locator(`#field-${field}`).fill(value);
+    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid · 11 changes/);
+    await page.getByTestId('launch').click();
+
+    await page.waitForURL(/#\/runs\/\d+$/);
+    const runId = Number(/#\/runs\/(\d+)$/.exec(page.url())?.[1]);
+    const run = store.runs.get(runId)!;
+    expect(run.name).toBe('e2e tiny run from the form');
+    expect(run.preset).toBe('quick');
+    expect((run.config.optimization as { steps: number }).steps).toBe(2);
+    await page.getByTestId('run-name').filter({ hasText: 'e2e tiny run from the form' }).waitFor();
+
+    // Charts appear and fill while it trains, without a reload, until the run is done.
+    await page.locator('.run__header').getByText('Done').waitFor({ timeout: 150_000 });
+    const keys = store.metrics.keys(runId).filter((k) => /^[a-z]+\d*\/grad_norm$/.test(k));
+    expect(keys.length).toBeGreaterThan(0);
+    await expect.poll(() => panelPoints('train:grad_norm'), { timeout: 10_000 }).toBe(metricCount(runId, keys));
+    await expect.poll(() => page.getByTestId('run-step').textContent()).toMatch(/step \d+ \/ 2/);
+    await screenshot(page, 'dashboard-real-run');
+
+    // Its trajectories are browsable too: the first Verifier turn of its first episode.
+    const firstEpisode = store.trajectories.pageEpisodes({ runId, limit: 1 }).items[0];
+    const verifier = store.trajectories.episodeTurns(firstEpisode.id).find((t) => t.agent.startsWith('verifier'));
+    await open(`#/runs/${runId}/trajectories?episode=${firstEpisode.id}${verifier ? `&turn=${verifier.id}` : ''}`);
+    await page.getByTestId('episode-header').filter({ hasText: `episode #${firstEpisode.id}` }).waitFor();
+    if (verifier) {
+      await expect.poll(() => page.getByTestId('turn-detail').getAttribute('data-turn-id')).toBe(String(verifier.id));
+      expect((await page.getByTestId('turn-parsed').textContent())?.trim()).toBe(describeParsed(verifier.agent, verifier.parsed));
+    }
+    await screenshot(page, 'trajectories-real-run');
+  }, 240_000);
 });
