@@ -55,6 +55,20 @@ describe('sample', () => {
     model.dispose();
   });
 
+  it('stays correct when most sequences finish early and the cache is compacted', () => {
+    const model = createModel(TINY, 66, { initStd: 0.3 });
+    // Eight prompts; with this seed five finish within three tokens, one runs to the budget.
+    const prompts = [...PROMPTS, ...PROMPTS.map((p) => p.map((t) => (t + 3) % TINY.vocabSize))];
+    const opts = { maxNewTokens: 12, seed: 8, stopTokens: [1] };
+    const out = sample(model, prompts, opts);
+    const lengths = out.map((s) => s.tokens.length).sort((x, y) => x - y);
+    expect(lengths[3]).toBeLessThan(lengths[7]); // half the rows finished before the last one
+    out.forEach((s, i) => expect(maxAbsDiff(s.rawLogProbs, recomputed(model, prompts[i], s.tokens))).toBeLessThan(1e-4));
+    const noCache = sample(model, prompts, { ...opts, useKvCache: false });
+    expect(noCache.map((s) => s.tokens)).toEqual(out.map((s) => s.tokens));
+    model.dispose();
+  });
+
   it('stops at stop tokens, at the budget and at the context', () => {
     const model = createModel(TINY, 64, { initStd: 0.3 });
     const stopTokens = [3];

@@ -76,8 +76,11 @@ describe('kernel strategies on the cpu backend', () => {
     model.dispose();
   });
 
-  it('sampling with the batched-matMul KV cache returns the log-probabilities a recompute gives', () => {
-    const model = createModel(TINY, 55, { initStd: 0.3, kernels: PLAIN_STRATEGY });
+  it.each([
+    ['batched-matMul tensor', PLAIN_STRATEGY],
+    ['JavaScript', WASM_STRATEGY],
+  ] as const)('sampling with the %s KV cache returns the log-probabilities a recompute gives', (_name, kernels) => {
+    const model = createModel(TINY, 55, { initStd: 0.3, kernels });
     const prompts = [[1, 2, 3], [4], [5, 6]];
     const out = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 3 });
     const noCache = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 3, useKvCache: false });

@@ -12,6 +12,9 @@
  *
  * Shapes: token batches are number[][] with equal-length rows, [B][T]; internally activations are
  * time-major 2-D tensors [T·B, D] (see ops.ts for why).
+ *
+ * Decoding (`prefill`, `decodeStep`) computes the same function with weights refolded for one
+ * token per step (see DecodeWeights) and a key/value cache (see KVCache); sampling.ts drives it.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/schema';

@@ -21,6 +21,6 @@ export {
   type DecodeSequenceState,
   type StopReason,
 } from './sampling';
-export { Adam, createOptimizer, scheduledLr, type AdamState, type AdamParam, type LrSchedule, type StepResult } from './optim';
+export { Adam, createOptimizer, scheduledLr, adamModeForBackend, type AdamMode, type AdamState, type AdamParam, type LrSchedule, type StepResult } from './optim';
 export { supervisedStep, supervisedLoss, type SupervisedBatch, type SupervisedStepResult } from './train';
 export { saveCheckpoint, loadCheckpoint, readCheckpointManifest, CHECKPOINT_MANIFEST, type CheckpointManifest, type SaveCheckpointArgs, type LoadedCheckpoint } from './checkpoint';
