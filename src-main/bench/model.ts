@@ -9,13 +9,15 @@
  *    (the context filled), temperature 1, top-p 0.95;
  * then the same model, batch and step in PyTorch on CPU with the same thread count
  * (bench/peers/torch_model.py under Debian's /usr/bin/python3), measured in the same run, and the
- * ratios. With `--plain` (default on) the training step is also timed without the wasm
- * workarounds (plain TensorFlow.js gradients, batched-matMul attention), the "plain tfjs-wasm"
- * starting point.
+ * ratios. On wasm the training step is also timed without the wasm-specific kernels (TensorFlow.js's
+ * own gradients with transposed matMuls, batched-matMul attention): the "plain tfjs-wasm"
+ * starting point (`--no-plain` skips it).
  *
  * Both sides are timed per call (wall clock), interleaved in `rounds` rounds so that both see the
  * same machine; tokens/s and ratios use each side's best call, medians are printed beside them,
- * and so is the load average, because the machines this runs on are shared.
+ * and so is the load average, because the machines this runs on are shared. On a busy machine
+ * the best call of the slower side is the likelier to have been interrupted, so ratios then err
+ * low; `--profile` adds the kernel breakdown of one tfjs training step.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -268,7 +270,7 @@ export async function run(argv: string[]): Promise<void> {
         (torch ? `${fmt(torch.tokensPerS).padStart(13)}${torch.bestMs.toFixed(1).padStart(9)}${torch.medianMs.toFixed(1).padStart(8)}${((tfjs.tokensPerS / torch.tokensPerS).toFixed(2) + '×').padStart(8)}` : ''),
     );
   }
-  if (plain) out(`${'training, plain tfjs-wasm'.padEnd(26)}${fmt(plain.tokensPerS).padStart(12)}${plain.bestMs.toFixed(1).padStart(9)}${plain.medianMs.toFixed(1).padStart(8)}   (no wasm workarounds)`);
+  if (plain) out(`${'training, plain tfjs-wasm'.padEnd(26)}${fmt(plain.tokensPerS).padStart(12)}${plain.bestMs.toFixed(1).padStart(9)}${plain.medianMs.toFixed(1).padStart(8)}   (tfjs gradients, transposed and batched matMuls)`);
   out('');
   out('tokens/s and ratios use the best call of each side (least disturbed by other processes); ratio = tfjs / torch.');
   if (peerInfo.ok) {

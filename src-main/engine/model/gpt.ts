@@ -126,6 +126,8 @@ function initialWeights(c: GPTConfig, seed: number, std: number): Float32Array {
 const LN_EPS_DECODE = LN_EPS;
 
 let modelCounter = 0;
+/** Source of weights versions, shared by all models of the process. */
+let weightsVersionSeq = 0;
 
 interface LayerWeights {
   ln1: tf.Variable;
@@ -194,7 +196,7 @@ export class GPT {
   readonly lnf: tf.Variable;
   readonly head: tf.Variable;
   private readonly kernelsOverride?: KernelStrategy;
-  private versionCounter = 0;
+  private versionValue = ++weightsVersionSeq;
   private lastDataIds: unknown[];
   private decodeCache: { version: number; weights: DecodeWeights } | null = null;
   private disposed = false;
@@ -242,18 +244,20 @@ export class GPT {
   }
 
   /**
-   * Weights version: increases whenever any variable's value has been replaced (optimizer step,
-   * setWeights, or any other `assign`). Decoding state records it to know when its cache is stale.
+   * Weights version: changes whenever any variable's value has been replaced (optimizer step,
+   * setWeights, or any other `assign`). Versions are unique across the models of a process, so a
+   * decoding state never mistakes another model's cache for its own. Decoding state records it to
+   * know when its cache is stale.
    */
   get version(): number {
     for (let i = 0; i < this.variables.length; i++) {
       if (this.variables[i].dataId !== this.lastDataIds[i]) {
         this.lastDataIds = this.variables.map((v) => v.dataId);
-        this.versionCounter++;
+        this.versionValue = ++weightsVersionSeq;
         break;
       }
     }
-    return this.versionCounter;
+    return this.versionValue;
   }
 
   // -------------------------------------------------------------------------------------------

@@ -61,9 +61,11 @@ export interface DecodeSequenceState extends SampledSequence {
 }
 
 /**
- * Everything needed to continue decoding. Plain data except `cache`, which holds tensors of the
- * process that made it (drop it with `releaseDecodeCache` to send the state elsewhere; it is
- * rebuilt from the tokens on the next segment). Dispose with `disposeDecodeState`.
+ * Everything needed to continue decoding. Plain data except `cache`, which belongs to the process
+ * and model that made it (on wasm/cpu its keys and values are JavaScript arrays; elsewhere it
+ * holds tensors). Before sending a state to another process, drop the cache with
+ * `releaseDecodeCache`: it is rebuilt from the tokens on the next segment. Dispose with
+ * `disposeDecodeState`.
  */
 export interface DecodeState {
   seed: number;
