@@ -8,6 +8,7 @@ import type { Command } from '../context';
 const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
   store: { summary: 'insert rate and keyset page time on a 1M-turn database', load: () => import('../../bench/store') },
   export: { summary: 'export time and peak memory per format on a 1M-turn database', load: () => import('../../bench/export') },
+  ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
 };
 
 const usage = () => `Usage: marsrl bench NAME [options]   (npm run bench -- NAME [options])
