@@ -47,5 +47,9 @@ export async function builtRenderer(): Promise<string> {
     // Another test process finished the same build first.
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+  // Builds of older sources are never used again.
+  for (const entry of fs.readdirSync(cache)) {
+    if (entry !== path.basename(final) && !entry.includes('.tmp-')) fs.rmSync(path.join(cache, entry), { recursive: true, force: true });
+  }
   return final;
 }

@@ -18,6 +18,9 @@ import { builtRenderer } from './renderer-build';
 import { startServe, type ServeProcess } from './serve-process';
 import { seedStudio, writeSteps, type Seeded } from './seed';
 
+/** Generous: a loaded 2-core CI machine is slow, and a poll passes as soon as it holds. */
+const POLL = { timeout: 20_000, interval: 100 };
+
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let seeded: Seeded;
@@ -70,7 +73,7 @@ describe('Studio in Chromium against marsrl serve', () => {
   it('lists runs: sorts, filters, edits tags and notes, deletes after confirmation', async () => {
     await open('#/runs');
     const rows = page.locator('[role="rowgroup"] [data-run-id]');
-    await expect.poll(() => rows.count()).toBe(4);
+    await expect.poll(() => rows.count(), POLL).toBe(4);
     // Newest first by default.
     expect(await rows.first().getAttribute('data-run-id')).toBe(String(scratchRunId));
 
@@ -79,16 +82,16 @@ describe('Studio in Chromium against marsrl serve', () => {
       .map((r) => ({ id: r.id, acc: store.metrics.latest(r.id, ['eval/system/accuracy'])['eval/system/accuracy'] }))
       .sort((a, b) => b.acc - a.acc)[0];
     await page.getByRole('button', { name: 'Eval acc' }).click();
-    await expect.poll(() => rows.first().getAttribute('data-run-id')).toBe(String(best.id));
-    await expect.poll(() => page.getByRole('columnheader', { name: 'Eval acc' }).getAttribute('aria-sort')).toBe('descending');
+    await expect.poll(() => rows.first().getAttribute('data-run-id'), POLL).toBe(String(best.id));
+    await expect.poll(() => page.getByRole('columnheader', { name: 'Eval acc' }).getAttribute('aria-sort'), POLL).toBe('descending');
 
     await page.getByRole('radio', { name: 'Failed' }).click();
-    await expect.poll(() => rows.count()).toBe(1);
+    await expect.poll(() => rows.count(), POLL).toBe(1);
     expect(await rows.first().getAttribute('data-run-id')).toBe(String(seeded.failed.id));
     await page.getByRole('radio', { name: 'All' }).click();
-    await expect.poll(() => rows.count()).toBe(4);
+    await expect.poll(() => rows.count(), POLL).toBe(4);
     await page.getByRole('combobox', { name: 'Filter by reward scheme' }).selectOption('shared');
-    await expect.poll(() => rows.count()).toBe(1);
+    await expect.poll(() => rows.count(), POLL).toBe(1);
     await page.getByRole('combobox', { name: 'Filter by reward scheme' }).selectOption({ label: 'Any reward' });
 
     // Tags and notes, saved through the API into the database.
@@ -103,7 +106,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     const saved = store.runs.get(seeded.failed.id)!;
     expect(saved.tags).toEqual(['lr-sweep', 'needs-rerun']);
     expect(saved.notes).toBe('Diverged: lr 1e-3 is too high for these policies.');
-    await expect.poll(() => page.locator(`[data-run-id="${seeded.failed.id}"] .tag`).allTextContents()).toEqual(['lr-sweep', 'needs-rerun']);
+    await expect.poll(() => page.locator(`[data-run-id="${seeded.failed.id}"] .tag`).allTextContents(), POLL).toEqual(['lr-sweep', 'needs-rerun']);
     await screenshot(page, 'runs');
 
     // Delete asks first; cancelling keeps the run, confirming removes it everywhere.
@@ -116,7 +119,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     expect(store.runs.get(scratchRunId)).not.toBeNull();
     await details.getByRole('button', { name: 'Delete…' }).click();
     await dialog.getByRole('button', { name: 'Delete run' }).click();
-    await expect.poll(() => rows.count()).toBe(3);
+    await expect.poll(() => rows.count(), POLL).toBe(3);
     expect(store.runs.get(scratchRunId)).toBeNull();
   });
 
@@ -125,7 +128,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     await open(`#/runs/${run.id}`);
     await page.getByTestId('run-name').filter({ hasText: run.name }).waitFor();
     const gradKeys = ['solver/grad_norm', 'verifier1/grad_norm', 'corrector1/grad_norm'];
-    await expect.poll(() => panelPoints('train:grad_norm')).toBe(metricCount(run.id, gradKeys));
+    await expect.poll(() => panelPoints('train:grad_norm'), POLL).toBe(metricCount(run.id, gradKeys));
     const before = await panelPoints('train:grad_norm');
     // Panels come from the keys the run logged, grouped by namespace, not from a fixed list.
     expect(await page.locator('[data-section="eval"] [data-panel]').count()).toBeGreaterThan(0);
@@ -140,26 +143,26 @@ describe('Studio in Chromium against marsrl serve', () => {
     const writer = store.writer({ flushIntervalMs: 0 });
     writeSteps(store, writer, run, 24, 30, new Rng(21, 'live'));
     writer.close();
-    await expect.poll(() => panelPoints('train:grad_norm'), { timeout: 15_000 }).toBe(metricCount(run.id, gradKeys));
+    await expect.poll(() => panelPoints('train:grad_norm'), POLL).toBe(metricCount(run.id, gradKeys));
     expect(await panelPoints('train:grad_norm')).toBe(before + 18);
-    await expect.poll(() => page.getByTestId('run-step').textContent()).toMatch(/step 29 \/ 60/);
+    await expect.poll(() => page.getByTestId('run-step').textContent(), POLL).toMatch(/step 29 \/ 60/);
     await page.getByRole('slider', { name: /Smoothing/ }).fill('0.9');
     await screenshot(page, 'dashboard-live');
 
     // The x-axis switches to wall time; the series are fetched again for it.
     await page.getByRole('radio', { name: 'Wall time' }).click();
-    await expect.poll(() => panelPoints('train:grad_norm')).toBe(metricCount(run.id, gradKeys));
+    await expect.poll(() => panelPoints('train:grad_norm'), POLL).toBe(metricCount(run.id, gradKeys));
 
     // Pipeline Gantt of the timeline, and the events log, which also follows pushes.
     await page.getByRole('tab', { name: 'Pipeline' }).click();
-    await expect.poll(() => page.getByTestId('gantt').getAttribute('data-spans').then(Number)).toBe(store.events.timeline(run.id).length);
+    await expect.poll(() => page.getByTestId('gantt').getAttribute('data-spans').then(Number), POLL).toBe(store.events.timeline(run.id).length);
     await page.waitForTimeout(300);
     await screenshot(page, 'pipeline');
     await page.getByRole('tab', { name: 'Events' }).click();
     const eventRows = page.locator('[data-event-kind]');
-    await expect.poll(() => eventRows.count()).toBe(store.events.events(run.id, 0, 1000).items.length);
+    await expect.poll(() => eventRows.count(), POLL).toBe(store.events.events(run.id, 0, 1000).items.length);
     store.events.log(run.id, 'warning', 'nan_skipped', 'NaN in verifier1 loss; update skipped', null, 30);
-    await expect.poll(() => page.locator('[data-event-kind="nan_skipped"]').count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => page.locator('[data-event-kind="nan_skipped"]').count(), POLL).toBe(1);
     await screenshot(page, 'events');
     await page.getByRole('tab', { name: 'Config' }).click();
     await page.locator('[data-config-path="task.family"]').waitFor();
@@ -180,7 +183,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     const treeRow = (id: number) => page.locator(`[role="tree"] [data-turn-id="${id}"]`);
     await treeRow(verifier.id).click();
     const detail = page.getByTestId('turn-detail');
-    await expect.poll(() => detail.getAttribute('data-turn-id')).toBe(String(verifier.id));
+    await expect.poll(() => detail.getAttribute('data-turn-id'), POLL).toBe(String(verifier.id));
     expect((await page.getByTestId('turn-parsed').textContent())?.trim()).toBe(describeParsed('verifier1', verifier.parsed));
     expect(describeParsed('verifier1', verifier.parsed)).toMatch(/^(approves|rejects)$/);
     expect((await page.getByTestId('turn-correct').textContent())?.trim()).toMatch(verifier.correct ? /^yes/ : /^no/);
@@ -200,19 +203,19 @@ describe('Studio in Chromium against marsrl serve', () => {
     await page.getByTestId('filter-correct').selectOption('false');
     const expected = store.trajectories.pageTurns({ runId: run.id, step: 20, agent: 'verifier1', correct: false, limit: 100 }).items;
     const listed = page.locator('.pane--list [data-turn-id]');
-    await expect.poll(async () => (await listed.first().getAttribute('data-turn-id')) ?? '').toBe(String(expected[0]?.id ?? ''));
+    await expect.poll(async () => (await listed.first().getAttribute('data-turn-id')) ?? '', POLL).toBe(String(expected[0]?.id ?? ''));
     // Only the rows in view exist (the list is virtualised); they are the store's first ones, in order.
     const shownIds = (await listed.evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-turn-id')))));
     expect(shownIds.length).toBeGreaterThan(0);
     expect(shownIds).toEqual(expected.slice(0, shownIds.length).map((t) => t.id));
     await listed.first().click();
-    await expect.poll(() => detail.getAttribute('data-turn-id')).toBe(String(expected[0].id));
+    await expect.poll(() => detail.getAttribute('data-turn-id'), POLL).toBe(String(expected[0].id));
     await screenshot(page, 'trajectories-turn-search');
   });
 
   it("rejects a bad form value with the schema's own message", async () => {
     await open('#/new');
-    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid/);
+    await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid/);
     const quick = resolveConfig(presetDocument('quick')) as unknown as Record<string, Record<string, unknown>>;
     const messageFor = (change: (doc: Record<string, Record<string, unknown>>) => void, path: string) => {
       const doc = structuredClone(quick);
@@ -227,7 +230,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     await issue.waitFor();
     expect((await issue.textContent())?.trim()).toBe(messageFor((d) => (d.rollout.solver_group = 0), 'rollout.solver_group'));
     expect(await page.getByTestId('launch').isDisabled()).toBe(true);
-    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/problem/);
+    await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/problem/);
     await page.locator('#field-rollout-solver_group').evaluate((el) => el.scrollIntoView({ block: 'center' }));
     await screenshot(page, 'new-run-invalid');
 
@@ -251,12 +254,12 @@ describe('Studio in Chromium against marsrl serve', () => {
     await selectIssue.waitFor();
     expect((await selectIssue.textContent())?.trim()).toBe(messageFor((d) => (d.rollout.select_k = 9), 'rollout.select_k'));
     await page.locator('#field-rollout-select_k').fill('2');
-    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid · 1 change/);
+    await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid · 1 change/);
     expect(await page.getByTestId('launch').isDisabled()).toBe(false);
   });
   it('creates a run from the form and watches it train to the end', async () => {
     await open('#/new?preset=quick');
-    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid/);
+    await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid/);
     // A tiny configuration: two RL steps of a few problems, a short warm start, a tiny evaluation.
     const tiny: [string, string][] = [
       ['name', 'e2e tiny run from the form'],
@@ -272,7 +275,7 @@ describe('Studio in Chromium against marsrl serve', () => {
       ['eval-problems', '4'],
     ];
     for (const [field, value] of tiny) await page.locator(`#field-${field}`).fill(value);
-    await expect.poll(() => page.getByTestId('form-status').textContent()).toMatch(/Valid · 11 changes/);
+    await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid · 11 changes/);
     await page.getByTestId('launch').click();
 
     await page.waitForURL(/#\/runs\/\d+$/);
@@ -287,8 +290,8 @@ describe('Studio in Chromium against marsrl serve', () => {
     await page.locator('.run__header').getByText('Done').waitFor({ timeout: 150_000 });
     const keys = store.metrics.keys(runId).filter((k) => /^[a-z]+\d*\/grad_norm$/.test(k));
     expect(keys.length).toBeGreaterThan(0);
-    await expect.poll(() => panelPoints('train:grad_norm'), { timeout: 10_000 }).toBe(metricCount(runId, keys));
-    await expect.poll(() => page.getByTestId('run-step').textContent()).toMatch(/step \d+ \/ 2/);
+    await expect.poll(() => panelPoints('train:grad_norm'), POLL).toBe(metricCount(runId, keys));
+    await expect.poll(() => page.getByTestId('run-step').textContent(), POLL).toMatch(/step \d+ \/ 2/);
     await screenshot(page, 'dashboard-real-run');
 
     // Its trajectories are browsable too: the first Verifier turn of its first episode.
@@ -297,7 +300,7 @@ describe('Studio in Chromium against marsrl serve', () => {
     await open(`#/runs/${runId}/trajectories?episode=${firstEpisode.id}${verifier ? `&turn=${verifier.id}` : ''}`);
     await page.getByTestId('episode-header').filter({ hasText: `episode #${firstEpisode.id}` }).waitFor();
     if (verifier) {
-      await expect.poll(() => page.getByTestId('turn-detail').getAttribute('data-turn-id')).toBe(String(verifier.id));
+      await expect.poll(() => page.getByTestId('turn-detail').getAttribute('data-turn-id'), POLL).toBe(String(verifier.id));
       expect((await page.getByTestId('turn-parsed').textContent())?.trim()).toBe(describeParsed(verifier.agent, verifier.parsed));
     }
     await screenshot(page, 'trajectories-real-run');

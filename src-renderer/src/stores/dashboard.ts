@@ -2,7 +2,8 @@
  * One run's dashboard: its detail, the metric keys it logged and their series, live while it
  * trains. Series are fetched downsampled by the server (min/max by default, so a gradient-norm
  * spike survives at any zoom) and refetched when the run reports progress, at most once per
- * `LIVE_REFRESH_MS`, so a fast trainer cannot flood the page.
+ * `LIVE_REFRESH_MS`, or twice the time the last refresh took, so neither a fast trainer nor a
+ * long run (every refresh reads every point of every series) can keep the server busy.
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
@@ -105,13 +106,25 @@ export const useDashboardStore = defineStore('dashboard', () => {
 
   let liveTimer: ReturnType<typeof setTimeout> | null = null;
   let lastLive = 0;
+  let lastDuration = 0;
+  let refreshing = false;
   function scheduleLiveRefresh(): void {
     if (liveTimer) return;
-    const wait = Math.max(0, lastLive + LIVE_REFRESH_MS - Date.now());
+    const interval = Math.max(LIVE_REFRESH_MS, 2 * lastDuration);
+    const wait = Math.max(0, lastLive + interval - Date.now());
     liveTimer = setTimeout(() => {
       liveTimer = null;
+      // One refresh at a time; progress that arrives meanwhile is picked up by the next one.
+      if (refreshing) {
+        scheduleLiveRefresh();
+        return;
+      }
+      refreshing = true;
       lastLive = Date.now();
-      void refresh();
+      void refresh().finally(() => {
+        refreshing = false;
+        lastDuration = Date.now() - lastLive;
+      });
     }, wait);
   }
 
