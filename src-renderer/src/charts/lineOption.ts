@@ -82,7 +82,8 @@ export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInpu
       axisLine: { lineStyle: { color: CHART_THEME.axis } },
       axisTick: { show: false },
       splitLine: { show: false },
-      axisLabel: { color: CHART_THEME.text, fontSize: 10, hideOverlap: true, formatter: (v: number) => formatAxisX(v, xAxis) },
+      // The data's last x is rarely a round tick and its label would crowd the one before it.
+      axisLabel: { color: CHART_THEME.text, fontSize: 10, hideOverlap: true, showMaxLabel: false, formatter: (v: number) => formatAxisX(v, xAxis) },
     },
     yAxis: {
       type: 'value',
