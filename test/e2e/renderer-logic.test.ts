@@ -200,3 +200,12 @@ describe('HTTP client wire format', () => {
     client.close();
   });
 });
+
+describe('panel colours', () => {
+  it('gives every namespace of a panel its own colour', () => {
+    const keys = ['eval/system/accuracy', 'eval/solver/accuracy', 'eval/control/oracle_verifier/accuracy', 'eval/control/corrector_always/accuracy', 'eval/sampled/verifier/accuracy'];
+    const lines = metricSections(keys)[0].panels[0].lines;
+    expect(lines).toHaveLength(5);
+    expect(new Set(lines.map((l) => l.color)).size).toBe(5);
+  });
+});

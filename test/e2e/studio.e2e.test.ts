@@ -287,7 +287,8 @@ describe('Studio in Chromium against marsrl serve', () => {
     await page.getByTestId('run-name').filter({ hasText: 'e2e tiny run from the form' }).waitFor();
 
     // Charts appear and fill while it trains, without a reload, until the run is done.
-    await page.locator('.run__header').getByText('Done').waitFor({ timeout: 150_000 });
+    await page.locator('.run__header .status-badge--done').waitFor({ timeout: 150_000 });
+    expect(store.runs.get(runId)?.status).toBe('done');
     const keys = store.metrics.keys(runId).filter((k) => /^[a-z]+\d*\/grad_norm$/.test(k));
     expect(keys.length).toBeGreaterThan(0);
     await expect.poll(() => panelPoints('train:grad_norm'), POLL).toBe(metricCount(runId, keys));

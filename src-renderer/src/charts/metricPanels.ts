@@ -62,6 +62,27 @@ interface Entry {
   rest: string;
 }
 
+/**
+ * Two lines of a panel never share a colour: a mean and its std do (the std is dashed), but two
+ * namespaces whose names hash to the same colour get the next free one.
+ */
+function distinctColors(lines: PanelLine[]): void {
+  const owner = new Map<string, string>();
+  let next = 0;
+  for (const line of lines) {
+    const name = line.label.split(' ')[0];
+    const taken = owner.get(line.color);
+    if (taken === undefined || taken === name) {
+      owner.set(line.color, name);
+      continue;
+    }
+    let color = seriesColor(next++);
+    while (owner.has(color) && next < 64) color = seriesColor(next++);
+    line.color = color;
+    owner.set(color, name);
+  }
+}
+
 function buildPanels(entries: Entry[], idPrefix: string): MetricPanel[] {
   const byRest = new Map<string, Entry[]>();
   for (const entry of entries) byRest.set(entry.rest, [...(byRest.get(entry.rest) ?? []), entry]);
@@ -91,6 +112,7 @@ function buildPanels(entries: Entry[], idPrefix: string): MetricPanel[] {
         });
       }
     });
+    distinctColors(lines);
     panels.push({
       id: `${idPrefix}:${prefix}`,
       title: merged ? prefix : rests[0],
