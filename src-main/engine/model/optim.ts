@@ -70,6 +70,38 @@ export interface AdamParam {
 
 export type AdamMode = 'js' | 'tensor';
 
+/**
+ * One parameter's Adam update in place (w, and the moments from offset `o`); returns the next
+ * offset. A plain function over typed arrays so that V8 compiles it to a tight loop.
+ * c1 = (1 − β1)·s and c2 = (1 − β2)·s² fold in the clipping scale s.
+ */
+function adamLoop(
+  w: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  o: number,
+  b1: number,
+  b2: number,
+  c1: number,
+  c2: number,
+  decay: number,
+  stepSize: number,
+  sqrtBc2: number,
+  eps: number,
+): number {
+  const n = w.length;
+  for (let i = 0; i < n; i++, o++) {
+    const gi = g[i];
+    const mi = b1 * m[o] + c1 * gi;
+    const vi = b2 * v[o] + c2 * gi * gi;
+    m[o] = mi;
+    v[o] = vi;
+    w[i] = w[i] * decay - (stepSize * mi) / (Math.sqrt(vi) / sqrtBc2 + eps);
+  }
+  return o;
+}
+
 /** Where Adam's update runs: in JavaScript when tensors live in this process's memory. */
 export function adamModeForBackend(backendName: string): AdamMode {
   return backendName === 'wasm' || backendName === 'cpu' ? 'js' : 'tensor';
@@ -163,23 +195,22 @@ export class Adam {
     const stepSize = lr / bc1;
     const m = this.mJs!;
     const v = this.vJs!;
+    const b1 = beta1;
+    const b2 = beta2;
+    const c1 = (1 - beta1) * scale;
+    const c2 = (1 - beta2) * scale * scale;
+    const eps = Adam.EPS;
     let o = 0;
-    this.params.forEach((p, k) => {
+    for (let k = 0; k < this.params.length; k++) {
+      const p = this.params[k];
       const g = grads[k];
       const w = (p.variable.dataSync() as Float32Array).slice();
       const decay = wd > 0 && p.decay ? 1 - lr * wd : 1;
-      for (let i = 0; i < w.length; i++, o++) {
-        const gi = g[i] * scale;
-        const mi = beta1 * m[o] + (1 - beta1) * gi;
-        const vi = beta2 * v[o] + (1 - beta2) * gi * gi;
-        m[o] = mi;
-        v[o] = vi;
-        w[i] = w[i] * decay - (stepSize * mi) / (Math.sqrt(vi) / sqrtBc2 + Adam.EPS);
-      }
+      o = adamLoop(w, g, m, v, o, b1, b2, c1, c2, decay, stepSize, sqrtBc2, eps);
       const t = tf.tensor(w, p.variable.shape, 'float32');
       p.variable.assign(t);
       t.dispose();
-    });
+    }
     return { gradNorm, lr, clipped, skipped: false };
   }
 
