@@ -8,6 +8,7 @@ import type { Command } from '../context';
 const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
   store: { summary: 'insert rate and keyset page time on a 1M-turn database', load: () => import('../../bench/store') },
   export: { summary: 'export time and peak memory per format on a 1M-turn database', load: () => import('../../bench/export') },
+  model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
 };
 
@@ -18,7 +19,7 @@ ${Object.entries(BENCHES).map(([name, b]) => `  ${name.padEnd(10)} ${b.summary}`
 
 export const benchCommand: Command = {
   name: 'bench',
-  summary: 'run a benchmark (store, …)',
+  summary: 'run a benchmark (store, model, export, ui)',
   get usage() {
     return usage();
   },
