@@ -1,4 +1,4 @@
-import { parseCommand, UsageError } from '../args';
+import { UsageError } from '../args';
 import type { Command } from '../context';
 
 /**
@@ -31,8 +31,13 @@ export const benchCommand: Command = {
     }
     const bench = BENCHES[name];
     if (!bench) throw new UsageError(`unknown benchmark ${JSON.stringify(name)}; known: ${Object.keys(BENCHES).join(', ')}`, usage());
-    // Benchmarks parse their own flags; common ones are checked here so typos fail early.
-    if (rest.includes('--help')) parseCommand(['--help'], {}, usage());
+    if (rest.includes('--help') || rest.includes('-h')) {
+      const source = (await import('node:fs')).readFileSync(new URL(`../../bench/${name}.ts`, import.meta.url), 'utf8');
+      // Each benchmark's file comment starts with its usage line.
+      const header = /\/\*\*([\s\S]*?)\*\//.exec(source)?.[1]?.replace(/^\s*\* ?/gm, '').trim();
+      ctx.out(header ?? usage());
+      return 0;
+    }
     await (await bench.load()).run(rest);
     return 0;
   },
