@@ -55,7 +55,8 @@ export default defineConfig({
     build: {
       outDir: resolve(root, 'out/main'),
       externalizeDeps: { include: NATIVE_OR_OPTIONAL_PACKAGES },
-      lib: { entry: resolve(root, 'src-main/index.ts') },
+      // The run worker is a second entry: utility processes load it as out/main/worker.js.
+      lib: { entry: { index: resolve(root, 'src-main/index.ts'), worker: resolve(root, 'src-main/runner/worker.ts') } },
     },
   },
   preload: {
@@ -73,6 +74,7 @@ export default defineConfig({
     build: {
       outDir: resolve(root, 'out/renderer'),
       emptyOutDir: true,
+      minify: true,
       ...rendererInput,
     },
   },

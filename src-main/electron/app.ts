@@ -12,10 +12,13 @@ import { EventHub } from '../api/hub';
 import { createStudioService } from '../api/service';
 import { defaultDataDir, resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
+import { createRunManager } from '../runner/manager';
+import { setWorkerSpawner } from '../runner/spawn';
 import { contentSecurityPolicy } from './csp';
 import { handleStudioCall } from './ipc';
 import { externalBrowserUrl, isAllowedRequest, isAppUrl, type AppLocation } from './navigation';
 import { mainWindowOptions } from './window-options';
+import { utilityProcessSpawner } from './worker-spawner';
 import { fitToDisplays, readWindowState, WINDOW_STATE_FILE, writeWindowState } from './window-state';
 
 /** Built layout: out/main/index.js beside out/preload and out/renderer. */
@@ -146,14 +149,27 @@ export function startDesktopApp(): void {
     }
     app.on('will-quit', () => store.close());
 
-    // The run manager (a later issue) publishes here; every open window receives the events.
+    // The run manager publishes here; every open window receives the events.
     const hub = new EventHub();
     hub.subscribe((event) => {
       for (const window of BrowserWindow.getAllWindows()) {
         if (!window.isDestroyed()) window.webContents.send(STUDIO_EVENT_CHANNEL, event);
       }
     });
-    const service = createStudioService({ store, databasePath, transport: 'electron', hub });
+    setWorkerSpawner(utilityProcessSpawner);
+    const runs = createRunManager({ store, databasePath, hub });
+    runs.recoverStaleRuns();
+    // Closing the app stops running runs at their next safe point; they stay resumable.
+    let stopping = false;
+    app.on('before-quit', (event) => {
+      if (stopping) return;
+      const active = store.runs.list({ status: 'running', limit: 500 }).items.filter((run) => runs.isActive(run.id));
+      if (active.length === 0) return;
+      event.preventDefault();
+      stopping = true;
+      void runs.stopAll('the app was closed').finally(() => app.quit());
+    });
+    const service = createStudioService({ store, databasePath, transport: 'electron', hub, runs });
     ipcMain.handle(STUDIO_IPC_CHANNEL, (event, method: unknown, args: unknown) =>
       handleStudioCall(event, method, args, location, (name, callArgs) => callStudio(service, name, callArgs)),
     );

@@ -31,7 +31,9 @@ export function openDatabase(databasePath: string, options: OpenOptions = {}): D
   }
   const db = new Database(databasePath, {
     readonly: options.readonly ?? false,
-    nativeBinding: options.nativeBinding,
+    // MARSRL_NATIVE_SQLITE (set by `npm start`) reaches every process the app starts, so run
+    // workers load the Electron build of the addon too.
+    nativeBinding: options.nativeBinding ?? process.env.MARSRL_NATIVE_SQLITE,
   });
   try {
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
