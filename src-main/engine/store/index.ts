@@ -10,6 +10,7 @@ import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
 import { schemaVersion } from './migrations';
 import { RunsRepo } from './runs';
+import { StudiesRepo } from './studies';
 import { TrajectoriesRepo } from './trajectories';
 import { BatchWriter, type BatchWriterOptions } from './writer';
 
@@ -19,6 +20,7 @@ export class Store {
   readonly metrics: MetricsRepo;
   readonly events: EventsRepo;
   readonly ids: IdAllocator;
+  readonly studies: StudiesRepo;
 
   constructor(
     readonly db: Database,
@@ -29,6 +31,7 @@ export class Store {
     this.metrics = new MetricsRepo(db);
     this.events = new EventsRepo(db);
     this.ids = new IdAllocator(db);
+    this.studies = new StudiesRepo(db);
   }
 
   get schemaVersion(): number {
@@ -58,4 +61,5 @@ export type { BatchWriter, BatchWriterOptions } from './writer';
 export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnView } from './trajectories';
 export type { ListRunsOptions, RunCounts } from './runs';
 export type { SeriesPoint } from './metrics';
+export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export * from './types';

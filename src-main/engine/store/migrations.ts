@@ -257,7 +257,45 @@ const v3WorkerHeartbeat: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat];
+/**
+ * v4: studies — a matrix of config values × seeds launched as one unit. A study keeps its
+ * matrix and one row per cell; a cell's run id is filled in when the run is launched, so a
+ * study interrupted half-way knows which cells never ran. Deleting a run keeps its cell
+ * (run_id becomes NULL) so the study still shows the hole.
+ */
+const v4Studies: Migration = {
+  version: 4,
+  name: 'studies and their cells',
+  up(db) {
+    db.exec(`
+      CREATE TABLE studies (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','interrupted')),
+        status_reason TEXT,
+        matrix_json TEXT NOT NULL,
+        concurrency INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER
+      );
+
+      CREATE TABLE study_cells (
+        study_id INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+        cell_index INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        values_json TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        overrides_json TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+        PRIMARY KEY (study_id, cell_index)
+      );
+      CREATE INDEX study_cells_run ON study_cells(run_id);
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

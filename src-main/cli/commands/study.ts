@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveDatabasePath } from '../../engine/paths';
+import { openStore, type Store } from '../../engine/store';
+import { expandMatrix, MatrixError, parseMatrixText } from '../../engine/study/matrix';
+import { createStudy, runStudy, studyProgress, type StudyProgress } from '../../engine/study/runner';
+import { createRunManager } from '../../runner/manager';
+import { intFlag, parseCommand, UsageError } from '../args';
+import type { Command, CommandContext } from '../context';
+import { printJson, table } from '../format';
+
+const studyUsage = `Usage: marsrl study --matrix FILE [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
+       marsrl study --report STUDY [--out DIR] [--db PATH] [--json]
+       marsrl study --list [--db PATH] [--json]
+
+Launches every cell of a study matrix (config values × seeds) through the run manager, at most
+--concurrency runs at a time (default: the matrix's \`concurrency\`, else 1), follows them to the
+end and writes the study report (Markdown, CSV, PNG charts) to --out (default: a folder beside
+the database, studies/ID-NAME). --dry-run validates and lists the cells without launching.
+--report regenerates the report of an existing study. Ctrl-C stops launching, stops the runs in
+progress (they stay resumable) and marks the study interrupted.
+
+Matrix file (YAML): see resources/studies/quick-2x2.yaml —
+  name: quick-2x2
+  preset: quick
+  axes: { reward.scheme: [decoupled, shared], advantage.mode: [agentwise, global] }
+  seeds: [1, 2]
+  concurrency: 2
+  baseline: { reward.scheme: decoupled, advantage.mode: agentwise }`;
+
+function readMatrixFile(file: string) {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`--matrix ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`, studyUsage);
+  }
+  return parseMatrixText(text, file);
+}
+
+export function defaultReportDir(databasePath: string, studyId: number, name: string): string {
+  return path.join(path.dirname(databasePath), 'studies', `${studyId}-${name.replace(/[^\w.-]+/g, '_')}`);
+}
+
+function progressLine(p: StudyProgress): string {
+  return `[study ${p.studyId}] ${p.done + p.failed}/${p.total} finished (${p.done} done, ${p.failed} failed), ${p.running} running, ${p.pending} queued`;
+}
+
+async function writeReport(store: Store, studyId: number, outDir: string, ctx: CommandContext, json: boolean) {
+  // The report pulls in ECharts and the rasterizer: loaded only when a report is written.
+  const { writeStudyReport } = await import('../../engine/study/report');
+  const result = await writeStudyReport(store, studyId, outDir);
+  if (!json) {
+    ctx.out(result.markdownTable);
+    ctx.out(`\nReport written to ${outDir}: report.md, runs.csv, groups.csv and ${result.charts.length} charts (charts/*.png, *.svg).`);
+  }
+  return result;
+}
+
+export const studyCommand: Command = {
+  name: 'study',
+  summary: 'run a study matrix (config values × seeds) and report it',
+  usage: studyUsage,
+  async run(argv, ctx) {
+    const { values } = parseCommand(
+      argv,
+      { matrix: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
+      studyUsage,
+      0,
+    );
+    if (values.help) {
+      ctx.out(studyUsage);
+      return 0;
+    }
+    const modes = [values.matrix !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
+    if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --report STUDY or --list', studyUsage);
+    const concurrency = intFlag('concurrency', values.concurrency, 1, 32, studyUsage);
+    const databasePath = resolveDatabasePath(values.db, ctx.env);
+
+    if (values.matrix !== undefined) {
+      // Validate every cell before touching the database: a bad matrix writes nothing.
+      let matrix;
+      let cells;
+      try {
+        matrix = readMatrixFile(values.matrix);
+        cells = expandMatrix(matrix);
+      } catch (error) {
+        if (error instanceof MatrixError) throw new UsageError(error.message);
+        throw error;
+      }
+      if (values['dry-run']) {
+        if (values.json) printJson({ name: matrix.name, preset: matrix.preset, cells: cells.map(({ config: _config, ...c }) => c) });
+        else ctx.out(table(['#', 'cell', 'seed'], cells.map((c) => [c.cellIndex, c.label, c.seed])));
+        return 0;
+      }
+      const store = openStore(databasePath);
+      const manager = createRunManager({ store, databasePath });
+      manager.recoverStaleRuns();
+      const abort = new AbortController();
+      const onSigint = () => {
+        if (!abort.signal.aborted) {
+          ctx.err('Stopping the study: no new runs; the runs in progress stop at their next safe point (resumable).');
+          abort.abort();
+          void manager.stopAll('study stopped by the user');
+        }
+      };
+      process.on('SIGINT', onSigint);
+      try {
+        const studyId = createStudy(store, matrix, cells);
+        ctx.err(`Study ${studyId} "${matrix.name}": ${cells.length} runs, ${concurrency ?? matrix.concurrency} at a time (database ${databasePath}).`);
+        let last = '';
+        const study = await runStudy({
+          store,
+          launcher: manager,
+          studyId,
+          concurrency,
+          signal: abort.signal,
+          onProgress: (p) => {
+            const line = progressLine(p);
+            if (line !== last) ctx.err((last = line));
+          },
+          onLaunchError: (label, error) => ctx.err(`[study ${studyId}] could not launch ${label}: ${error.message}`),
+        });
+        const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, studyId, matrix.name));
+        let report = null;
+        try {
+          report = await writeReport(store, studyId, outDir, ctx, values.json);
+        } catch (error) {
+          ctx.err(`The study ended but its report failed: ${(error as Error).message}. Retry with: marsrl study --report ${studyId} --db ${databasePath}`);
+        }
+        if (values.json) printJson({ study, progress: studyProgress(store, studyId), report: report && { files: report.files, summary: report.summary } });
+        else ctx.out(`Study ${studyId} ${study.status}${study.statusReason ? ` (${study.statusReason})` : ''}.`);
+        return study.status === 'done' ? 0 : study.status === 'interrupted' ? 130 : 1;
+      } finally {
+        process.off('SIGINT', onSigint);
+        store.close();
+      }
+    }
+
+    const store = openStore(databasePath);
+    try {
+      if (values.list) {
+        const studies = store.studies.list().map((s) => ({ ...s, progress: studyProgress(store, s.id) }));
+        if (values.json) printJson(studies);
+        else if (studies.length === 0) ctx.out(`No studies in ${databasePath}.`);
+        else ctx.out(table(['id', 'name', 'status', 'runs', 'done', 'failed'], studies.map((s) => [s.id, s.name, s.status, s.progress?.total, s.progress?.done, s.progress?.failed])));
+        return 0;
+      }
+      const ref = values.report!;
+      const study = /^\d+$/.test(ref) ? store.studies.get(Number(ref)) : (store.studies.list(10_000).find((s) => s.name === ref) ?? null);
+      if (!study) {
+        ctx.err(`No study ${JSON.stringify(ref)} in ${databasePath}. List studies with: marsrl study --list`);
+        return 1;
+      }
+      const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, study.id, study.name));
+      const report = await writeReport(store, study.id, outDir, ctx, values.json);
+      if (values.json) printJson({ study, files: report.files, summary: report.summary });
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};

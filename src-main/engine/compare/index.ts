@@ -1,0 +1,9 @@
+/** Comparing runs: summaries, groups over seeds, bands, spikes, diff-only configs. Pure except load.ts. */
+export * from './stats';
+export * from './spikes';
+export * from './config-diff';
+export * from './summary';
+export * from './series';
+export { loadRuns, isSummaryKey, UnknownRunError } from './load';
+
+export * from './format';

@@ -1,0 +1,49 @@
+/**
+ * Loading runs for a comparison through the store's public repositories (no SQL here: the
+ * store folder owns it). Only the series the summary reads are loaded unless asked for more,
+ * so comparing 20 long runs does not read 20 × every metric.
+ */
+import type { Store } from '../store';
+import type { RunData, SeriesPoint } from './summary';
+
+/** Keys the summary table reads (held-out metrics, grad norms, inflation, samples, throughput). */
+export function isSummaryKey(key: string): boolean {
+  return key.startsWith('eval/') || /^[^/]+\/(grad_norm|inflation|samples)$/.test(key) || key === 'perf/tokens_per_s';
+}
+
+export class UnknownRunError extends Error {
+  constructor(readonly ref: string) {
+    super(`no run ${JSON.stringify(ref)} in the store (list runs with \`marsrl runs\`)`);
+    this.name = 'UnknownRunError';
+  }
+}
+
+function readSeries(store: Store, runId: number, key: string): SeriesPoint[] {
+  const out: SeriesPoint[] = [];
+  let cursor = -Infinity;
+  for (;;) {
+    const page = store.metrics.series(runId, key, cursor, 100_000);
+    out.push(...page.items);
+    if (page.nextCursor === null) return out;
+    cursor = page.nextCursor;
+  }
+}
+
+/** Runs by id or name, with their summary series plus `extraKeys`. Unknown refs throw UnknownRunError. */
+export function loadRuns(store: Store, refs: readonly (number | string)[], extraKeys: readonly string[] = []): RunData[] {
+  return refs.map((ref) => {
+    const run = typeof ref === 'number' ? store.runs.get(ref) : store.runs.find(ref);
+    if (!run) throw new UnknownRunError(String(ref));
+    const keys = store.metrics.keys(run.id).filter((k) => isSummaryKey(k) || extraKeys.includes(k));
+    return {
+      runId: run.id,
+      name: run.name,
+      status: run.status,
+      seed: run.seed,
+      config: run.config,
+      startedAt: run.startedAt,
+      endedAt: run.endedAt,
+      series: Object.fromEntries(keys.map((k) => [k, readSeries(store, run.id, k)])),
+    };
+  });
+}

@@ -1,0 +1,195 @@
+/**
+ * The study report: the group summary table with deltas against the baseline group, the spread
+ * across seeds and which differences exceed it, the key charts, and the per-run table — as
+ * Markdown with PNG (and SVG) charts, and as CSV (long format, one row per run × metric and
+ * per group × metric) for spreadsheets and pandas.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Store } from '../store';
+import {
+  agentsOf,
+  comparisonCsv,
+  compareRuns,
+  diffConfigs,
+  EXCEEDS_MARK,
+  formatDelta,
+  formatValue,
+  groupBand,
+  groupLabel,
+  groupTable,
+  loadRuns,
+  markdownTable,
+  runTable,
+  type BandKind,
+  type Comparison,
+  type RunData,
+} from '../compare';
+import { bandChartOption, seedDotsOption } from './charts';
+import { renderChart } from './render';
+import { studyProgress } from './runner';
+
+export interface ReportChart {
+  /** File name without extension (`eval-system-accuracy`). */
+  name: string;
+  title: string;
+  option: Record<string, unknown>;
+}
+
+export interface StudyReport {
+  markdown: string;
+  /** The group table alone (what the CLI prints). */
+  markdownTable: string;
+  csv: { runs: string; groups: string };
+  charts: ReportChart[];
+  summary: Comparison;
+}
+
+const BAND: BandKind = 'minmax';
+const BAND_LABEL = 'min–max over seeds';
+
+const slug = (key: string) => key.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').toLowerCase();
+
+/** The charts a study report draws, from loaded runs grouped by the study's axes. */
+export function studyCharts(runs: readonly RunData[], groupBy: readonly string[], comparison: Comparison): ReportChart[] {
+  const groups = new Map<string, RunData[]>();
+  for (const run of runs) {
+    const label = groupLabel(run.config, groupBy);
+    groups.set(label, [...(groups.get(label) ?? []), run]);
+  }
+  const bandChart = (key: string, title: string, yLabel: string): ReportChart | null => {
+    if (!runs.some((r) => r.series[key]?.length)) return null;
+    const bands = [...groups].map(([label, members]) => groupBand(members, key, 'step', BAND, label));
+    return { name: slug(key), title, option: bandChartOption(bands, { title, xLabel: 'RL step', yLabel, bandLabel: BAND_LABEL }) };
+  };
+  const charts: (ReportChart | null)[] = [
+    bandChart('eval/system/accuracy', 'Held-out system accuracy', 'accuracy'),
+    bandChart('eval/solver/accuracy', 'Held-out Solver accuracy', 'accuracy'),
+    bandChart('system/accuracy', 'Training-batch system accuracy', 'accuracy'),
+  ];
+  const acc = comparison.metrics.find((m) => m.id === 'eval/system/accuracy');
+  if (acc && comparison.groups.length) {
+    const title = 'Final held-out system accuracy per seed';
+    charts.push({
+      name: 'final-system-accuracy-seeds',
+      title,
+      option: seedDotsOption(
+        comparison.groups.map((g) => ({
+          label: g.label,
+          values: comparison.runs.filter((r) => r.group === g.label && r.values[acc.id] !== null).map((r) => ({ seed: r.seed, value: r.values[acc.id]! })),
+        })),
+        { title, xLabel: groupBy.join(' / '), yLabel: 'accuracy' },
+      ),
+    });
+  }
+  const agents = [...new Set(runs.flatMap(agentsOf))];
+  for (const agent of agents) charts.push(bandChart(`${agent}/grad_norm`, `${agent} gradient norm`, 'grad norm'));
+  for (const agent of agents) charts.push(bandChart(`${agent}/inflation`, `${agent} inflation factor (Dr. MAS)`, 'inflation'));
+  return charts.filter((c): c is ReportChart => c !== null);
+}
+
+export function buildStudyReport(store: Store, studyId: number): StudyReport {
+  const study = store.studies.get(studyId);
+  if (!study) throw new Error(`study ${studyId} does not exist`);
+  const cells = store.studies.cells(studyId);
+  const launched = cells.filter((c) => c.runId !== null && store.runs.get(c.runId) !== null);
+  if (launched.length === 0) throw new Error(`study ${studyId} has no runs to report yet`);
+  const runs = loadRuns(store, launched.map((c) => c.runId!), ['system/accuracy']);
+  const axes = (study.matrix.axes ?? {}) as Record<string, unknown[]>;
+  const groupBy = Object.keys(axes);
+  const baseline = (study.matrix.baseline ?? {}) as Record<string, string>;
+  // Group labels come from the cells' axis values, so fragment axes (`sharing: {label, set}`) group by their labels.
+  const labelled = runs.map((r) => {
+    const cell = launched.find((c) => c.runId === r.runId)!;
+    return { ...r, config: { ...r.config, ...Object.fromEntries(groupBy.filter((k) => !k.includes('.')).map((k) => [k, cell.values[k]])) } };
+  });
+  const baselineGroup = groupBy.every((k) => k in baseline) ? groupBy.map((k) => baseline[k]).join(' / ') : undefined;
+  const present = new Set(labelled.map((r) => groupLabel(r.config, groupBy)));
+  const comparison = compareRuns(labelled, { groupBy, baselineGroup: baselineGroup && present.has(baselineGroup) ? baselineGroup : undefined });
+  const charts = studyCharts(labelled, groupBy, comparison);
+  const progress = studyProgress(store, studyId)!;
+
+  const gt = groupTable(comparison);
+  const table = markdownTable(gt.headers, gt.rows);
+  const lines: string[] = [];
+  lines.push(`# Study ${study.id}: ${study.name}`, '');
+  const description = typeof study.matrix.description === 'string' ? study.matrix.description.trim() : '';
+  if (description) lines.push(description, '');
+  const elapsed = study.startedAt && study.endedAt ? ` in ${Math.round((study.endedAt - study.startedAt) / 60000)} min` : '';
+  lines.push(
+    `- Status: **${study.status}**${study.statusReason ? ` (${study.statusReason})` : ''}${elapsed}: ${progress.done} of ${progress.total} runs done, ${progress.failed} failed, ${progress.running} running, ${progress.pending} queued.`,
+    `- Preset: ${typeof study.matrix.preset === 'string' ? `\`${study.matrix.preset}\`` : '(none)'}; ${groupBy.map((k) => `\`${k}\` ∈ {${(axes[k] ?? []).map((v) => (typeof v === 'object' && v !== null && 'label' in v ? String((v as { label: unknown }).label) : String(v))).join(', ')}}`).join(' × ')}; seeds ${(study.matrix.seeds as number[] | undefined)?.join(', ') ?? '?'}; ${study.concurrency} run(s) at a time.`,
+    `- Baseline group: **${comparison.baselineGroup}**. Runs: ${comparison.runs.map((r) => `#${r.runId}`).join(', ')}.`,
+    '',
+    '## Summary per group',
+    '',
+    `Mean ± std over seeds (unbiased std). Δ = group mean − baseline group mean. ${EXCEEDS_MARK} = the difference exceeds the seed spread: every seed of the group lies outside the baseline's range over seeds (min–max), in the same direction. This is descriptive, not a significance test: if the configuration made no difference, two groups of n seeds would separate this way by chance with probability 2 / C(2n, n) — 1/3 for 2 seeds, 1/10 for 3.`,
+    '',
+    table,
+    '',
+    '## Differences against the baseline and the spread across seeds',
+    '',
+  );
+  const judged = comparison.metrics.filter((m) => m.better !== null);
+  const exceeding: string[] = [];
+  for (const group of comparison.groups) {
+    if (group.label === comparison.baselineGroup) continue;
+    const base = comparison.groups.find((g) => g.label === comparison.baselineGroup)!;
+    lines.push(`### ${group.label} vs ${base.label}`, '');
+    const rows = comparison.metrics
+      .filter((m) => group.stats[m.id] && base.stats[m.id])
+      .map((m) => {
+        const gs = group.stats[m.id]!;
+        const bs = base.stats[m.id]!;
+        const spread = group.spread[m.id];
+        const verdict = spread.exceeds === null ? 'n/a (< 2 seeds)' : spread.exceeds ? `**exceeds** (chance ${spread.chance!.toFixed(2)})` : 'within spread';
+        if (spread.exceeds && judged.includes(m)) {
+          const delta = group.delta[m.id]!;
+          const direction = delta === 0 ? '' : (delta > 0) === (m.better === 'higher') ? 'better' : 'worse';
+          exceeding.push(`- ${group.label}: ${m.label} ${formatDelta(delta, m.unit)} (${direction}; seeds ${formatValue(gs.min, m.unit)}–${formatValue(gs.max, m.unit)} vs ${formatValue(bs.min, m.unit)}–${formatValue(bs.max, m.unit)})`);
+        }
+        return [m.label, `${formatValue(bs.mean, m.unit)} [${formatValue(bs.min, m.unit)}–${formatValue(bs.max, m.unit)}]`, `${formatValue(gs.mean, m.unit)} [${formatValue(gs.min, m.unit)}–${formatValue(gs.max, m.unit)}]`, formatDelta(group.delta[m.id], m.unit), verdict];
+      });
+    lines.push(markdownTable(['metric', `${base.label} mean [seed range]`, `${group.label} mean [seed range]`, 'Δ', 'vs seed spread'], rows), '');
+  }
+  lines.push('### Differences that exceed the seed spread', '');
+  lines.push(...(exceeding.length ? exceeding : ['- None: every measured difference lies within the spread across seeds.']), '');
+  lines.push('## Charts', '');
+  for (const chart of charts) lines.push(`![${chart.title}](charts/${chart.name}.png)`, '');
+  const rt = runTable(comparison);
+  lines.push('## Runs', '', `Δ against run #${comparison.baselineRunId}.`, '', markdownTable(rt.headers, rt.rows), '');
+  const diff = diffConfigs(runs.map((r) => ({ runId: r.runId, config: r.config })));
+  lines.push('## Configuration (fields that differ)', '', `${diff.keys.length} of ${diff.totalKeys} fields differ.`, '');
+  if (diff.keys.length) lines.push(markdownTable(['run', ...diff.keys], diff.rows.map((r) => [`#${r.runId}`, ...diff.keys.map((k) => (r.values[k] === undefined ? '—' : String(r.values[k])))])), '');
+  lines.push(
+    '## Rules',
+    '',
+    '- Final held-out metrics are read at each run’s last evaluation step; Verifier precision/recall and Corrector fix rate fall back to the temperature-sampled evaluation of that step when the greedy one has no rejection (source keys in runs.csv).',
+    `- Gradient spikes: max / median of \`<agent>/grad_norm\` over the run; spikes = steps above ${comparison.spikeThreshold} × median. Inflation: mean over steps of \`<agent>/inflation\`.`,
+    `- Chart bands: ${BAND_LABEL}, per RL step over the runs that logged the metric at that step.`,
+    '- Wall time depends on how many runs shared the machine (the study’s concurrency).',
+    '',
+  );
+  return { markdown: lines.join('\n'), markdownTable: table, csv: comparisonCsv(comparison), charts, summary: comparison };
+}
+
+/** Write report.md, runs.csv, groups.csv and charts/*.png|svg into `outDir`; returns the files written. */
+export async function writeStudyReport(store: Store, studyId: number, outDir: string): Promise<StudyReport & { files: string[] }> {
+  const report = buildStudyReport(store, studyId);
+  const chartsDir = path.join(outDir, 'charts');
+  fs.mkdirSync(chartsDir, { recursive: true });
+  const files: string[] = [];
+  const write = (file: string, data: string | Buffer) => {
+    fs.writeFileSync(file, data);
+    files.push(file);
+  };
+  for (const chart of report.charts) {
+    const rendered = await renderChart(chart.option);
+    write(path.join(chartsDir, `${chart.name}.png`), rendered.png);
+    write(path.join(chartsDir, `${chart.name}.svg`), rendered.svg);
+  }
+  write(path.join(outDir, 'report.md'), report.markdown);
+  write(path.join(outDir, 'runs.csv'), report.csv.runs);
+  write(path.join(outDir, 'groups.csv'), report.csv.groups);
+  return { ...report, files };
+}
