@@ -284,13 +284,139 @@ export interface ExportSummary {
 }
 
 /** Pushed to subscribers (IPC `studio:event`, WebSocket) as runs change. */
+/** x-axis of a comparison chart: RL step, seconds since the run started, or samples seen. */
+export type CompareXAxis = 'step' | 'wall' | 'samples';
+/** Band around a group mean: min–max, ± std, or ± 95% CI over the group's runs. */
+export type CompareBand = 'minmax' | 'std' | 'ci95';
+
+export interface CompareRequest {
+  runIds: number[];
+  /** Config paths (`reward.scheme`) or derived keys (`sharing`) to group runs by. */
+  groupBy?: string[];
+  baselineRunId?: number;
+  baselineGroup?: string;
+  /** Spike = a step above this multiple of the run's median gradient norm (default 3). */
+  spikeThreshold?: number;
+}
+
+export interface CompareMetric {
+  id: string;
+  label: string;
+  better: 'higher' | 'lower' | null;
+  unit: 'fraction' | 'ratio' | 'count' | 'per_s' | 'seconds';
+}
+
+export interface CompareStats {
+  n: number;
+  mean: number;
+  std: number;
+  min: number;
+  max: number;
+  median: number;
+  ci95: number | null;
+}
+
+export interface CompareRunRow {
+  runId: number;
+  name: string;
+  status: string;
+  seed: number;
+  group: string | null;
+  values: Record<string, number | null>;
+  sources: Record<string, string>;
+  delta: Record<string, number | null>;
+}
+
+export interface CompareGroupRow {
+  label: string;
+  values: Record<string, string>;
+  runIds: number[];
+  seeds: number[];
+  stats: Record<string, CompareStats | null>;
+  delta: Record<string, number | null>;
+  /** exceeds: seed ranges do not overlap (null for the baseline or < 2 seeds); chance: 2 / C(nA + nB, nA). */
+  spread: Record<string, { exceeds: boolean | null; chance: number | null }>;
+}
+
+export interface CompareResult {
+  metrics: CompareMetric[];
+  runs: CompareRunRow[];
+  groups: CompareGroupRow[];
+  groupBy: string[];
+  baselineRunId: number | null;
+  baselineGroup: string | null;
+  spikeThreshold: number;
+  /** Only the config paths whose value differs between the runs (a missing value is absent). */
+  configDiff: { keys: string[]; rows: { runId: number; values: Record<string, string | number | boolean | null> }[]; totalKeys: number };
+}
+
+export interface CompareSeriesRequest {
+  runIds: number[];
+  key: string;
+  xAxis?: CompareXAxis;
+  groupBy?: string[];
+  band?: CompareBand;
+  /** Most points per run line (min/max downsampling keeps spikes). */
+  maxPoints?: number;
+}
+
+export interface CompareSeriesResult {
+  key: string;
+  xAxis: CompareXAxis;
+  lines: { runId: number; name: string; group: string | null; points: [number, number][]; totalPoints: number }[];
+  /** One per group when groupBy is given: mean and band per step (x = mean x of its runs). */
+  bands: { group: string; runIds: number[]; points: { x: number; step: number; mean: number; lo: number; hi: number; n: number }[] }[];
+}
+
+export interface StudyProgressInfo {
+  total: number;
+  pending: number;
+  running: number;
+  done: number;
+  failed: number;
+}
+
+export interface StudySummary {
+  id: number;
+  name: string;
+  status: RunStatus;
+  statusReason: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  concurrency: number;
+  /** The matrix's axis keys (what the study's runs are grouped by). */
+  axes: string[];
+  progress: StudyProgressInfo;
+}
+
+export interface StudyDetail extends StudySummary {
+  matrix: Record<string, unknown>;
+  /** The baseline group label (axis values joined by " / "). */
+  baselineGroup: string | null;
+  cells: { cellIndex: number; label: string; values: Record<string, string | number | boolean>; seed: number; runId: number | null; runStatus: RunStatus | null }[];
+}
+
+export interface StartStudyRequest {
+  /** A study matrix document (the YAML file's content as an object; see resources/studies/quick-2x2.yaml). */
+  matrix: Record<string, unknown>;
+  /** Overrides the matrix's concurrency. */
+  concurrency?: number;
+}
+
+export interface StudyReportResult {
+  out: string;
+  files: string[];
+}
+
 export type StudioEvent =
   | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
   | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
   | { type: 'run-created' | 'run-deleted' | 'run-updated'; runId: number }
   | { type: 'event'; runId: number; event: RunEvent }
   | { type: 'export-progress'; exportId: string; done: number; total: number }
-  | { type: 'export-finished'; exportId: string; status: 'done' | 'failed' | 'cancelled'; result: ExportSummary | null; error: string | null };
+  | { type: 'export-finished'; exportId: string; status: 'done' | 'failed' | 'cancelled'; result: ExportSummary | null; error: string | null }
+  | ({ type: 'study-progress'; studyId: number; status: RunStatus } & StudyProgressInfo);
 
 export interface StudioApi {
   appInfo(): Promise<AppInfo>;
@@ -323,6 +449,16 @@ export interface StudioApi {
   startExport(request: ExportRequest): Promise<{ exportId: string }>;
   /** Cancel an export; nothing it wrote is left behind. */
   cancelExport(exportId: string): Promise<void>;
+  /** Summary table per run and per group, deltas against a baseline, diff-only config. */
+  compareRuns(request: CompareRequest): Promise<CompareResult>;
+  /** One metric of several runs on one x-axis, with group means and bands. */
+  compareSeries(request: CompareSeriesRequest): Promise<CompareSeriesResult>;
+  listStudies(): Promise<StudySummary[]>;
+  getStudy(studyId: number): Promise<StudyDetail>;
+  /** Validate a matrix and launch its runs through the run manager; progress arrives as `study-progress` events. */
+  startStudy(request: StartStudyRequest): Promise<{ studyId: number }>;
+  /** Write the study report (report.md, runs.csv, groups.csv, charts/*.png) into the folder `out`. */
+  exportStudyReport(studyId: number, out: string): Promise<StudyReportResult>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -350,6 +486,12 @@ export const STUDIO_METHODS = [
   'getTimeline',
   'startExport',
   'cancelExport',
+  'compareRuns',
+  'compareSeries',
+  'listStudies',
+  'getStudy',
+  'startStudy',
+  'exportStudyReport',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel carrying StudioApi calls. */

@@ -81,6 +81,32 @@ const ExportRequestSchema = z.strictObject({
     .optional(),
 });
 
+const runIdList = z.array(runId).min(1, 'choose at least one run').max(200, 'compare at most 200 runs at once');
+const configPath = z.string().regex(/^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$/, 'a config path such as reward.scheme, or sharing');
+
+const CompareRequestSchema = z.strictObject({
+  runIds: runIdList,
+  groupBy: z.array(configPath).max(8).optional(),
+  baselineRunId: runId.optional(),
+  baselineGroup: z.string().max(500).optional(),
+  spikeThreshold: z.number().gt(1, 'a multiple of the median above 1, e.g. 3').max(1000).optional(),
+});
+
+const CompareSeriesSchema = z.strictObject({
+  runIds: runIdList,
+  key: z.string().min(1).max(200),
+  xAxis: z.enum(['step', 'wall', 'samples']).optional(),
+  groupBy: z.array(configPath).max(8).optional(),
+  band: z.enum(['minmax', 'std', 'ci95']).optional(),
+  maxPoints: z.number().int().min(10).max(20_000).optional(),
+});
+
+// The matrix itself is checked field by field by the study parser, which names each bad field.
+const StartStudySchema = z.strictObject({
+  matrix: z.record(z.string(), z.unknown()),
+  concurrency: z.number().int().min(1).max(32).optional(),
+});
+
 /** Argument tuples per method; a method missing here fails typecheck. */
 const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   appInfo: z.tuple([]),
@@ -106,6 +132,12 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   getTimeline: z.tuple([runId]),
   startExport: z.tuple([ExportRequestSchema]),
   cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
+  compareRuns: z.tuple([CompareRequestSchema]),
+  compareSeries: z.tuple([CompareSeriesSchema]),
+  listStudies: z.tuple([]),
+  getStudy: z.tuple([z.number().int().positive()]),
+  startStudy: z.tuple([StartStudySchema]),
+  exportStudyReport: z.tuple([z.number().int().positive(), z.string().min(1, 'give the output folder').max(4096)]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

@@ -18,6 +18,7 @@ import { listPresets, presetDocument, resolveConfig, validateConfig } from '../e
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { packageVersion } from '../engine/version';
+import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
 import { toRunDetail, toRunSummary } from './views';
@@ -226,5 +227,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       if (!controller) throw new StudioError('not_found', `no export ${exportId} is running`);
       controller.abort('cancelled by the user');
     },
+
+    ...createCompareStudyApi({ store, runs, hub }),
   };
 }

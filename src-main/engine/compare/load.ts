@@ -29,12 +29,16 @@ function readSeries(store: Store, runId: number, key: string): SeriesPoint[] {
   }
 }
 
-/** Runs by id or name, with their summary series plus `extraKeys`. Unknown refs throw UnknownRunError. */
-export function loadRuns(store: Store, refs: readonly (number | string)[], extraKeys: readonly string[] = []): RunData[] {
+/**
+ * Runs by id or name, with their summary series (unless `summary` is false; then only the
+ * `<agent>/samples` series a samples-seen x-axis needs) plus `extraKeys`. Unknown refs throw
+ * UnknownRunError.
+ */
+export function loadRuns(store: Store, refs: readonly (number | string)[], extraKeys: readonly string[] = [], summary = true): RunData[] {
   return refs.map((ref) => {
     const run = typeof ref === 'number' ? store.runs.get(ref) : store.runs.find(ref);
     if (!run) throw new UnknownRunError(String(ref));
-    const keys = store.metrics.keys(run.id).filter((k) => isSummaryKey(k) || extraKeys.includes(k));
+    const keys = store.metrics.keys(run.id).filter((k) => (summary ? isSummaryKey(k) : /^[^/]+\/samples$/.test(k)) || extraKeys.includes(k));
     return {
       runId: run.id,
       name: run.name,
