@@ -1,8 +1,16 @@
 /**
- * The run manager: validates a launch request, records the run, starts its worker process and
- * watches it. Whatever happens to the worker, the run ends marked: a clean finish is `done`, a
+ * The run manager: validates a launch request, records the run, starts its worker processes and
+ * watches them. Whatever happens to a worker, the run ends marked: a clean finish is `done`, a
  * training error `failed`, a stop request, a signal or a vanished process `interrupted` with the
  * reason — and an interrupted run is resumable from its last checkpoint.
+ *
+ * Processes. A `sync` run has one worker, the trainer. A `pipeline` run has two, both started
+ * here through the same spawn adapter (only the Electron main process may start utility
+ * processes, so the trainer cannot start its own): the trainer and the rollout worker. The
+ * manager forwards `peer` messages between them unread (weights one way, turns the other), and
+ * ties their lives together: a rollout worker that dies (a signal, a non-zero exit) stops the
+ * trainer, which marks the run interrupted with that reason; a trainer that ends or dies stops
+ * the rollout worker. The run's exit is when both have exited.
  */
 import type { StartRunRequest, StudioEvent } from '../../src-preload/api';
 import { StudioError } from '../api/errors';
@@ -13,7 +21,7 @@ import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import type { Store } from '../engine/store';
 import { codeVersion } from '../engine/version';
-import { isWorkerMessage, type WorkerToManager } from './messages';
+import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
 
 export interface RunManagerOptions {
@@ -67,17 +75,31 @@ export function defaultRunName(config: RunConfig, preset: string | null, now = n
   return config.name ?? `${preset ?? config.task.family} ${config.reward.scheme}/${config.advantage.mode} s${config.seed} ${stamp}`;
 }
 
+interface ActiveRun {
+  /** The trainer (the only worker of a sync run). */
+  worker: WorkerHandle;
+  /** The rollout worker of a pipeline run. */
+  rollout: WorkerHandle | null;
+  exited: Promise<void>;
+  stopReason: string | null;
+}
+
+/** How long a rollout worker may take to leave after the trainer has gone. */
+const ROLLOUT_GRACE_MS = 10_000;
+/** How long a trainer may take to stop after its rollout worker died. */
+const TRAINER_GRACE_MS = 30_000;
+
 export function createRunManager(options: RunManagerOptions): RunManager {
   const { store, databasePath, hub } = options;
-  const active = new Map<number, { worker: WorkerHandle; exited: Promise<void>; stopReason: string | null }>();
+  const active = new Map<number, ActiveRun>();
   const publish = (event: StudioEvent) => hub?.publish(event);
 
-  const markEnded = (runId: number, code: number | null, signal: NodeJS.Signals | null, stopReason: string | null) => {
+  const markEnded = (runId: number, code: number | null, signal: NodeJS.Signals | null, stopReason: string | null, died: string | null) => {
     const run = store.runs.get(runId);
     if (!run) return;
     if (run.status === 'running' || run.status === 'queued') {
       // The worker died without marking the run itself (killed, crashed, out of memory).
-      const reason = stopReason ?? (signal ? `worker process killed by ${signal}` : `worker process exited with code ${code}`);
+      const reason = stopReason ?? died ?? (signal ? `worker process killed by ${signal}` : `worker process exited with code ${code}`);
       store.runs.setStatus(runId, 'interrupted', reason);
       store.runs.heartbeat(runId, null);
       store.events.log(runId, 'error', 'worker_exit', `the run's worker stopped unexpectedly: ${reason}; resume it with \`marsrl resume ${runId}\``, { code, signal });
@@ -86,14 +108,48 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     publish({ type: 'run-status', runId, status: final.status, reason: final.statusReason });
   };
 
+  /** The run's mode as its worker will resolve it (an unreadable config fails in the worker). */
+  const modeOf = (runId: number): 'sync' | 'pipeline' => {
+    try {
+      return resolveConfig(store.runs.get(runId)?.config ?? {}).pipeline.mode;
+    } catch {
+      return 'sync';
+    }
+  };
+
   const launch = (runId: number, resume: boolean) => {
-    const worker = spawnWorker({ databasePath, runId, resume, runDir: runDir(databasePath, runId) });
+    const args = { databasePath, runId, resume, runDir: runDir(databasePath, runId) };
+    const pipelined = modeOf(runId) === 'pipeline';
+    const worker = spawnWorker(pipelined ? { ...args, role: 'trainer' } : args);
+    const rollout = pipelined ? spawnWorker({ ...args, role: 'rollout' }) : null;
     let resolveExit!: () => void;
     const exited = new Promise<void>((resolve) => (resolveExit = resolve));
-    const entry = { worker, exited, stopReason: null as string | null };
+    const entry: ActiveRun = { worker, rollout, exited, stopReason: null };
     active.set(runId, entry);
+    let running = rollout ? 2 : 1;
+    let trainerExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    let rolloutExited = false;
+    let rolloutDeath: string | null = null;
+    const finished = () => {
+      if (--running > 0) return;
+      active.delete(runId);
+      try {
+        const { code, signal } = trainerExit!;
+        const describe = signal ? `killed by ${signal}` : `exited with code ${code}`;
+        // A trainer that died on its own leaves the run running; name which worker it was.
+        const died = code !== 0 || signal ? `${rollout ? 'trainer worker' : 'worker'} process ${describe}` : null;
+        markEnded(runId, code, signal, entry.stopReason ?? (died ? null : rolloutDeath), died);
+      } finally {
+        resolveExit();
+      }
+    };
+
     worker.onMessage((message) => {
       if (!isWorkerMessage(message)) return;
+      if (message.type === 'peer') {
+        if (!rolloutExited) rollout?.send({ type: 'peer', payload: message.payload }, transferables(message.payload));
+        return;
+      }
       options.onWorkerMessage?.(message);
       if (message.type === 'started') publish({ type: 'run-status', runId, status: 'running', reason: null });
       else if (message.type === 'progress') {
@@ -101,13 +157,38 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       }
     });
     worker.onExit((code, signal) => {
-      active.delete(runId);
-      try {
-        markEnded(runId, code, signal, entry.stopReason);
-      } finally {
-        resolveExit();
+      trainerExit = { code, signal };
+      if (rollout && !rolloutExited) {
+        // The trainer is gone (done, failed, stopped or killed): the rollout has nothing to do.
+        rollout.send({ type: 'stop', reason: 'the trainer exited' });
+        const timer = setTimeout(() => rollout.kill('SIGKILL'), ROLLOUT_GRACE_MS);
+        timer.unref();
       }
+      finished();
     });
+    if (rollout) {
+      rollout.onMessage((message) => {
+        if (!isWorkerMessage(message)) return;
+        if (message.type === 'peer') {
+          if (!trainerExit) worker.send({ type: 'peer', payload: message.payload }, transferables(message.payload));
+          return;
+        }
+        options.onWorkerMessage?.(message);
+      });
+      rollout.onExit((code, signal) => {
+        rolloutExited = true;
+        // It leaves on its own only when told to stop; a signal or an error exit is a death.
+        if (!trainerExit && entry.stopReason === null && (code !== 0 || signal)) {
+          rolloutDeath = `rollout worker process ${signal ? `killed by ${signal}` : `exited with code ${code}`}`;
+          store.events.log(runId, 'error', 'worker_exit', `the run's rollout worker stopped unexpectedly: ${rolloutDeath}; the trainer stops at its next safe point; resume the run with \`marsrl resume ${runId}\``, { code, signal, role: 'rollout' });
+          worker.send({ type: 'stop', reason: rolloutDeath });
+          const timer = setTimeout(() => worker.kill('SIGTERM'), TRAINER_GRACE_MS);
+          timer.unref();
+          void exited.then(() => clearTimeout(timer));
+        }
+        finished();
+      });
+    }
   };
 
   return {
@@ -124,6 +205,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       if (!entry) throw new StudioError('conflict', `run ${runId} is not running in this process`);
       entry.stopReason = 'stopped by the user';
       entry.worker.send({ type: 'stop', reason: 'stopped by the user' });
+      entry.rollout?.send({ type: 'stop', reason: 'stopped by the user' });
       // A worker that does not stop within the grace period is terminated; its run is still marked.
       const timer = setTimeout(() => entry.worker.kill('SIGTERM'), 30_000);
       await entry.exited;
@@ -154,6 +236,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       const waits = [...active.entries()].map(([, entry]) => {
         entry.stopReason = reason;
         entry.worker.send({ type: 'stop', reason });
+        entry.rollout?.send({ type: 'stop', reason });
         return entry.exited;
       });
       await Promise.all(waits);

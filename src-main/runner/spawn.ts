@@ -2,7 +2,9 @@
  * Starting a worker process, behind one adapter so the engine never imports electron:
  * `child_process.fork` from the CLI, `marsrl serve` and tests; Electron's `utilityProcess` inside
  * the app (src-main/electron registers it with `setWorkerSpawner`). Messages are structured-clone
- * copies; Float32Array weights travel as their ArrayBuffers.
+ * copies (Node's `advanced` IPC serialization, Electron's postMessage), so Float32Array weights
+ * travel as their binary buffers, never as JSON; `send` takes the buffers that may be transferred
+ * (the sender gives them up), which a channel between processes copies once.
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,7 +14,7 @@ import type { ManagerToWorker, WorkerArgs } from './messages';
 
 export interface WorkerHandle {
   readonly pid: number | undefined;
-  send(message: ManagerToWorker): void;
+  send(message: ManagerToWorker, transfer?: ArrayBuffer[]): void;
   onMessage(listener: (message: unknown) => void): void;
   /** Called once, with the exit code, or the signal that killed the process. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
@@ -38,6 +40,8 @@ export const forkWorker: WorkerSpawner = (args) => {
     // TypeScript sources run through tsx's loader, as the CLI does.
     execArgv: entry.endsWith('.ts') ? ['--import', 'tsx'] : [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Structured clone over the IPC channel: typed arrays (weights, log-probabilities) stay binary.
+    serialization: 'advanced',
     env: process.env,
   });
   return {

@@ -1,14 +1,23 @@
 /**
- * The run worker: a separate process that trains one run and writes everything it produces to
- * the store. Started by the run manager with its arguments as JSON in argv[2]; talks back over
- * the IPC channel (Node fork or Electron utilityProcess, which both provide `process.send` or
- * `process.parentPort`).
+ * A run's worker process, started by the run manager with its arguments as JSON in argv[2]; talks
+ * back over the IPC channel (Node fork or Electron utilityProcess, which provide `process.send` or
+ * `process.parentPort`). Two roles:
  *
- * Stopping: a `stop` message, SIGTERM or SIGINT abort the trainer at its next safe point; the run
- * is marked interrupted with the reason and stays resumable from its last checkpoint.
+ * - trainer (every run): trains and writes everything the run produces to the store, and marks
+ *   the run's status when it ends. In a `pipeline` run it receives the rollout worker's batches,
+ *   and sends it weights, through the manager (`peer` messages).
+ * - rollout (`pipeline` runs only): generates episodes with its own copies of the policies and
+ *   writes only its own timeline spans (segment decodes, staleness waits).
+ *
+ * Stopping: a `stop` message, SIGTERM, SIGINT or the manager going away stop either worker at its
+ * next safe point; the trainer marks the run interrupted with the reason and it stays resumable
+ * from its last checkpoint.
  */
-import { openStore } from '../engine/store';
 import { resolveConfig } from '../engine/config/load';
+import { initBackend } from '../engine/model/backend';
+import { openStore, type Store } from '../engine/store';
+import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
+import { runRolloutLoop } from '../engine/training/pipeline-rollout';
 import { trainRun } from '../engine/training/trainer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
 
@@ -29,15 +38,43 @@ function onParentMessage(listener: (message: ManagerToWorker) => void): void {
   else process.on('message', (message) => listener(message as ManagerToWorker));
 }
 
+/**
+ * This worker's end of the channel to the run's other worker, through the manager. Messages that
+ * arrive before the engine listens are kept for it.
+ */
+type PeerMessage = TrainerToRollout | RolloutToTrainer;
+
+function peerEndpoint(runId: number): { endpoint: Endpoint<PeerMessage, PeerMessage>; deliver: (payload: PeerMessage) => void } {
+  const early: PeerMessage[] = [];
+  let listener: ((message: PeerMessage) => void) | null = null;
+  return {
+    endpoint: {
+      // Between processes the IPC layer copies the buffers once; nothing to transfer here.
+      send: (payload) => post({ type: 'peer', runId, payload }),
+      onMessage: (l) => {
+        listener = l;
+        for (const m of early.splice(0)) l(m);
+      },
+    },
+    deliver: (payload) => {
+      if (listener) listener(payload);
+      else early.push(payload);
+    },
+  };
+}
+
 async function main(): Promise<number> {
   const args = JSON.parse(process.argv[2] ?? '{}') as WorkerArgs;
+  const role = args.role ?? 'trainer';
   const store = openStore(args.databasePath);
   const controller = new AbortController();
   const stop = (reason: string) => {
     if (!controller.signal.aborted) controller.abort(reason);
   };
+  const peer = peerEndpoint(args.runId);
   onParentMessage((message) => {
     if (message.type === 'stop') stop(message.reason);
+    else if (message.type === 'peer') peer.deliver(message.payload);
   });
   process.on('SIGTERM', () => stop('worker received SIGTERM'));
   process.on('SIGINT', () => stop('interrupted (Ctrl-C)'));
@@ -47,9 +84,11 @@ async function main(): Promise<number> {
   const run = store.runs.get(args.runId);
   if (!run) throw new Error(`run ${args.runId} does not exist in ${args.databasePath}`);
   const config = resolveConfig(run.config, `run ${args.runId}`);
+  if (role === 'rollout') return rolloutMain(args, store, config, controller.signal, peer.endpoint as unknown as RolloutEndpoint);
+
   store.runs.setStatus(args.runId, 'running', null);
   store.runs.heartbeat(args.runId, process.pid);
-  post({ type: 'started', runId: args.runId, pid: process.pid });
+  post({ type: 'started', runId: args.runId, pid: process.pid, role });
 
   const outcome = await trainRun({
     store,
@@ -59,6 +98,8 @@ async function main(): Promise<number> {
     resume: args.resume,
     worker: `worker-${process.pid}`,
     signal: controller.signal,
+    // The manager forwards only the rollout worker's messages here, and ours only to it.
+    rollout: config.pipeline.mode === 'pipeline' ? (peer.endpoint as unknown as TrainerEndpoint) : undefined,
     onProgress: (progress) => {
       store.runs.heartbeat(args.runId, process.pid);
       post({ type: 'progress', runId: args.runId, progress });
@@ -72,6 +113,32 @@ async function main(): Promise<number> {
   return outcome.status === 'failed' ? 1 : 0;
 }
 
+/** The rollout worker of a pipelined run: episodes out, weights in, its own timeline spans. */
+async function rolloutMain(args: WorkerArgs, store: Store, config: ReturnType<typeof resolveConfig>, signal: AbortSignal, endpoint: RolloutEndpoint): Promise<number> {
+  post({ type: 'started', runId: args.runId, pid: process.pid, role: 'rollout' });
+  const writer = store.writer({ maxPending: 2000, flushIntervalMs: 500 });
+  let code = 0;
+  try {
+    await initBackend(config.runtime.backend);
+    await runRolloutLoop({
+      config,
+      endpoint,
+      worker: `rollout-${process.pid}`,
+      signal,
+      timeline: (span) => writer.timelineSpan({ ...span, runId: args.runId }),
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`rollout worker: ${error instanceof Error ? (error.stack ?? message) : message}\n`);
+    endpoint.send({ type: 'failed', message });
+    code = 1;
+  } finally {
+    writer.close();
+    store.close();
+  }
+  return code;
+}
+
 main().then(
   (code) => {
     process.exitCode = code;
@@ -79,7 +146,7 @@ main().then(
     setTimeout(() => process.exit(code), 50);
   },
   (error: unknown) => {
-    process.stderr.write(`run worker: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.stderr.write(`run worker: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exit(1);
   },
 );

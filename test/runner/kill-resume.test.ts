@@ -22,27 +22,34 @@ afterAll(() => {
 });
 
 describe('run worker processes', () => {
-  it('survives a SIGKILLed worker: run marked, database intact, rows kept, resume finishes it', async () => {
-    const config = tinyConfig({ optimization: { steps: 5, checkpoint_every: 1, minibatch_size: 16 } });
+  // Kill for real, mid-run, right after step 2 reported (its checkpoint is on disk). A sync run
+  // has one worker; a pipeline run has two, and killing either must leave the run resumable.
+  it.each([
+    { mode: 'sync', victim: 'trainer', reason: 'worker process killed by SIGKILL' },
+    { mode: 'pipeline', victim: 'trainer', reason: 'trainer worker process killed by SIGKILL' },
+    { mode: 'pipeline', victim: 'rollout', reason: 'rollout worker process killed by SIGKILL' },
+  ] as const)('survives a SIGKILLed $victim ($mode): run marked, database intact, rows kept, resume finishes it', async ({ mode, victim, reason }) => {
+    const config = tinyConfig({ optimization: { steps: 5, checkpoint_every: 1, minibatch_size: 16 }, pipeline: { mode, segment_tokens: 16, max_segments: 2, max_staleness: 1 } });
     let killedAtStep = -1;
+    let rolloutPid: number | null = null;
     const manager = createRunManager({
       store,
       databasePath,
       onWorkerMessage: (message: WorkerToManager) => {
-        // Kill for real, mid-run, right after step 2 reported (its checkpoint is on disk).
+        if (message.type === 'started' && message.role === 'rollout') rolloutPid = message.pid;
         if (message.type === 'progress' && message.progress.phase === 'rl' && message.progress.step === 3 && killedAtStep < 0) {
           killedAtStep = message.progress.step;
-          process.kill(store.runs.get(message.runId)!.workerPid!, 'SIGKILL');
+          process.kill(victim === 'rollout' ? rolloutPid! : store.runs.get(message.runId)!.workerPid!, 'SIGKILL');
         }
       },
     });
-    const { runId } = await manager.start({ config: config as unknown as Record<string, unknown>, name: 'killed' });
+    const { runId } = await manager.start({ config: config as unknown as Record<string, unknown>, name: `killed ${mode} ${victim}` });
     await manager.waitForExit(runId);
     expect(killedAtStep).toBe(3);
 
     const run = store.runs.get(runId)!;
     expect(run.status).toBe('interrupted');
-    expect(run.statusReason).toBe('worker process killed by SIGKILL');
+    expect(run.statusReason).toBe(reason);
     const check = new Database(databasePath, { readonly: true });
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
@@ -51,6 +58,9 @@ describe('run worker processes', () => {
     // Every committed step's rows are complete: each turn has its reward.
     const orphans = store.db.prepare('SELECT COUNT(*) AS n FROM turns t LEFT JOIN rewards r ON r.turn_id = t.id WHERE t.run_id = ? AND r.turn_id IS NULL AND t.episode_id IN (SELECT id FROM episodes WHERE split = ?)').get(runId, 'train') as { n: number };
     expect(orphans.n).toBe(0);
+    // Steps 0–2 reported before the kill, so their rows were committed and are all there.
+    const trainedSteps = store.db.prepare("SELECT DISTINCT step FROM episodes WHERE run_id = ? AND split = 'train' ORDER BY step").all(runId) as { step: number }[];
+    expect(trainedSteps.map((r) => r.step).slice(0, 3)).toEqual([0, 1, 2]);
     expect(store.events.events(runId).items.some((e) => e.kind === 'worker_exit' && e.message.includes(`marsrl resume ${runId}`))).toBe(true);
 
     const resumed = createRunManager({ store, databasePath });
@@ -62,22 +72,30 @@ describe('run worker processes', () => {
     const steps = store.metrics.series(runId, 'solver/reward/mean').items.map((p) => p.step);
     expect(steps.slice(-2)).toEqual([3, 4]);
     expect(store.events.events(runId).items.some((e) => e.kind === 'resumed')).toBe(true);
+    const final = new Database(databasePath, { readonly: true });
+    expect(final.pragma('integrity_check', { simple: true })).toBe('ok');
+    final.close();
   });
 
-  it('stops a run on request and marks it interrupted with the reason', async () => {
+  it.each(['sync', 'pipeline'] as const)('stops a run on request and marks it interrupted with the reason (%s)', async (mode) => {
+    const exits: string[] = [];
     const manager = createRunManager({
       store,
       databasePath,
       onWorkerMessage: (message) => {
         if (message.type === 'progress' && message.progress.phase === 'rl' && message.progress.step === 1) void manager.stop(message.runId);
+        if (message.type === 'finished') exits.push(message.status);
       },
     });
-    const { runId } = await manager.start({ config: tinyConfig({ optimization: { steps: 50, checkpoint_every: 1 } }) as unknown as Record<string, unknown> });
+    const { runId } = await manager.start({ config: tinyConfig({ optimization: { steps: 50, checkpoint_every: 1 }, pipeline: { mode, segment_tokens: 16, max_segments: 2 } }) as unknown as Record<string, unknown> });
     await manager.waitForExit(runId);
     const run = store.runs.get(runId)!;
     expect(run.status).toBe('interrupted');
     expect(run.statusReason).toBe('stopped by the user');
     expect(store.metrics.lastStep(runId)).toBeLessThan(49);
+    // The trainer marked the run itself (a clean stop, not a death).
+    expect(exits).toEqual(['interrupted']);
+    expect(store.events.events(runId).items.some((e) => e.kind === 'worker_exit')).toBe(false);
   });
 
   it('marks a run left running by a dead process as interrupted', () => {

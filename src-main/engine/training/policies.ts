@@ -26,9 +26,25 @@ export class PolicyRuntime {
     private readonly baseVersion = 0,
   ) {}
 
+  /**
+   * The trainer's version of weights adopted from another process (`adoptWeights`); null while
+   * this process's own optimizer defines the version.
+   */
+  private adoptedVersion: number | null = null;
+
   /** Policy version: RL updates applied so far. Segments and turns record it. */
   get version(): number {
-    return this.baseVersion + this.optimizer.stepCount;
+    return this.adoptedVersion ?? this.baseVersion + this.optimizer.stepCount;
+  }
+
+  /**
+   * Replace the weights with a copy trained elsewhere (the pipeline's rollout process receives
+   * them from the trainer after each update) and take that copy's version, so segments decoded
+   * with it record the version the trainer knows it by.
+   */
+  adoptWeights(weights: Float32Array, version: number): void {
+    this.model.setWeights(weights);
+    this.adoptedVersion = version;
   }
 
   dispose(): void {

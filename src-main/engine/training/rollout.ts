@@ -100,6 +100,43 @@ interface DecodeResult {
 }
 
 /**
+ * Where a rollout pauses, so a driver can act between segments: before every segment decode
+ * (`segment`: the pipeline swaps in newer weights here and holds the staleness bound), when an
+ * agent's group starts (`agent-start`) and when it is complete (`agent-done`: its turns can go to
+ * training). A synchronous driver ignores every pause, which is exactly the uninterrupted rollout.
+ */
+export type RolloutPause =
+  | { kind: 'segment'; agent: string; policy: PolicyRuntime; stage: number; segment: number; live: number }
+  | { kind: 'agent-start'; agent: string; role: Role; policy: PolicyRuntime; turns: number }
+  /** `episodes[i]` is the index (in the step's problems) of the episode `turns[i]` belongs to. */
+  | { kind: 'agent-done'; agent: string; role: Role; policy: PolicyRuntime; turns: RolloutTurn[]; episodes: number[] };
+
+/** Run a paused computation to its end without acting on any pause. */
+export function drain<T>(steps: Generator<RolloutPause, T, void>): T {
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/**
+ * Run a paused computation, awaiting `onPause` at every pause; a throw (or an abort the handler
+ * raises) ends the computation and releases its decode caches.
+ */
+export async function drive<T>(steps: Generator<RolloutPause, T, void>, onPause: (pause: RolloutPause) => Promise<void> | void): Promise<T> {
+  let r = steps.next();
+  try {
+    while (!r.done) {
+      await onPause(r.value);
+      r = steps.next();
+    }
+  } catch (error) {
+    steps.return(undefined as T);
+    throw error;
+  }
+  return r.value;
+}
+
+/**
  * Decode a batch in segments of `segmentTokens`, at most `maxSegments` per stage; sequences that
  * finish leave after each segment, the rest carry over to the next stage until the response
  * budget ends them.
@@ -108,9 +145,36 @@ export function decodeInSegments(
   policy: PolicyRuntime,
   tokenizer: Tokenizer,
   requests: readonly DecodeRequest[],
-  options: { seed: number; temperature: number; topP: number; maxNewTokens: number; segmentTokens: number; maxSegments: number; agent: string },
+  options: DecodeOptions,
   onSegment?: RolloutContext['onSegment'],
 ): DecodeResult[] {
+  return drain(decodeInSegmentsSteps(policy, tokenizer, requests, options, onSegment));
+}
+
+export interface DecodeOptions {
+  seed: number;
+  temperature: number;
+  topP: number;
+  maxNewTokens: number;
+  segmentTokens: number;
+  maxSegments: number;
+  agent: string;
+}
+
+/**
+ * `decodeInSegments`, pausing before every segment. Stage k decodes at most M segments; a
+ * sequence that finishes leaves (its row idles and the cache compacts), an unfinished one carries
+ * over to stage k + 1. Each segment records `policy.version` as read after the pause, so weights
+ * swapped in during a pause (between segments or stages) are the ones recorded, and the decode
+ * cache is rebuilt from the tokens so far because the model's weights version changed.
+ */
+export function* decodeInSegmentsSteps(
+  policy: PolicyRuntime,
+  tokenizer: Tokenizer,
+  requests: readonly DecodeRequest[],
+  options: DecodeOptions,
+  onSegment?: RolloutContext['onSegment'],
+): Generator<RolloutPause, DecodeResult[], void> {
   if (requests.length === 0) return [];
   const state = startDecode(
     requests.map((r) => r.promptTokens),
@@ -128,6 +192,7 @@ export function decodeInSegments(
     let stage = 0;
     while (state.sequences.some((s) => !s.finished)) {
       for (let segment = 0; segment < options.maxSegments && state.sequences.some((s) => !s.finished); segment++) {
+        yield { kind: 'segment', agent: options.agent, policy, stage, segment, live: state.sequences.filter((s) => !s.finished).length };
         const before = state.sequences.map((s) => s.tokens.length);
         const startedAt = Date.now();
         const version = policy.version;
@@ -179,14 +244,15 @@ interface PendingTurn {
  * Sample one agent's turns for many episodes in one batch, parse them and judge them against the
  * problems. Returns the turns appended to each episode.
  */
-function runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: PendingTurn[], seed: number, temperature: number): RolloutTurn[] {
+function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: PendingTurn[], seed: number, temperature: number): Generator<RolloutPause, RolloutTurn[], void> {
   if (pending.length === 0) return [];
   const { role, round } = pending[0];
   const agent = agentName(role, round);
   const policy = ctx.policies[role];
   const { rollout, pipeline } = ctx.config;
+  yield { kind: 'agent-start', agent, role, policy, turns: pending.length };
   const requests = pending.map((p, i) => ({ promptText: p.promptText, promptTokens: promptTokens(ctx.tokenizer, role, p.promptText), streamId: i }));
-  const results = decodeInSegments(
+  const results = yield* decodeInSegmentsSteps(
     policy,
     ctx.tokenizer,
     requests,
@@ -201,7 +267,7 @@ function runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pend
     },
     ctx.onSegment,
   );
-  return pending.map((p, i) => {
+  const turns = pending.map((p, i) => {
     const episode = episodes[p.episode];
     const result = results[i];
     const text = responseText(ctx.tokenizer, result.responseTokens);
@@ -245,10 +311,20 @@ function runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pend
     episode.turns.push(turn);
     return turn;
   });
+  yield { kind: 'agent-done', agent, role, policy, turns, episodes: pending.map((p) => p.episode) };
+  return turns;
 }
 
 /** Grouped rollouts for a batch of problems; `seed` makes the whole step reproducible. */
 export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[], seed: number): RolloutEpisode[] {
+  return drain(rolloutSteps(ctx, problems, seed));
+}
+
+/**
+ * `rolloutEpisodes`, pausing before every segment and around every agent's group (see
+ * `RolloutPause`). The pipeline drives it asynchronously; `rolloutEpisodes` drains it.
+ */
+export function* rolloutSteps(ctx: RolloutContext, problems: readonly Problem[], seed: number): Generator<RolloutPause, RolloutEpisode[], void> {
   const { rollout } = ctx.config;
   const rng = new Rng(seed, 'rollout');
   const episodes: RolloutEpisode[] = problems.map((problem) => ({ problem, turns: [], finalAnswer: null, correct: false, rounds: 0, chains: [] }));
@@ -259,7 +335,7 @@ export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[
       solverPending.push({ episode: e, role: 'solver', round: 0, groupId: 0, sampleIndex: s, parent: null, repairs: null, promptText: solverPrompt(episode.problem) });
     }
   });
-  runAgent(ctx, episodes, solverPending, rng.nextUint32(), rollout.temperature);
+  yield* runAgent(ctx, episodes, solverPending, rng.nextUint32(), rollout.temperature);
 
   // The solutions a round's Verifier may judge: the Solver's in round 1, the last Corrector's after.
   let candidates: number[][] = episodes.map((episode) => episode.turns.map((t) => t.index));
@@ -277,7 +353,7 @@ export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[
       }
       if (selected.length > 0) episode.rounds = round;
     });
-    const verdicts = runAgent(ctx, episodes, verifierPending, rng.nextUint32(), rollout.temperature);
+    const verdicts = yield* runAgent(ctx, episodes, verifierPending, rng.nextUint32(), rollout.temperature);
     if (verdicts.length === 0) break;
 
     const correctorPending: PendingTurn[] = [];
@@ -298,7 +374,7 @@ export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[
         }
       }
     });
-    const corrections = runAgent(ctx, episodes, correctorPending, rng.nextUint32(), rollout.temperature);
+    const corrections = yield* runAgent(ctx, episodes, correctorPending, rng.nextUint32(), rollout.temperature);
     candidates = episodes.map((episode) => episode.turns.filter((t) => t.role === 'corrector' && t.round === round).map((t) => t.index));
     // An episode with nothing rejected stops here; the others go on to the next round.
     if (corrections.length === 0) break;

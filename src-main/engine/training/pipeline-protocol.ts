@@ -1,0 +1,144 @@
+/**
+ * Typed messages between a pipelined run's trainer and its rollout process. Plain data that the
+ * structured clone carries (Node's `advanced` IPC serialization, Electron's postMessage, or
+ * `structuredClone` in one process); weights are one Float32Array per policy, whose ArrayBuffer
+ * goes in the transfer list (moved without a copy where the channel allows it, copied once by the
+ * IPC layer between processes).
+ *
+ *   rollout → trainer: hello, then per step one `batch` per agent as each finishes and one
+ *                      `step-done`; `failed` when the rollout cannot go on.
+ *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
+ *                      trained batch, `stop` when the run ends for any reason.
+ */
+import type { Role } from '../config/schema';
+import type { GPTConfig } from '../model/gpt';
+import type { RolloutTurn } from './rollout';
+
+export interface PolicyWeights {
+  policyId: string;
+  model: GPTConfig;
+  weights: Float32Array;
+  /** The trainer's version of these weights (RL updates applied). */
+  version: number;
+  /** Planned updates consumed so far (see queues.ts); ≥ version − the base. */
+  slot: number;
+}
+
+export type TrainerToRollout =
+  | { type: 'init'; startStep: number; policies: PolicyWeights[] }
+  | ({ type: 'weights' } & PolicyWeights)
+  | { type: 'stop'; reason: string };
+
+/** One turn as sent to the trainer: its episode (index in the step's problems) and the turn. */
+export interface BatchTurn {
+  episode: number;
+  turn: RolloutTurn;
+}
+
+export interface EpisodeSummary {
+  finalAnswer: string | null;
+  correct: boolean;
+  rounds: number;
+  chains: number[][];
+}
+
+export type RolloutToTrainer =
+  | { type: 'hello'; worker: string; pid: number }
+  | {
+      type: 'batch';
+      step: number;
+      agent: string;
+      role: Role;
+      policyId: string;
+      /** The slot the rollout planned this batch at (the trainer must be there when it starts it). */
+      slot: number;
+      /** Planned updates for this batch. */
+      updates: number;
+      turns: BatchTurn[];
+    }
+  | {
+      type: 'step-done';
+      step: number;
+      problemKeys: string[];
+      episodes: EpisodeSummary[];
+      /** Wall time of the step's rollout, and the part of it spent waiting for newer weights. */
+      rolloutMs: number;
+      waitMs: number;
+    }
+  | { type: 'failed'; message: string };
+
+/** One side of the trainer ↔ rollout channel. */
+export interface Endpoint<In, Out> {
+  send(message: Out, transfer?: ArrayBuffer[]): void;
+  onMessage(listener: (message: In) => void): void;
+}
+
+export type TrainerEndpoint = Endpoint<RolloutToTrainer, TrainerToRollout>;
+export type RolloutEndpoint = Endpoint<TrainerToRollout, RolloutToTrainer>;
+
+/**
+ * Both ends of a channel inside one process (tests, and `trainRun` called directly in pipeline
+ * mode): messages are structured-cloned, as between processes, and delivered on a later turn of
+ * the event loop.
+ */
+export function inProcessChannel(): { trainer: TrainerEndpoint; rollout: RolloutEndpoint } {
+  const toTrainer: ((m: RolloutToTrainer) => void)[] = [];
+  const toRollout: ((m: TrainerToRollout) => void)[] = [];
+  const deliver = <M>(listeners: ((m: M) => void)[], message: M, transfer?: ArrayBuffer[]) => {
+    const copy = structuredClone(message, transfer ? { transfer } : undefined);
+    setImmediate(() => listeners.forEach((l) => l(copy)));
+  };
+  return {
+    trainer: { send: (m, t) => deliver(toRollout, m, t), onMessage: (l) => toTrainer.push(l) },
+    rollout: { send: (m, t) => deliver(toTrainer, m, t), onMessage: (l) => toRollout.push(l) },
+  };
+}
+
+/**
+ * Messages received and not yet taken, with a way to wait for the next one. Waiting ends early
+ * when `signal` aborts.
+ */
+export class Inbox<M> {
+  private readonly items: M[] = [];
+  private wake: (() => void) | null = null;
+
+  push(message: M): void {
+    this.items.push(message);
+    this.notify();
+  }
+
+  /** Wake a waiter without a message (e.g. the run was stopped). */
+  notify(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** Take every message received so far. */
+  drain(): M[] {
+    return this.items.splice(0, this.items.length);
+  }
+
+  /** Take the first message that matches, if one has arrived. */
+  take<T extends M>(match: (m: M) => m is T): T | undefined {
+    const i = this.items.findIndex(match);
+    return i < 0 ? undefined : (this.items.splice(i, 1)[0] as T);
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** Resolves when a message arrives (or has already arrived), on `notify`, or when `signal` aborts. */
+  wait(signal?: AbortSignal): Promise<void> {
+    if (this.items.length > 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.wake = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}

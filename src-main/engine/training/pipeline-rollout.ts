@@ -1,0 +1,170 @@
+/**
+ * The rollout side of a pipelined run (MarsRL's agentic pipeline parallelism): it holds its own
+ * copies of the policies, built from the weights the trainer sends at the start, and generates
+ * each step's episodes agent by agent. The moment an agent's group is complete its turns go to
+ * the trainer as one batch (tokens, behaviour log-probabilities, segments with the policy version
+ * that wrote each, parse and correctness), while the rollout goes on with the next agent, and the
+ * next step.
+ *
+ * Between segments it takes in the newest weights the trainer has sent for the policy it is
+ * decoding with (the decode cache is rebuilt because the weights changed), and it never decodes a
+ * segment with weights more than `max_staleness` versions behind the version the batch will be
+ * trained at: it waits instead, and records the wait in the timeline (queues.ts explains the
+ * bound). Unfinished sequences carry over from stage to stage, possibly onto newer weights.
+ *
+ * It writes only its own timeline spans (segment decodes and waits); every trajectory row goes
+ * through the trainer, the one writer of turns, rewards and advantages.
+ */
+import type { RunConfig } from '../config/schema';
+import { createModel } from '../model/gpt';
+import { createOptimizer } from '../model/optim';
+import type { TimelineRow } from '../store/types';
+import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
+import { PolicyRuntime, rolePolicies } from './policies';
+import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
+import { drive, rolloutSteps, type RolloutContext, type RolloutPause } from './rollout';
+import { loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
+
+export interface RolloutLoopOptions {
+  config: RunConfig;
+  endpoint: RolloutEndpoint;
+  /** Name of this process in timeline rows. */
+  worker: string;
+  signal?: AbortSignal;
+  /** Receives this process's timeline spans (segment decodes and staleness waits). */
+  timeline?: (span: Omit<TimelineRow, 'id' | 'runId'>) => void;
+}
+
+/** The run ended (trainer said stop, or this process was stopped): leave quietly. */
+class RolloutStopped extends Error {}
+
+/**
+ * Generate episodes for the trainer until the last step is sent and the trainer says stop, or
+ * until stopped. Resolves when done; rejects only on a real failure (the caller reports it).
+ */
+export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void> {
+  const { config, endpoint, signal } = options;
+  const inbox = new Inbox<TrainerToRollout>();
+  endpoint.onMessage((m) => inbox.push(m));
+  const abort = new AbortController();
+  let stopReason: string | null = null;
+  const onAbort = () => abort.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) abort.abort();
+  // The newest weights received per policy, not yet taken in.
+  const mailbox = new Map<string, PolicyWeights>();
+  let init: Extract<TrainerToRollout, { type: 'init' }> | null = null;
+  const receive = () => {
+    for (const m of inbox.drain()) {
+      if (m.type === 'stop') {
+        stopReason = m.reason;
+        abort.abort();
+      } else if (m.type === 'init') init = m;
+      else if (m.type === 'weights') {
+        const held = mailbox.get(m.policyId);
+        if (!held || m.slot > held.slot) mailbox.set(m.policyId, m);
+      }
+    }
+    if (abort.signal.aborted) throw new RolloutStopped(stopReason ?? 'stopped');
+  };
+  const policies = new Map<string, PolicyRuntime>();
+  try {
+    const data = loadTaskData(config);
+    endpoint.send({ type: 'hello', worker: options.worker, pid: process.pid });
+    while (!init) {
+      receive();
+      if (!init) await inbox.wait(abort.signal);
+    }
+    const start: Extract<TrainerToRollout, { type: 'init' }> = init;
+    const slots = new Map<string, number>();
+    for (const p of start.policies) {
+      const model = createModel(p.model, 0);
+      const policy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
+      policy.adoptWeights(p.weights, p.version);
+      policies.set(p.policyId, policy);
+      slots.set(p.policyId, p.slot);
+    }
+    const roles = rolePolicies(config, policies);
+    const { scope } = scoringScope(config);
+    const planner = new StalenessPlanner(config.pipeline.max_staleness, scope, Object.fromEntries(slots));
+    const { minibatch_size: minibatch, ppo_epochs: epochs } = config.optimization;
+
+    /** Take in the newest weights for a policy, if newer than the ones held. */
+    const adopt = (policyId: string) => {
+      const next = mailbox.get(policyId);
+      if (!next) return;
+      mailbox.delete(policyId);
+      if (next.slot <= slots.get(policyId)!) return;
+      policies.get(policyId)!.adoptWeights(next.weights, next.version);
+      slots.set(policyId, next.slot);
+    };
+
+    for (let step = start.startStep; step < config.optimization.steps; step++) {
+      receive();
+      planner.beginStep();
+      const { problems, seed } = stepProblems(config, data, step);
+      let batchSlot = 0;
+      let waitMs = 0;
+      const stepStart = Date.now();
+      const ctx: RolloutContext = {
+        family: data.family,
+        tokenizer: data.tokenizer,
+        policies: roles,
+        config,
+        onSegment: (s) => options.timeline?.({ kind: 'segment', agent: s.agent, worker: options.worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),
+      };
+      const onPause = async (pause: RolloutPause) => {
+        if (pause.kind === 'agent-start') {
+          batchSlot = planner.batchSlot(pause.policy.id);
+          return;
+        }
+        if (pause.kind === 'agent-done') {
+          const updates = plannedUpdates(pause.turns.filter((t) => t.responseTokens.length > 0).length, minibatch, epochs);
+          planner.commit(pause.policy.id, updates);
+          endpoint.send({
+            type: 'batch', step, agent: pause.agent, role: pause.role, policyId: pause.policy.id, slot: batchSlot, updates,
+            turns: pause.turns.map((turn, i) => ({ episode: pause.episodes[i], turn })),
+          });
+          return;
+        }
+        // Before a segment: let messages in, take the newest weights, hold the staleness bound.
+        await yieldToEventLoop();
+        receive();
+        const id = pause.policy.id;
+        adopt(id);
+        if (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
+          const waitStart = Date.now();
+          const versionBefore = pause.policy.version;
+          while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
+            await inbox.wait(abort.signal);
+            receive();
+            adopt(id);
+          }
+          const waitEnd = Date.now();
+          waitMs += waitEnd - waitStart;
+          options.timeline?.({ kind: 'wait', agent: pause.agent, worker: options.worker, step, policyVersion: versionBefore, startedAt: waitStart, endedAt: waitEnd, tokens: 0 });
+        }
+      };
+      const episodes = await drive(rolloutSteps(ctx, problems, seed), onPause);
+      endpoint.send({
+        type: 'step-done',
+        step,
+        problemKeys: problems.map((p) => p.key),
+        episodes: episodes.map((e) => ({ finalAnswer: e.finalAnswer, correct: e.correct, rounds: e.rounds, chains: e.chains })),
+        rolloutMs: Date.now() - stepStart,
+        waitMs,
+      });
+    }
+    // Everything is sent; stay until the trainer ends the run (it may still be training).
+    for (;;) {
+      receive();
+      await inbox.wait(abort.signal);
+    }
+  } catch (error) {
+    if (error instanceof RolloutStopped) return;
+    throw error;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    for (const p of policies.values()) p.dispose();
+  }
+}

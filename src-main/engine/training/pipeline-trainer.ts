@@ -1,0 +1,241 @@
+/**
+ * The trainer side of a pipelined run (`pipeline.mode: pipeline`). The rollout (another process,
+ * or this one when `trainRun` is called directly) sends each agent's turns of a step as soon as
+ * that agent's group is complete; they enter the agent's training queue, and the trainer takes
+ * the oldest ready batch (queues.ts), scores it, applies the same PPO update per agent as the
+ * synchronous trainer, and sends the policy's new weights back, while the rollout goes on.
+ *
+ * When scoring waits. With decoupled rewards and agentwise (or no-std) advantages a batch is
+ * scored and trained the moment it arrives: the Solver's group trains while the Verifier
+ * generates. A shared reward needs the episode's outcome and global / agent-mean / agent-std
+ * advantages need every agent's rewards of the prompt, so then a step's batches wait until the
+ * step's last agent has finished, and are scored with exactly the synchronous `scoreEpisodes`.
+ *
+ * A step ends (in arrival order, after its last batch): its episodes, turns, segments, rewards and
+ * advantages are written in one batch, then its metrics, then evaluation and checkpoint when due,
+ * as in the synchronous loop. Off-policy segments are not dropped: PPO's ratio uses each token's
+ * stored behaviour log-probability, and the staleness of every batch is logged
+ * (`<agent>/staleness`, `pipeline/staleness`).
+ */
+import type { RunConfig } from '../config/schema';
+import type { BatchWriter, Store } from '../store';
+import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
+import { runRolloutLoop } from './pipeline-rollout';
+import type { PolicyRuntime } from './policies';
+import { scoringScope, TrainingQueues } from './queues';
+import type { RolloutEpisode } from './rollout';
+import {
+  logEpisodes,
+  rolloutMetrics,
+  saveRunCheckpoint,
+  scoreAgentTurns,
+  scoreEpisodes,
+  stepProblems,
+  updateAgent,
+  yieldToEventLoop,
+  type ProblemIds,
+  type ScoredEpisode,
+  type TaskData,
+  type UpdateContext,
+} from './run-support';
+
+type BatchMessage = Extract<RolloutToTrainer, { type: 'batch' }>;
+type StepDone = Extract<RolloutToTrainer, { type: 'step-done' }>;
+
+export interface PipelineRun {
+  store: Store;
+  runId: number;
+  config: RunConfig;
+  writer: BatchWriter;
+  worker: string;
+  data: TaskData;
+  problemIds: ProblemIds;
+  policies: Map<string, PolicyRuntime>;
+  checkpointRoot: string;
+  startStep: number;
+  signal?: AbortSignal;
+  update: UpdateContext;
+  /** The rollout process's end of the channel; null runs the rollout in this process. */
+  endpoint: TrainerEndpoint | null;
+  wallTime: () => number;
+  runEvaluation: (at: number) => void;
+  onStep: (step: number, metrics: Record<string, number>) => void;
+  /** The next step to train (for the outcome when a failure ends the run). */
+  cursor: { step: number };
+}
+
+export type PipelineOutcome = { status: 'done' } | { status: 'interrupted'; step: number; reason: string };
+
+interface StepState {
+  episodes: RolloutEpisode[];
+  scored: ScoredEpisode[];
+  scoredWhole: boolean;
+  metrics: Record<string, number>;
+  updateMs: number;
+  staleness: number;
+  tokens: number;
+}
+
+/** Thrown when the rollout reports that it cannot go on. */
+export class RolloutFailedError extends Error {}
+
+export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome> {
+  const { config, writer, runId, signal, policies } = run;
+  const { scope } = scoringScope(config);
+  const own = run.endpoint ? null : inProcessChannel();
+  const endpoint = run.endpoint ?? own!.trainer;
+  const inbox = new Inbox<RolloutToTrainer>();
+  endpoint.onMessage((m) => inbox.push(m));
+
+  let rolloutTask: Promise<void> | null = null;
+  if (own) {
+    const rolloutEnd = own.rollout;
+    rolloutTask = runRolloutLoop({
+      config,
+      endpoint: rolloutEnd,
+      worker: `${run.worker}/rollout`,
+      signal,
+      timeline: (span) => writer.timelineSpan({ ...span, runId }),
+    }).catch((error: unknown) => rolloutEnd.send({ type: 'failed', message: error instanceof Error ? error.message : String(error) }));
+  }
+
+  const queues = new TrainingQueues<BatchMessage>(scope);
+  const stepDone = new Map<number, StepDone>();
+  const states = new Map<number, StepState>();
+  const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
+  let rolloutWorker: string | null = null;
+  let failure: string | null = null;
+  let idleMs = 0;
+  let stopReason = 'the run ended';
+
+  const handle = () => {
+    for (const m of inbox.drain()) {
+      if (m.type === 'hello') rolloutWorker = m.worker;
+      else if (m.type === 'batch') queues.push(m);
+      else if (m.type === 'step-done') {
+        stepDone.set(m.step, m);
+        queues.stepComplete(m.step);
+      } else if (m.type === 'failed') failure = m.message;
+    }
+    if (failure !== null) throw new RolloutFailedError(`the rollout failed: ${failure}`);
+  };
+  /** Wait for the next message; false when the run was stopped. */
+  const pump = async (): Promise<boolean> => {
+    const t0 = Date.now();
+    await inbox.wait(signal);
+    idleMs += Date.now() - t0;
+    handle();
+    return !signal?.aborted;
+  };
+  const weightsOf = (p: PolicyRuntime): PolicyWeights => ({ policyId: p.id, model: { ...p.model.config }, weights: p.model.getWeights(), version: p.version, slot: slots.get(p.id)! });
+  const interrupted = (): PipelineOutcome => {
+    stopReason = String(signal?.reason ?? 'stopped');
+    return { status: 'interrupted', step: run.cursor.step, reason: stopReason };
+  };
+
+  const stateOf = (step: number): StepState => {
+    let s = states.get(step);
+    if (!s) {
+      const { problems } = stepProblems(config, run.data, step);
+      const episodes = problems.map((problem) => ({ problem, turns: [], finalAnswer: null, correct: false, rounds: 0, chains: [] }));
+      s = { episodes, scored: episodes.map(() => ({ rewards: [], advantages: [] })), scoredWhole: false, metrics: {}, updateMs: 0, staleness: 0, tokens: 0 };
+      states.set(step, s);
+    }
+    return s;
+  };
+  const completeEpisodes = (step: number, s: StepState) => {
+    const done = stepDone.get(step)!;
+    const keys = s.episodes.map((e) => e.problem.key);
+    if (done.problemKeys.join('\n') !== keys.join('\n')) throw new Error(`pipeline: the rollout's problems of step ${step} differ from the trainer's`);
+    done.episodes.forEach((summary, e) => Object.assign(s.episodes[e], summary));
+  };
+
+  const trainBatch = (batch: BatchMessage) => {
+    const s = stateOf(batch.step);
+    for (const { episode, turn } of batch.turns) s.episodes[episode].turns[turn.index] = turn;
+    const policy = policies.get(batch.policyId)!;
+    if (slots.get(batch.policyId) !== batch.slot) {
+      throw new Error(`pipeline: ${batch.agent}'s batch of step ${batch.step} was planned at update ${batch.slot} of policy ${batch.policyId}, but the trainer is at ${slots.get(batch.policyId)}`);
+    }
+    if (scope === 'agent') scoreAgentTurns(config, s.episodes, batch.turns, s.scored);
+    else if (!s.scoredWhole) {
+      completeEpisodes(batch.step, s);
+      s.scored = scoreEpisodes(config, s.episodes);
+      s.scoredWhole = true;
+    }
+    const oldest = Math.min(...batch.turns.flatMap(({ turn }) => turn.segments.map((g) => g.policyVersion)));
+    const staleness = Number.isFinite(oldest) ? policy.version - oldest : 0;
+    const t0 = Date.now();
+    const metrics = updateAgent(run.update, batch.agent, policy, batch.turns.map(({ episode, turn }) => ({ turn, advantage: s.scored[episode].advantages[turn.index].value })), batch.step);
+    s.updateMs += Date.now() - t0;
+    Object.assign(s.metrics, metrics);
+    s.metrics[`${batch.agent}/staleness`] = staleness;
+    s.staleness = Math.max(s.staleness, staleness);
+    s.tokens += batch.turns.reduce((a, { turn }) => a + turn.responseTokens.length, 0);
+    slots.set(batch.policyId, batch.slot + batch.updates);
+    const w = weightsOf(policy);
+    endpoint.send({ type: 'weights', ...w }, [w.weights.buffer as ArrayBuffer]);
+  };
+
+  let lastStepEnd = Date.now();
+  const finishStep = (step: number) => {
+    const s = stateOf(step);
+    if (!s.scoredWhole) completeEpisodes(step, s);
+    const done = stepDone.get(step)!;
+    const metrics = rolloutMetrics(config, s.episodes, s.scored);
+    Object.assign(metrics, s.metrics);
+    logEpisodes(writer, run.problemIds, runId, step, s.episodes, s.scored, rolloutWorker ?? run.worker, config);
+    const now = Date.now();
+    const stepS = (now - lastStepEnd) / 1000;
+    lastStepEnd = now;
+    metrics['perf/rollout_s'] = (done.rolloutMs - done.waitMs) / 1000;
+    metrics['perf/update_s'] = s.updateMs / 1000;
+    metrics['perf/step_s'] = stepS;
+    metrics['perf/tokens_per_s'] = s.tokens / Math.max(stepS, 1e-3);
+    metrics['pipeline/staleness'] = s.staleness;
+    metrics['pipeline/rollout_wait_s'] = done.waitMs / 1000;
+    metrics['pipeline/trainer_idle_s'] = idleMs / 1000;
+    metrics['pipeline/queued_batches'] = queues.depth();
+    idleMs = 0;
+    for (const [key, value] of Object.entries(metrics)) writer.metric({ runId, step, wallTime: run.wallTime(), key, value });
+    writer.flush();
+    states.delete(step);
+    stepDone.delete(step);
+    run.onStep(step, metrics);
+
+    const isLast = step === config.optimization.steps - 1;
+    if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) run.runEvaluation(step + 1);
+    if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
+      saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, run.data.tokenizer, config, step, metrics);
+    }
+    run.cursor.step = step + 1;
+  };
+
+  try {
+    while (rolloutWorker === null) {
+      if (!(await pump())) return interrupted();
+    }
+    const init = [...policies.values()].map(weightsOf);
+    endpoint.send({ type: 'init', startStep: run.startStep, policies: init }, init.map((w) => w.weights.buffer as ArrayBuffer));
+    // The rollout starts the first step while the starting policies are evaluated.
+    if (run.startStep === 0) run.runEvaluation(0);
+    lastStepEnd = Date.now();
+    while (run.cursor.step < config.optimization.steps) {
+      if (signal?.aborted) return interrupted();
+      handle();
+      const item = queues.next();
+      if (!item) {
+        if (!(await pump())) return interrupted();
+        continue;
+      }
+      if (item.kind === 'batch') trainBatch(item.batch);
+      else finishStep(item.step);
+      // Let stop requests and the rollout's messages in between batches.
+      await yieldToEventLoop();
+    }
+    return { status: 'done' };
+  } finally {
+    endpoint.send({ type: 'stop', reason: stopReason });
+    if (rolloutTask) await rolloutTask;
+  }
+}

@@ -1,0 +1,344 @@
+/**
+ * What the synchronous and the pipelined trainer share: the step's problems, scoring, one PPO
+ * update per agent, the metrics of a step, and the rows a step writes to the store. Both loops
+ * call these same functions, so a batch is scored, trained and stored the same way in either mode.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { RunConfig } from '../config/schema';
+import { Tokenizer } from '../model/tokenizer';
+import { computeAdvantages, computeRewards, meanInflationFactors } from '../rl';
+import type { BatchWriter, Store } from '../store';
+import { getTaskFamily } from '../tasks';
+import type { Problem, TaskFamily } from '../tasks/types';
+import { Rng } from '../util/rng';
+import type { evaluate } from './evaluate';
+import { savePolicies, type PolicyRuntime } from './policies';
+import { ppoStep, responseLogProbs, type PolicySample } from './ppo';
+import type { RolloutEpisode, RolloutTurn } from './rollout';
+
+/** Raised when `optimization.nan_tolerance` updates in a row were skipped for NaN/Inf. */
+export class NonFiniteError extends Error {}
+
+export interface TaskData {
+  family: TaskFamily;
+  tokenizer: Tokenizer;
+  train: Problem[];
+  test: Problem[];
+}
+
+export function loadTaskData(config: RunConfig): TaskData {
+  const family = getTaskFamily(config.task.family, { path: config.task.jsonl_path, checker: config.task.checker });
+  const tokenizer = new Tokenizer(family.charset);
+  const train = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.train_size, split: 'train' });
+  const test = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.test_size, split: 'test' });
+  return { family, tokenizer, train, test };
+}
+
+export function mean(values: readonly number[]): number {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : Number.NaN;
+}
+
+export function std(values: readonly number[]): number {
+  if (values.length < 2) return 0;
+  const m = mean(values);
+  return Math.sqrt(values.reduce((a, b) => a + (b - m) ** 2, 0) / values.length);
+}
+
+/** Problem ids in the store, inserted the first time a problem is used in this run. */
+export class ProblemIds {
+  private readonly ids = new Map<string, number>();
+  constructor(
+    private readonly store: Store,
+    private readonly runId: number,
+  ) {
+    const rows = store.db.prepare('SELECT id, split, problem_key FROM problems WHERE run_id = ?').all(runId) as { id: number; split: string; problem_key: string }[];
+    for (const r of rows) this.ids.set(`${r.split}:${r.problem_key}`, r.id);
+  }
+
+  idOf(writer: BatchWriter, problem: Problem): number {
+    const key = `${problem.split}:${problem.key}`;
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = writer.newId('problems');
+      writer.problem({ id, runId: this.runId, split: problem.split, family: problem.family, problemKey: problem.key, question: problem.question, answer: problem.answer, meta: problem.meta });
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+}
+
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+export function saveRunCheckpoint(store: Store, runId: number, root: string, policies: Map<string, PolicyRuntime>, tokenizer: Tokenizer, config: RunConfig, step: number, metrics: Record<string, number>): void {
+  const dir = path.join(root, `step-${String(step).padStart(6, '0')}`);
+  const written = savePolicies(dir, policies, tokenizer, config, step, { runId });
+  for (const target of written) {
+    store.events.addCheckpoint({ runId, step, policyId: path.basename(target), path: target, createdAt: Date.now(), metrics: null });
+  }
+  store.events.log(runId, 'info', 'checkpoint', `checkpoint at step ${step}`, { dir, metrics }, step);
+  // Keep the two newest checkpoints and every one that evaluation might pick later.
+  const all = fs.existsSync(root) ? fs.readdirSync(root).filter((d) => d.startsWith('step-')).sort() : [];
+  for (const old of all.slice(0, -2)) fs.rmSync(path.join(root, old), { recursive: true, force: true });
+}
+
+
+/**
+ * The problems of RL step `step` and the seed of its rollout: a pure function of the config's
+ * seed and the step, so a resumed run, and the rollout process of a pipelined run, draw exactly
+ * the problems the synchronous run draws.
+ */
+export function stepProblems(config: RunConfig, data: TaskData, step: number): { problems: Problem[]; seed: number } {
+  const stepRng = new Rng(config.seed, `step:${step}`);
+  const problems = Array.from({ length: config.rollout.problems_per_step }, () => data.train[stepRng.int(0, data.train.length - 1)]);
+  return { problems, seed: stepRng.nextUint32() };
+}
+
+/**
+ * Rewards and advantages of one agent's turns without the rest of the episode, for a config
+ * whose scoring is agent-local (queues.ts `scoringScope` = 'agent'): a decoupled reward reads only
+ * the turn, and agentwise / no-std advantages read only agent k's turns of the prompt, so the
+ * values equal `scoreEpisodes` over the finished episodes. Results are written into `scored` at
+ * each turn's index.
+ */
+export function scoreAgentTurns(config: RunConfig, episodes: readonly RolloutEpisode[], turns: readonly { episode: number; turn: RolloutTurn }[], scored: ScoredEpisode[]): void {
+  const byEpisode = new Map<number, RolloutTurn[]>();
+  for (const { episode, turn } of turns) {
+    const list = byEpisode.get(episode) ?? [];
+    list.push(turn);
+    byEpisode.set(episode, list);
+  }
+  for (const [e, list] of byEpisode) {
+    // The outcome is not known yet; an agent-local scheme does not read it.
+    const rewards = computeRewards(config.reward.scheme, list.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid })), { correct: false }, { formatPenalty: config.reward.format_penalty });
+    const groupKey = `${e}:${episodes[e].problem.key}`;
+    const advantages = computeAdvantages(
+      list.map((t, i) => ({ agent: t.agent, reward: rewards[i].value, groupKey })),
+      config.advantage.mode,
+      { std: config.advantage.std, singleSample: config.advantage.single_sample, eps: config.advantage.eps },
+    );
+    list.forEach((t, i) => {
+      scored[e].rewards[t.index] = { value: rewards[i].value, components: { ...rewards[i].components } };
+      scored[e].advantages[t.index] = advantages[i];
+    });
+  }
+}
+
+export interface UpdateContext {
+  store: Store;
+  runId: number;
+  config: RunConfig;
+  writer: BatchWriter;
+  worker: string;
+  padId: number;
+  injectNanLossFromStep?: number;
+  /** Updates skipped for NaN/Inf in a row, across agents and steps. */
+  skips: { consecutive: number };
+}
+
+/**
+ * One agent's PPO update on its turns of a step: `ppo_epochs` passes of minibatches, each
+ * recorded as an 'update' span; a NaN/Inf loss or gradient skips that minibatch with an event,
+ * and `nan_tolerance` skips in a row raise NonFiniteError. Returns the agent's metrics (gradient
+ * norm before clipping, loss, entropy, KL, clip fraction) when any update was applied.
+ */
+export function updateAgent(ctx: UpdateContext, agent: string, policy: PolicyRuntime, items: readonly { turn: RolloutTurn; advantage: number }[], step: number): Record<string, number> {
+  const { config, store, runId, writer } = ctx;
+  const metrics: Record<string, number> = {};
+  const samples: PolicySample[] = items
+    .filter(({ turn }) => turn.responseTokens.length > 0)
+    .map(({ turn, advantage }) => ({
+      tokens: [...turn.promptTokens, ...turn.responseTokens],
+      responseStart: turn.promptTokens.length,
+      behaviourLogProbs: turn.behaviourLogProbs,
+      advantage,
+    }));
+  if (samples.length === 0) return metrics;
+  if (policy.reference) {
+    const refs = responseLogProbs(policy.reference, samples, config.rollout.temperature, ctx.padId);
+    samples.forEach((s, i) => (s.referenceLogProbs = refs[i]));
+  }
+  const norms: number[] = [];
+  const agentStats = { loss: [] as number[], entropy: [] as number[], kl: [] as number[], clip: [] as number[] };
+  for (let epoch = 0; epoch < config.optimization.ppo_epochs; epoch++) {
+    for (let start = 0; start < samples.length; start += config.optimization.minibatch_size) {
+      const t0 = Date.now();
+      const batch = samples.slice(start, start + config.optimization.minibatch_size);
+      const poisoned = ctx.injectNanLossFromStep !== undefined && step >= ctx.injectNanLossFromStep;
+      const r = ppoStep(policy.model, policy.optimizer, poisoned ? batch.map((s) => ({ ...s, advantage: Number.NaN })) : batch, {
+        clip: config.optimization.ppo_clip,
+        klCoef: config.optimization.kl_coef,
+        temperature: config.rollout.temperature,
+        padId: ctx.padId,
+      });
+      writer.timelineSpan({ runId, kind: 'update', agent, worker: ctx.worker, step, policyVersion: policy.version, startedAt: t0, endedAt: Date.now(), tokens: r.tokens });
+      if (r.skipped) {
+        ctx.skips.consecutive++;
+        store.events.log(runId, 'warning', 'non_finite_update', `${agent} update skipped at step ${step}: ${r.skipReason}`, { agent, reason: r.skipReason }, step);
+        if (ctx.skips.consecutive >= config.optimization.nan_tolerance) {
+          throw new NonFiniteError(`${ctx.skips.consecutive} updates in a row had a NaN/Inf loss or gradient (last: ${agent} at step ${step}, ${r.skipReason}); lower the learning rate or enable clipping (optimization.nan_tolerance = ${config.optimization.nan_tolerance})`);
+        }
+        continue;
+      }
+      ctx.skips.consecutive = 0;
+      norms.push(r.gradNorm);
+      agentStats.loss.push(r.loss);
+      agentStats.entropy.push(r.entropy);
+      agentStats.kl.push(r.kl);
+      agentStats.clip.push(r.clipFraction);
+    }
+  }
+  if (norms.length) {
+    metrics[`${agent}/grad_norm`] = mean(norms);
+    metrics[`${agent}/loss`] = mean(agentStats.loss);
+    metrics[`${agent}/entropy`] = mean(agentStats.entropy);
+    metrics[`${agent}/kl`] = mean(agentStats.kl);
+    metrics[`${agent}/clip_fraction`] = mean(agentStats.clip);
+  }
+  return metrics;
+}
+
+export interface ScoredEpisode {
+  rewards: { value: number; components: Record<string, number> }[];
+  advantages: { value: number; mu: number; sigma: number; groupKey: string }[];
+}
+
+/** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
+export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpisode[]): ScoredEpisode[] {
+  return episodes.map((episode, e) => {
+    const rewardTurns = episode.turns.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid }));
+    const rewards = computeRewards(config.reward.scheme, rewardTurns, { correct: episode.correct }, { formatPenalty: config.reward.format_penalty });
+    // The group key is the prompt: one problem's turns across agents (Dr. MAS: agent k's samples
+    // for the same prompt).
+    const groupKey = `${e}:${episode.problem.key}`;
+    const advantages = computeAdvantages(
+      episode.turns.map((t, i) => ({ agent: t.agent, reward: rewards[i].value, groupKey })),
+      config.advantage.mode,
+      { std: config.advantage.std, singleSample: config.advantage.single_sample, eps: config.advantage.eps },
+    );
+    return { rewards: rewards.map((r) => ({ value: r.value, components: { ...r.components } })), advantages };
+  });
+}
+
+export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpisode[], scored: readonly ScoredEpisode[]): Record<string, number> {
+  const metrics: Record<string, number> = {};
+  const byAgent = new Map<string, { reward: number[]; advantage: number[]; length: number[]; correct: boolean[]; formatValid: boolean[] }>();
+  const inflationInput: { agent: string; reward: number; groupKey: string }[] = [];
+  episodes.forEach((episode, e) =>
+    episode.turns.forEach((turn, i) => {
+      const s = byAgent.get(turn.agent) ?? { reward: [], advantage: [], length: [], correct: [], formatValid: [] };
+      s.reward.push(scored[e].rewards[i].value);
+      s.advantage.push(scored[e].advantages[i].value);
+      s.length.push(turn.responseTokens.length);
+      s.correct.push(turn.correct);
+      s.formatValid.push(turn.formatValid);
+      byAgent.set(turn.agent, s);
+      inflationInput.push({ agent: turn.agent, reward: scored[e].rewards[i].value, groupKey: String(e) });
+    }),
+  );
+  for (const [agent, s] of byAgent) {
+    metrics[`${agent}/reward/mean`] = mean(s.reward);
+    metrics[`${agent}/reward/std`] = std(s.reward);
+    metrics[`${agent}/advantage/mean`] = mean(s.advantage);
+    metrics[`${agent}/advantage/std`] = std(s.advantage);
+    metrics[`${agent}/response_length`] = mean(s.length);
+    metrics[`${agent}/accuracy`] = mean(s.correct.map(Number));
+    metrics[`${agent}/format_valid`] = mean(s.formatValid.map(Number));
+    metrics[`${agent}/samples`] = s.reward.length;
+  }
+  for (const [agent, factor] of Object.entries(meanInflationFactors(inflationInput))) metrics[`${agent}/inflation`] = factor;
+  metrics['system/accuracy'] = mean(episodes.map((e) => Number(e.correct)));
+  metrics['solver/accuracy'] = byAgent.has('solver') ? mean(byAgent.get('solver')!.correct.map(Number)) : Number.NaN;
+  // Verifier precision/recall of rejecting wrong solutions, and Corrector fix rate, per round.
+  for (let round = 1; round <= config.rollout.rounds; round++) {
+    let rejections = 0;
+    let caught = 0;
+    let wrong = 0;
+    let fixed = 0;
+    let wrongInputs = 0;
+    for (const episode of episodes) {
+      for (const t of episode.turns) {
+        if (t.round !== round) continue;
+        if (t.role === 'verifier') {
+          const judged = episode.turns[t.parent!];
+          if (!judged.correct) wrong++;
+          if (t.verdict === 'reject') {
+            rejections++;
+            if (!judged.correct) caught++;
+          }
+        } else if (t.role === 'corrector') {
+          const repaired = episode.turns[t.repairs!];
+          if (!repaired.correct) {
+            wrongInputs++;
+            if (t.correct) fixed++;
+          }
+        }
+      }
+    }
+    if (rejections > 0) metrics[`verifier${round}/precision`] = caught / rejections;
+    if (wrong > 0) metrics[`verifier${round}/recall`] = caught / wrong;
+    if (wrongInputs > 0) metrics[`corrector${round}/fix_rate`] = fixed / wrongInputs;
+  }
+  for (const key of Object.keys(metrics)) if (!Number.isFinite(metrics[key])) delete metrics[key];
+  return metrics;
+}
+
+export function logEpisodes(
+  writer: BatchWriter,
+  problemIds: ProblemIds,
+  runId: number,
+  step: number,
+  episodes: readonly RolloutEpisode[],
+  scored: readonly ScoredEpisode[],
+  worker: string,
+  config: RunConfig,
+): number[][] {
+  const now = Date.now();
+  return episodes.map((episode, e) => {
+    const problemId = problemIds.idOf(writer, episode.problem);
+    const episodeId = writer.newId('episodes');
+    writer.episode({ id: episodeId, runId, step, problemId, split: 'train', finalAnswer: episode.finalAnswer, correct: episode.correct, rounds: episode.rounds, meta: { chains: episode.chains.length } });
+    const ids: number[] = [];
+    episode.turns.forEach((turn, i) => {
+      const id = writer.newId('turns');
+      ids.push(id);
+      writer.turn({
+        id, runId, episodeId, step, agent: turn.agent, policyId: turn.policyId, round: turn.round, groupId: turn.groupId,
+        parentTurnId: turn.parent === null ? null : ids[turn.parent], sampleIndex: turn.sampleIndex, prompt: turn.promptText,
+        text: turn.text, tokenCount: turn.responseTokens.length, parsed: turn.role === 'verifier' ? turn.verdict : turn.answer,
+        correct: turn.correct, formatValid: turn.formatValid, policyVersionMin: turn.policyVersionMin, policyVersionMax: turn.policyVersionMax, createdAt: now,
+      });
+      for (const seg of turn.segments) {
+        writer.segment({ id: writer.newId('segments'), turnId: id, runId, segIndex: seg.index, tokenStart: seg.tokenStart, tokenEnd: seg.tokenEnd, text: seg.text, finished: seg.finished, policyVersion: seg.policyVersion, startedAt: seg.startedAt, endedAt: seg.endedAt, worker });
+      }
+      writer.reward({ turnId: id, runId, value: scored[e].rewards[i].value, components: scored[e].rewards[i].components, scheme: config.reward.scheme });
+      const adv = scored[e].advantages[i];
+      writer.advantage({ turnId: id, runId, value: adv.value, mode: config.advantage.mode, groupKey: adv.groupKey, mu: adv.mu, sigma: adv.sigma });
+    });
+    return ids;
+  });
+}
+
+/** The greedy evaluation chains of a step, stored as test-split episodes for the browser. */
+export function logEvalEpisodes(writer: BatchWriter, problemIds: ProblemIds, runId: number, step: number, chains: ReturnType<typeof evaluate>['greedyChains']): void {
+  const now = Date.now();
+  for (const chain of chains) {
+    const problemId = problemIds.idOf(writer, chain.problem);
+    const episodeId = writer.newId('episodes');
+    writer.episode({ id: episodeId, runId, step, problemId, split: 'test', finalAnswer: chain.finalAnswer, correct: chain.finalCorrect, rounds: chain.steps.filter((s) => s.role === 'verifier').length, meta: { eval: 'greedy' } });
+    let parent: number | null = null;
+    for (const s of chain.steps) {
+      const id = writer.newId('turns');
+      writer.turn({
+        id, runId, episodeId, step, agent: s.role === 'solver' ? 'solver' : `${s.role}${s.round}`, policyId: s.role, round: s.round, groupId: 0,
+        parentTurnId: parent, sampleIndex: 0, prompt: s.prompt, text: s.text, tokenCount: s.text.length,
+        parsed: s.role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: true,
+        policyVersionMin: 0, policyVersionMax: 0, createdAt: now,
+      });
+      parent = id;
+    }
+  }
+}
+
