@@ -1,8 +1,12 @@
 /**
  * The renderer's pure parts, without a browser: smoothing, metric grouping, chart options,
- * routes, the form's document handling, the episode tree and the HTTP client's wire format.
+ * routes, the form's document handling, the episode tree, the HTTP client's wire format and the
+ * export dialog's form (checked against the export engine's own option rules).
  */
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { validateOptions, type ExportOptions } from '../../src-main/engine/export/options';
 import type { EpisodeDetail, StudioEvent } from '../../src-preload/api';
 import { STUDIO_METHODS } from '../../src-preload/api';
 import { ganttModel, initialWindow } from '../../src-renderer/src/charts/ganttOption';
@@ -11,6 +15,20 @@ import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
 import { chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import {
+  buildExportRequest,
+  containerReason,
+  effectiveContainer,
+  emptyForm,
+  fieldOfIssuePath,
+  fieldOfMessage,
+  folderOf,
+  formatBytes,
+  joinPath,
+  suggestedOutPath,
+  withContainerExtension,
+  type ExportForm,
+} from '../../src-renderer/src/util/exportForm';
 
 describe('debiased EMA (TensorBoard smoothing)', () => {
   it('matches a plain loop of the definition, and leaves weight 0 alone', () => {
@@ -207,5 +225,71 @@ describe('panel colours', () => {
     const lines = metricSections(keys)[0].panels[0].lines;
     expect(lines).toHaveLength(5);
     expect(new Set(lines.map((l) => l.color)).size).toBe(5);
+  });
+});
+
+describe('export dialog form', () => {
+  const out = path.join(os.tmpdir(), 'marsrl-renderer-logic-export-x');
+  const engineError = (options: Partial<ExportOptions>): string => {
+    try {
+      validateOptions({ runs: [1], format: 'trajectories', out, ...options } as ExportOptions);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error('expected the engine to refuse the options');
+  };
+
+  it('picks the container the engine picks: the choice, the extension, the format', () => {
+    for (const format of ['trajectories', 'verl', 'sft', 'pairs'] as const) {
+      for (const file of [out, `${out}.parquet`, `${out}.PQ`, `${out}.jsonl`, `${out}.json`, `${out}.ndjson`, `${out}.csv`]) {
+        const engine = validateOptions({ runs: [1], format, out: file }).container;
+        expect(effectiveContainer({ container: null, out: file, format }), `${format} ${file}`).toBe(engine);
+      }
+      expect(effectiveContainer({ container: 'jsonl', out: `${out}.parquet`, format })).toBe('jsonl');
+    }
+    expect(withContainerExtension('/data/run.parquet', 'jsonl')).toBe('/data/run.jsonl');
+    expect(withContainerExtension('/data/run', 'jsonl')).toBe('/data/run');
+    expect(containerReason({ container: null, out: '/d/x', format: 'sft' })).toBe('usual for SFT');
+  });
+
+  it('builds the request with explicit correctness (SFT: correct by default) and only the filters set', () => {
+    const form = { ...emptyForm(), runs: [3, 4], out: ' /data/x.parquet ', agents: ['verifier1'], stepFrom: '20', stepTo: '20', minReward: '0.5' };
+    expect(buildExportRequest(form)).toEqual({
+      request: { runs: [3, 4], format: 'trajectories', container: 'parquet', out: '/data/x.parquet', filters: { agents: ['verifier1'], stepFrom: 20, stepTo: 20, correct: 'any', minReward: 0.5 } },
+      issues: [],
+    });
+    const sft = buildExportRequest({ ...emptyForm(), runs: [1], format: 'sft', out: '/d/x', force: true, dedupe: true, split: 'test' }).request;
+    expect(sft).toEqual({ runs: [1], format: 'sft', container: 'jsonl', out: '/d/x', force: true, dedupe: true, filters: { split: 'test', correct: true } });
+    expect(buildExportRequest({ ...emptyForm(), runs: [1], out: '/d/x', correctness: 'incorrect' }).request?.filters?.correct).toBe(false);
+  });
+
+  it("refuses what the engine refuses, in the engine's words and field names", () => {
+    const base = { ...emptyForm(), runs: [1], out };
+    const issuesOf = (change: Partial<ExportForm>) => buildExportRequest({ ...base, ...change }).issues;
+    expect(issuesOf({ stepFrom: '5', stepTo: '2' })).toEqual([{ path: 'filters.stepTo', message: engineError({ filters: { stepFrom: 5, stepTo: 2 } }) }]);
+    expect(issuesOf({ minReward: '1', maxReward: '0' })).toEqual([{ path: 'filters.maxReward', message: engineError({ filters: { minReward: 1, maxReward: 0 } }) }]);
+    expect(issuesOf({ stepFrom: '1.5' })).toEqual([{ path: 'filters.stepFrom', message: engineError({ filters: { stepFrom: '1.5' as unknown as number } }) }]);
+    expect(issuesOf({ minReward: 'high' }).map((i) => i.path)).toEqual(['filters.minReward']);
+    expect(issuesOf({ runs: [], out: ' ' }).map((i) => i.path)).toEqual(['runs', 'out']);
+  });
+
+  it('places a message at the field it names', () => {
+    expect(fieldOfMessage(engineError({ filters: { stepFrom: 5, stepTo: 2 } }))).toBe('filters.stepTo');
+    expect(fieldOfMessage('out: the output file /d/x already exists; pass --force (force: true) to replace it, or choose another path')).toBe('out');
+    expect(fieldOfMessage('filters.agents: unknown agent "judge"; run 1 have agents solver')).toBe('filters.agents');
+    expect(fieldOfMessage('empty result: no turns of run 1 (r) match (no filters); widen the filters or choose other runs')).toBe('filters');
+    expect(fieldOfMessage('export cancelled; nothing was written')).toBeNull();
+    expect(fieldOfIssuePath('startExport.0.filters.stepFrom')).toBe('filters.stepFrom');
+    expect(fieldOfIssuePath('startExport.0')).toBe('');
+  });
+
+  it('suggests an output path beside the database, named after the run and format', () => {
+    expect(suggestedOutPath(folderOf('/home/me/.marsrl/studio.db'), ['sort8 decoupled/agentwise'], 'trajectories', 'parquet')).toBe('/home/me/.marsrl/sort8-decoupled-agentwise-trajectories.parquet');
+    expect(suggestedOutPath(folderOf('C:\\Users\\me\\studio.db'), ['A', 'B', 'C'], 'sft', 'jsonl')).toBe('C:\\Users\\me\\a-and-2-more-sft.jsonl');
+    expect(suggestedOutPath('', [], 'pairs', 'jsonl')).toBe('runs-pairs.jsonl');
+    expect(joinPath('/', 'x.jsonl')).toBe('/x.jsonl');
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(26_419)).toBe('25.8 kB');
+    expect(formatBytes(3 * 1024 ** 3)).toBe('3.0 GB');
   });
 });
