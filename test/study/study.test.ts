@@ -171,6 +171,14 @@ describe('the study runner', () => {
     expect(study.status).toBe('failed');
     expect(study.statusReason).toMatch(/3 of 6 runs did not finish; launch refused for advantage.mode=agent-mean, seed=2/);
     expect(studyProgress(store, studyId)).toMatchObject({ done: 3, failed: 3, pending: 0 });
+
+    // Resuming relaunches only the unfinished cells (failed and refused), with fresh runs.
+    const doneBefore = store.studies.cells(studyId).filter((c) => c.runId !== null && store.runs.get(c.runId)!.status === 'done').map((c) => c.runId);
+    const retry = fakeLauncher(store);
+    const resumed = await runStudy({ store, launcher: retry.launcher, studyId, retryUnfinished: true });
+    expect(resumed.status).toBe('done');
+    expect(store.runs.list({ limit: 100 }).items).toHaveLength(5 + 3);
+    expect(store.studies.cells(studyId).filter((c) => doneBefore.includes(c.runId))).toHaveLength(3);
   });
 
   it('stops launching when aborted and marks the study interrupted', async () => {

@@ -10,6 +10,7 @@ import type { Command, CommandContext } from '../context';
 import { printJson, table } from '../format';
 
 const studyUsage = `Usage: marsrl study --matrix FILE [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
+       marsrl study --resume STUDY [--concurrency N] [--out DIR] [--db PATH] [--json]
        marsrl study --report STUDY [--out DIR] [--db PATH] [--json]
        marsrl study --list [--db PATH] [--json]
 
@@ -17,7 +18,8 @@ Launches every cell of a study matrix (config values × seeds) through the run m
 --concurrency runs at a time (default: the matrix's \`concurrency\`, else 1), follows them to the
 end and writes the study report (Markdown, CSV, PNG charts) to --out (default: a folder beside
 the database, studies/ID-NAME). --dry-run validates and lists the cells without launching.
---report regenerates the report of an existing study. Ctrl-C stops launching, stops the runs in
+--resume relaunches the cells of a stopped study that never ran or whose run failed or was
+interrupted (fresh runs from the cells' configs). --report regenerates a study's report. Ctrl-C stops launching, stops the runs in
 progress (they stay resumable) and marks the study interrupted.
 
 Matrix file (YAML): see resources/studies/quick-2x2.yaml —
@@ -65,7 +67,7 @@ export const studyCommand: Command = {
   async run(argv, ctx) {
     const { values } = parseCommand(
       argv,
-      { matrix: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
+      { matrix: { type: 'string' }, resume: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
       studyUsage,
       0,
     );
@@ -73,23 +75,23 @@ export const studyCommand: Command = {
       ctx.out(studyUsage);
       return 0;
     }
-    const modes = [values.matrix !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
-    if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --report STUDY or --list', studyUsage);
+    const modes = [values.matrix !== undefined, values.resume !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
+    if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --resume STUDY, --report STUDY or --list', studyUsage);
     const concurrency = intFlag('concurrency', values.concurrency, 1, 32, studyUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
 
-    if (values.matrix !== undefined) {
+    if (values.matrix !== undefined || values.resume !== undefined) {
       // Validate every cell before touching the database: a bad matrix writes nothing.
       let matrix;
       let cells;
       try {
-        matrix = readMatrixFile(values.matrix);
-        cells = expandMatrix(matrix);
+        matrix = values.matrix !== undefined ? readMatrixFile(values.matrix) : null;
+        cells = matrix ? expandMatrix(matrix) : null;
       } catch (error) {
         if (error instanceof MatrixError) throw new UsageError(error.message);
         throw error;
       }
-      if (values['dry-run']) {
+      if (values['dry-run'] && matrix && cells) {
         if (values.json) printJson({ name: matrix.name, preset: matrix.preset, cells: cells.map(({ config: _config, ...c }) => c) });
         else ctx.out(table(['#', 'cell', 'seed'], cells.map((c) => [c.cellIndex, c.label, c.seed])));
         return 0;
@@ -107,8 +109,23 @@ export const studyCommand: Command = {
       };
       process.on('SIGINT', onSigint);
       try {
-        const studyId = createStudy(store, matrix, cells);
-        ctx.err(`Study ${studyId} "${matrix.name}": ${cells.length} runs, ${concurrency ?? matrix.concurrency} at a time (database ${databasePath}).`);
+        let studyId: number;
+        let name: string;
+        if (matrix && cells) {
+          studyId = createStudy(store, matrix, cells);
+          name = matrix.name;
+          ctx.err(`Study ${studyId} "${matrix.name}": ${cells.length} runs, ${concurrency ?? matrix.concurrency} at a time (database ${databasePath}).`);
+        } else {
+          const ref = values.resume!;
+          const existing = /^\d+$/.test(ref) ? store.studies.get(Number(ref)) : (store.studies.list(10_000).find((s) => s.name === ref) ?? null);
+          if (!existing) {
+            ctx.err(`No study ${JSON.stringify(ref)} in ${databasePath}. List studies with: marsrl study --list`);
+            return 1;
+          }
+          studyId = existing.id;
+          name = existing.name;
+          ctx.err(`Resuming study ${studyId} "${name}" (database ${databasePath}).`);
+        }
         let last = '';
         const study = await runStudy({
           store,
@@ -116,13 +133,14 @@ export const studyCommand: Command = {
           studyId,
           concurrency,
           signal: abort.signal,
+          retryUnfinished: values.resume !== undefined,
           onProgress: (p) => {
             const line = progressLine(p);
             if (line !== last) ctx.err((last = line));
           },
           onLaunchError: (label, error) => ctx.err(`[study ${studyId}] could not launch ${label}: ${error.message}`),
         });
-        const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, studyId, matrix.name));
+        const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, studyId, name));
         let report = null;
         try {
           report = await writeReport(store, studyId, outDir, ctx, values.json);

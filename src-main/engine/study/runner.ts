@@ -72,6 +72,11 @@ export interface RunStudyOptions {
   onLaunchError?: (cellLabel: string, error: Error) => void;
   /** Aborting stops launching new cells; runs already started are the caller's to stop. */
   signal?: AbortSignal;
+  /**
+   * Also relaunch cells whose run ended failed or interrupted (a resumed study): each gets a
+   * fresh run from the cell's config, and the cell points at the new run.
+   */
+  retryUnfinished?: boolean;
 }
 
 /**
@@ -84,7 +89,11 @@ export async function runStudy(options: RunStudyOptions): Promise<StudyRow> {
   const study = store.studies.get(studyId);
   if (!study) throw new Error(`study ${studyId} does not exist`);
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? study.concurrency));
-  const queue = store.studies.cells(studyId).filter((c) => c.runId === null);
+  const unfinished = (runId: number) => {
+    const status = store.runs.get(runId)?.status;
+    return status === undefined || status === 'failed' || status === 'interrupted';
+  };
+  const queue = store.studies.cells(studyId).filter((c) => c.runId === null || (options.retryUnfinished === true && unfinished(c.runId)));
   const refused: string[] = [];
   store.studies.setStatus(studyId, 'running', null);
   const report = () => {
