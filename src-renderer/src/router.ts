@@ -6,6 +6,8 @@
  *   #/new?preset=quick | ?from=12           new-run form (from a preset, or a run's settings)
  *   #/runs/12?tab=charts|pipeline|events|config
  *   #/runs/12/trajectories?step=40&episode=9&turn=311
+ *   #/compare?runs=3,4,5&study=2            compare runs (a study's runs, grouped by its axes)
+ *   #/studies | #/studies/2                 studies: list and launch, one study's progress
  */
 import { shallowRef } from 'vue';
 
@@ -17,6 +19,8 @@ export type Route =
   | { name: 'new'; preset: string | null; from: number | null }
   | { name: 'run'; runId: number; tab: RunTab }
   | { name: 'trajectories'; runId: number; step: number | null; episode: number | null; turn: number | null }
+  | { name: 'compare'; runs: number[]; study: number | null }
+  | { name: 'studies'; studyId: number | null }
   | { name: 'not-found'; path: string };
 
 function positiveInt(text: string | null): number | null {
@@ -32,6 +36,14 @@ export function parseHash(hash: string): Route {
   const parts = pathPart.split('/').filter(Boolean);
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'runs')) return { name: 'runs' };
   if (parts.length === 1 && parts[0] === 'new') return { name: 'new', preset: query.get('preset'), from: positiveInt(query.get('from')) };
+  if (parts.length === 1 && parts[0] === 'compare') {
+    const runs = (query.get('runs') ?? '').split(',').map(positiveInt).filter((id): id is number => id !== null && id > 0);
+    return { name: 'compare', runs: [...new Set(runs)], study: positiveInt(query.get('study')) };
+  }
+  if (parts[0] === 'studies' && parts.length <= 2) {
+    const studyId = parts.length === 2 ? positiveInt(parts[1]) : null;
+    if (parts.length === 1 || (studyId !== null && studyId > 0)) return { name: 'studies', studyId };
+  }
   if (parts[0] === 'runs' && parts.length >= 2) {
     const runId = positiveInt(parts[1]);
     if (runId !== null && runId > 0) {
@@ -63,6 +75,10 @@ export function hrefOf(route: Route): string {
       return withQuery(`/runs/${route.runId}`, [['tab', route.tab === 'charts' ? null : route.tab]]);
     case 'trajectories':
       return withQuery(`/runs/${route.runId}/trajectories`, [['step', route.step], ['episode', route.episode], ['turn', route.turn]]);
+    case 'compare':
+      return withQuery('/compare', [['runs', route.runs.length ? route.runs.join(',') : null], ['study', route.study]]);
+    case 'studies':
+      return route.studyId === null ? '#/studies' : `#/studies/${route.studyId}`;
     case 'not-found':
       return `#${route.path}`;
   }

@@ -1,0 +1,84 @@
+/**
+ * The compare view's chart: pure ECharts option builders, tested without a browser.
+ * - Overlay: one line per run, one colour per run (or per group, when grouped, so a group reads
+ *   as one configuration).
+ * - Grouped: each group's mean as a bold line with its band (min–max, ± std or ± 95% CI) as a
+ *   shaded area, the member runs faint underneath.
+ * Smoothing is TensorBoard's debiased EMA, applied to each drawn line (run, mean, band edges).
+ */
+import type { CompareSeriesResult, CompareXAxis } from '../../../src-preload/api';
+import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
+import { formatTick } from './format';
+import { CHART_THEME } from './palette';
+import { debiasedEma } from './smoothing';
+
+const BASE = ['#f0883e', '#58a6ff', '#3fb950', '#d2a8ff', '#e3b341', '#ff7b72', '#79c0ff', '#f778ba', '#7ee787', '#ffa657'];
+
+/** The i-th of many distinguishable colours: a fixed palette, then golden-angle hues (20+ runs). */
+export function runColor(index: number): string {
+  if (index < BASE.length) return BASE[index];
+  const hue = Math.round((index * 137.508) % 360);
+  return `hsl(${hue}, 70%, ${index % 2 ? 62 : 72}%)`;
+}
+
+export const X_AXIS_LABELS: Record<CompareXAxis, string> = { step: 'RL step', wall: 'wall time (s)', samples: 'samples seen' };
+
+export interface CompareChartInput {
+  data: CompareSeriesResult;
+  smoothing: number;
+  /** Draw group means and bands (needs data.bands) instead of one coloured line per run. */
+  grouped: boolean;
+}
+
+type Pair = [number, number];
+
+export function compareChartOption({ data, smoothing, grouped }: CompareChartInput): ChartOption {
+  const smooth = (points: readonly Pair[]): Pair[] => debiasedEma(points, smoothing);
+  const series: Record<string, unknown>[] = [];
+  const legend: string[] = [];
+  const common = { type: 'line', animation: false, connectNulls: false, emphasis: { disabled: true }, sampling: undefined };
+  if (grouped && data.bands.length) {
+    const groupIndex = new Map(data.bands.map((b, i) => [b.group, i]));
+    for (const line of data.lines) {
+      const color = runColor(groupIndex.get(line.group ?? '') ?? 0);
+      series.push({ ...common, id: `run:${line.runId}`, name: line.group ?? '', data: smooth(line.points), showSymbol: false, silent: true, lineStyle: { width: 1, opacity: 0.25, color }, itemStyle: { color }, z: 1, tooltip: { show: false } });
+    }
+    data.bands.forEach((band, i) => {
+      const color = runColor(i);
+      const lo = smooth(band.points.map((p) => [p.x, p.lo]));
+      const hi = smooth(band.points.map((p) => [p.x, p.hi]));
+      const stack = `band:${i}`;
+      // A band is two stacked lines: the lower edge (invisible) and hi − lo filled above it.
+      series.push({ ...common, id: `lo:${band.group}`, name: band.group, stack, data: lo, showSymbol: false, silent: true, lineStyle: { opacity: 0 }, itemStyle: { color }, z: 2, tooltip: { show: false } });
+      series.push({ ...common, id: `band:${band.group}`, name: band.group, stack, data: hi.map(([x, y], j) => [x, y - lo[j][1]]), showSymbol: false, silent: true, lineStyle: { opacity: 0 }, areaStyle: { color, opacity: 0.2 }, itemStyle: { color }, z: 2, tooltip: { show: false } });
+      series.push({ ...common, id: `mean:${band.group}`, name: band.group, data: smooth(band.points.map((p) => [p.x, p.mean])), showSymbol: band.points.length < 24, symbolSize: 5, lineStyle: { width: 2.2, color }, itemStyle: { color }, z: 3 });
+      legend.push(band.group);
+    });
+  } else {
+    data.lines.forEach((line, i) => {
+      const color = runColor(i);
+      const name = `#${line.runId} ${line.name}`;
+      series.push({ ...common, id: `run:${line.runId}`, name, data: smooth(line.points), showSymbol: line.points.length < 24, symbolSize: 4, lineStyle: { width: 1.5, color }, itemStyle: { color }, z: 2 });
+      legend.push(name);
+    });
+  }
+  return {
+    animation: false,
+    textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
+    legend: { type: 'scroll', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong }, pageTextStyle: { color: CHART_THEME.text } },
+    grid: { left: 8, right: 16, top: 34, bottom: 28, containLabel: true },
+    tooltip: { ...CSP_SAFE_TOOLTIP, trigger: 'axis', backgroundColor: CHART_THEME.tooltipBg, borderColor: CHART_THEME.tooltipBorder, textStyle: { color: CHART_THEME.textStrong } },
+    xAxis: {
+      type: 'value',
+      name: X_AXIS_LABELS[data.xAxis],
+      nameLocation: 'middle',
+      nameGap: 22,
+      scale: true,
+      axisLine: { lineStyle: { color: CHART_THEME.axis } },
+      axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) },
+      splitLine: { show: false },
+    },
+    yAxis: { type: 'value', scale: true, axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) }, splitLine: { lineStyle: { color: CHART_THEME.grid } } },
+    series,
+  } as ChartOption;
+}
