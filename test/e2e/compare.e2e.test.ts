@@ -98,6 +98,9 @@ describe('compare view in Chromium', () => {
     await page.waitForTimeout(500);
     await screenshot(page, 'compare-study-grouped');
 
+    await page.getByTestId('group-table').scrollIntoViewIfNeeded();
+    await screenshot(page, 'compare-group-table');
+
     // Regroup by reward scheme alone and pick the other baseline: the deltas flip sign.
     await page.locator('.groupby__key', { hasText: 'advantage.mode' }).locator('input').uncheck();
     await expect.poll(async () => (await page.getByTestId('group-table').locator('thead th').allInnerTexts()).length, POLL).toBe(3);
