@@ -44,12 +44,19 @@ export const forkWorker: WorkerSpawner = (args) => {
     serialization: 'advanced',
     env: process.env,
   });
+  // Errors of the channel (a write to a child that is gone) must not crash the manager; a child
+  // that could not be started at all never exits, so it is reported as an exit here.
+  child.on('error', () => {
+    if (child.pid === undefined) child.emit('exit', 1, null);
+  });
   return {
     get pid() {
       return child.pid;
     },
     send: (message) => {
-      if (child.connected) child.send(message);
+      // A child that just died may still look connected; the failed write (EPIPE) is reported to
+      // the callback instead of as an unhandled 'error', and its exit is handled by onExit.
+      if (child.connected) child.send(message, undefined, {}, () => undefined);
     },
     onMessage: (listener) => child.on('message', listener),
     onExit: (listener) => child.once('exit', listener),

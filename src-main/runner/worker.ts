@@ -28,9 +28,18 @@ interface ParentPort {
 
 const parentPort = (process as unknown as { parentPort?: ParentPort }).parentPort;
 
+/** Called when the channel to the manager turns out to be closed (it exited or was killed). */
+let onChannelClosed: () => void = () => undefined;
+
 function post(message: WorkerToManager): void {
   if (parentPort) parentPort.postMessage(message);
-  else if (process.send) process.send(message);
+  else if (process.send && process.connected) {
+    // With a callback a failed write (EPIPE: the manager is gone, and 'disconnect' has not been
+    // delivered yet) is reported here instead of crashing the worker as an unhandled 'error'.
+    process.send(message, undefined, {}, (error) => {
+      if (error) onChannelClosed();
+    });
+  }
 }
 
 function onParentMessage(listener: (message: ManagerToWorker) => void): void {
@@ -80,6 +89,7 @@ async function main(): Promise<number> {
   process.on('SIGINT', () => stop('interrupted (Ctrl-C)'));
   // A manager that disappears (the app or CLI closed) stops the run cleanly too.
   process.on('disconnect', () => stop('the managing process exited'));
+  onChannelClosed = () => stop('the managing process exited');
 
   const run = store.runs.get(args.runId);
   if (!run) throw new Error(`run ${args.runId} does not exist in ${args.databasePath}`);

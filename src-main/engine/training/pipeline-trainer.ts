@@ -111,7 +111,12 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const handle = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
-      else if (m.type === 'batch') queues.push(m);
+      else if (m.type === 'batch') {
+        // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
+        const s = stateOf(m.step);
+        for (const { episode, turn } of m.turns) s.episodes[episode].turns[turn.index] = turn;
+        queues.push(m);
+      }
       else if (m.type === 'step-done') {
         stepDone.set(m.step, m);
         queues.stepComplete(m.step);
@@ -152,7 +157,6 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
 
   const trainBatch = (batch: BatchMessage) => {
     const s = stateOf(batch.step);
-    for (const { episode, turn } of batch.turns) s.episodes[episode].turns[turn.index] = turn;
     const policy = policies.get(batch.policyId)!;
     if (slots.get(batch.policyId) !== batch.slot) {
       throw new Error(`pipeline: ${batch.agent}'s batch of step ${batch.step} was planned at update ${batch.slot} of policy ${batch.policyId}, but the trainer is at ${slots.get(batch.policyId)}`);
