@@ -206,10 +206,38 @@ export interface ScoredEpisode {
 }
 
 /** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
+/**
+ * Whether each turn's trajectory ended right, for shared rewards. A grouped episode holds many
+ * trajectories (Solver sample → Verifier → Corrector → …); giving every turn the one
+ * majority-vote outcome of the episode would make every reward in a group equal, so GRPO-style
+ * normalization would see σ = 0 and nothing would train. Instead a turn shares the outcome of the
+ * chains that run through it (the right answer of the chain's last Solver/Corrector turn),
+ * by majority when several chains pass through it; a Solver sample no Verifier selected is its
+ * own trajectory.
+ */
+export function trajectoryOutcomes(episode: RolloutEpisode): boolean[] {
+  const votes = episode.turns.map(() => ({ right: 0, total: 0 }));
+  for (const chain of episode.chains) {
+    const decider = [...chain].reverse().find((i) => episode.turns[i].role !== 'verifier');
+    const right = decider !== undefined && episode.turns[decider].correct;
+    for (const i of chain) {
+      votes[i].total++;
+      if (right) votes[i].right++;
+    }
+  }
+  return episode.turns.map((t, i) => (votes[i].total === 0 ? t.correct : votes[i].right * 2 >= votes[i].total));
+}
+
 export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpisode[]): ScoredEpisode[] {
   return episodes.map((episode, e) => {
     const rewardTurns = episode.turns.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid }));
-    const rewards = computeRewards(config.reward.scheme, rewardTurns, { correct: episode.correct }, { formatPenalty: config.reward.format_penalty });
+    let rewards;
+    if (config.reward.scheme === 'shared') {
+      const outcomes = trajectoryOutcomes(episode);
+      rewards = rewardTurns.map((turn, i) => computeRewards('shared', [turn], { correct: outcomes[i] }, { formatPenalty: config.reward.format_penalty })[0]);
+    } else {
+      rewards = computeRewards(config.reward.scheme, rewardTurns, { correct: episode.correct }, { formatPenalty: config.reward.format_penalty });
+    }
     // The group key is the prompt: one problem's turns across agents (Dr. MAS: agent k's samples
     // for the same prompt).
     const groupKey = `${e}:${episode.problem.key}`;
