@@ -9,15 +9,18 @@
  * The preset's runs start from its shipped checkpoints; evaluation runs at the start and the end
  * only (eval.every = 0), on the preset's held-out problems.
  *
- * Per run it prints: the RL wall time (first segment decoded → last update applied, from the
- * run's timeline), the whole run's wall time (process start, both evaluations and checkpoints
+ * Per run it prints: the RL wall time (end of the starting evaluation → last update applied, from
+ * the run's timeline; the pipeline's rollout starts during that evaluation, so up to
+ * max_staleness + 1 steps of its rollouts may precede it), the whole run's wall time (process start, both evaluations and checkpoints
  * included), response tokens per second of RL wall time, held-out system and Solver accuracy at
  * the end (and at the start), and where the time went (mean rollout and update seconds a step,
  * trainer idle, rollout waits, staleness). Then per seed the speed-up (sync time / pipeline time)
  * and the accuracy difference, and, over the seeds, the sync runs' seed-to-seed spread.
  *
- * The machines this runs on may be shared: the load average before and after is printed, since a
- * busy core slows the two-process pipeline more than the one-process baseline.
+ * The machines this runs on may be shared, and a busy core slows the two-process pipeline more
+ * than the one-process baseline: each run's line gives the CPU time of its own processes and of
+ * every other process meanwhile (from /proc), and a warning follows when others used more than
+ * a tenth of a core; the load average before and after is printed too.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -46,7 +49,30 @@ interface RunFigures {
   trainerIdleS: number;
   rolloutWaitS: number;
   maxStaleness: number;
+  /** CPU seconds of this run's processes (this one and its workers), and of every other process meanwhile. */
+  cpuSeconds: number | null;
+  otherCpuSeconds: number | null;
 }
+
+/**
+ * CPU time from /proc (Linux): all CPUs' busy time, and this process's own time plus that of its
+ * exited children (the run's workers). Null where /proc is not there.
+ */
+function cpuSnapshot(): { busy: number; own: number } | null {
+  try {
+    const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal
+    const busy = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + (cpu[7] ?? 0);
+    const self = fs.readFileSync('/proc/self/stat', 'utf8');
+    const fields = self.slice(self.lastIndexOf(')') + 2).split(' ').map(Number);
+    // Fields 14–17 of /proc/PID/stat (utime, stime, cutime, cstime), counted from the state field (3).
+    const own = fields[11] + fields[12] + fields[13] + fields[14];
+    return { busy: busy / CLOCK_TICKS, own: own / CLOCK_TICKS };
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = 100;
 
 function meanOf(store: Store, runId: number, key: string): number {
   const items = store.metrics.series(runId, key).items;
@@ -57,11 +83,15 @@ function valueAt(store: Store, runId: number, key: string, step: number): number
   return store.metrics.series(runId, key).items.find((p) => p.step === step)?.value ?? null;
 }
 
-function figures(store: Store, runId: number, mode: string, seed: number, steps: number): RunFigures {
+function figures(store: Store, runId: number, mode: string, seed: number, steps: number, cpu: { own: number; other: number } | null): RunFigures {
   const run = store.runs.get(runId)!;
   const timeline = store.events.timeline(runId);
+  // RL wall time: from the end of the starting evaluation (the pipeline's rollout may already
+  // have begun during it) to the last update.
   const rl = timeline.filter((s) => s.kind === 'segment' || s.kind === 'update');
-  const rlSeconds = (Math.max(...rl.map((s) => s.endedAt)) - Math.min(...rl.map((s) => s.startedAt))) / 1000;
+  const startEval = timeline.find((s) => s.kind === 'eval' && s.step === 0);
+  const rlStart = Math.max(Math.min(...rl.map((s) => s.startedAt)), startEval?.endedAt ?? 0);
+  const rlSeconds = (Math.max(...rl.filter((s) => s.kind === 'update').map((s) => s.endedAt)) - rlStart) / 1000;
   const counts = store.db
     .prepare(
       `SELECT COUNT(*) AS turns, SUM(t.agent = 'solver') AS solver, SUM(t.token_count) AS tokens
@@ -89,6 +119,8 @@ function figures(store: Store, runId: number, mode: string, seed: number, steps:
     trainerIdleS: meanOf(store, runId, 'pipeline/trainer_idle_s'),
     rolloutWaitS: meanOf(store, runId, 'pipeline/rollout_wait_s'),
     maxStaleness: staleness.length ? Math.max(...staleness) : 0,
+    cpuSeconds: cpu?.own ?? null,
+    otherCpuSeconds: cpu?.other ?? null,
   };
 }
 
@@ -133,14 +165,18 @@ export async function run(argv: string[]): Promise<void> {
           pipeline: { mode, ...(values.staleness !== undefined ? { max_staleness: Number(values.staleness) } : {}) },
         };
         const t0 = Date.now();
+        const cpu0 = cpuSnapshot();
         const { runId } = await manager.start({ preset: values.preset, config, name: `bench ${mode} seed ${seed}` });
         await manager.waitForExit(runId);
-        const f = figures(store, runId, mode, seed, steps);
+        const cpu1 = cpuSnapshot();
+        const cpu = cpu0 && cpu1 ? { own: cpu1.own - cpu0.own, other: Math.max(0, cpu1.busy - cpu0.busy - (cpu1.own - cpu0.own)) } : null;
+        const f = figures(store, runId, mode, seed, steps, cpu);
         results.push(f);
         log(
           `  ${mode.padEnd(8)} seed ${seed}: ${f.status}, RL ${fixed(f.rlSeconds, 1)} s (run ${fixed(f.totalSeconds, 1)} s, ${((Date.now() - t0) / 1000).toFixed(1)} s with process start), ` +
             `${fixed(f.tokensPerS, 0)} tok/s, held-out system ${fixed(f.accuracy, 3)} (start ${fixed(f.accuracyAtStart, 3)}), solver ${fixed(f.solverAccuracy, 3)}; ` +
-            `per step rollout ${fixed(f.rolloutS, 2)} s, update ${fixed(f.updateS, 2)} s, trainer idle ${fixed(f.trainerIdleS, 2)} s, rollout wait ${fixed(f.rolloutWaitS, 2)} s, max staleness ${f.maxStaleness}`,
+            `per step rollout ${fixed(f.rolloutS, 2)} s, update ${fixed(f.updateS, 2)} s, trainer idle ${fixed(f.trainerIdleS, 2)} s, rollout wait ${fixed(f.rolloutWaitS, 2)} s, max staleness ${f.maxStaleness}; ` +
+            `CPU ${fixed(f.cpuSeconds, 1)} s (${fixed(f.cpuSeconds === null ? null : f.cpuSeconds / f.totalSeconds, 2)} cores), other processes ${fixed(f.otherCpuSeconds, 1)} s`,
         );
       }
     }
@@ -180,5 +216,7 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (summary.overallRl !== null) console.log(`all seeds: speed-up ${summary.overallRl.toFixed(2)}× RL wall time, ${summary.overallTotal!.toFixed(2)}× whole run`);
   if (spread !== null) console.log(`sync seed-to-seed spread of held-out system accuracy: ${spread.toFixed(3)} (max − min over seeds ${seeds.join(', ')})`);
+  const busy = results.filter((r) => r.otherCpuSeconds !== null && r.otherCpuSeconds > 0.1 * r.totalSeconds);
+  if (busy.length) console.log(`warning: other processes used more than a tenth of a core during ${busy.map((r) => `${r.mode} seed ${r.seed}`).join(', ')}; those figures are not clean`);
   console.log(`load average before ${load0.map((l) => l.toFixed(2)).join(' ')}, after ${load1.map((l) => l.toFixed(2)).join(' ')}`);
 }

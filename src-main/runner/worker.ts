@@ -31,15 +31,19 @@ const parentPort = (process as unknown as { parentPort?: ParentPort }).parentPor
 /** Called when the channel to the manager turns out to be closed (it exited or was killed). */
 let onChannelClosed: () => void = () => undefined;
 
-function post(message: WorkerToManager): void {
-  if (parentPort) parentPort.postMessage(message);
-  else if (process.send && process.connected) {
+/** `done` runs once the message has been handed to the channel (or could not be). */
+function post(message: WorkerToManager, done?: () => void): void {
+  if (parentPort) {
+    parentPort.postMessage(message);
+    done?.();
+  } else if (process.send && process.connected) {
     // With a callback a failed write (EPIPE: the manager is gone, and 'disconnect' has not been
     // delivered yet) is reported here instead of crashing the worker as an unhandled 'error'.
     process.send(message, undefined, {}, (error) => {
       if (error) onChannelClosed();
+      done?.();
     });
-  }
+  } else done?.();
 }
 
 function onParentMessage(listener: (message: ManagerToWorker) => void): void {
@@ -56,10 +60,25 @@ type PeerMessage = TrainerToRollout | RolloutToTrainer;
 function peerEndpoint(runId: number): { endpoint: Endpoint<PeerMessage, PeerMessage>; deliver: (payload: PeerMessage) => void } {
   const early: PeerMessage[] = [];
   let listener: ((message: PeerMessage) => void) | null = null;
+  // A large message (weights, a batch of turns) is written to the channel in pieces while this
+  // process's event loop runs; `flush` lets the sender wait for that before computing again, so
+  // the message is not held back by the next update or segment.
+  let pending = 0;
+  let flushed: (() => void)[] = [];
+  const sent = () => {
+    if (--pending > 0) return;
+    const waiters = flushed;
+    flushed = [];
+    for (const w of waiters) w();
+  };
   return {
     endpoint: {
       // Between processes the IPC layer copies the buffers once; nothing to transfer here.
-      send: (payload) => post({ type: 'peer', runId, payload }),
+      send: (payload) => {
+        pending++;
+        post({ type: 'peer', runId, payload }, sent);
+      },
+      flush: () => (pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => flushed.push(resolve))),
       onMessage: (l) => {
         listener = l;
         for (const m of early.splice(0)) l(m);

@@ -5,8 +5,9 @@
  * goes in the transfer list (moved without a copy where the channel allows it, copied once by the
  * IPC layer between processes).
  *
- *   rollout → trainer: hello, then per step one `batch` per agent as each finishes and one
- *                      `step-done`; `failed` when the rollout cannot go on.
+ *   rollout → trainer: `hello`; `ready` once the starting weights are in; then per step one
+ *                      `batch` per agent as each finishes and one `step-done`; `failed` when
+ *                      the rollout cannot go on.
  *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
  *                      trained batch, `stop` when the run ends for any reason.
  */
@@ -44,6 +45,8 @@ export interface EpisodeSummary {
 
 export type RolloutToTrainer =
   | { type: 'hello'; worker: string; pid: number }
+  /** The starting weights are in: the rollout begins (the trainer may now evaluate). */
+  | { type: 'ready' }
   | {
       type: 'batch';
       step: number;
@@ -71,6 +74,8 @@ export type RolloutToTrainer =
 export interface Endpoint<In, Out> {
   send(message: Out, transfer?: ArrayBuffer[]): void;
   onMessage(listener: (message: In) => void): void;
+  /** Resolves when every message sent so far has left this process (absent: nothing to wait for). */
+  flush?(): Promise<void>;
 }
 
 export type TrainerEndpoint = Endpoint<RolloutToTrainer, TrainerToRollout>;

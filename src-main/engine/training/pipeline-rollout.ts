@@ -85,6 +85,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       slots.set(p.policyId, p.slot);
     }
     const roles = rolePolicies(config, policies);
+    endpoint.send({ type: 'ready' });
     const { scope } = scoringScope(config);
     const planner = new StalenessPlanner(config.pipeline.max_staleness, scope, Object.fromEntries(slots));
     const { minibatch_size: minibatch, ppo_epochs: epochs } = config.optimization;
@@ -125,6 +126,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
             type: 'batch', step, agent: pause.agent, role: pause.role, policyId: pause.policy.id, slot: batchSlot, updates,
             turns: pause.turns.map((turn, i) => ({ episode: pause.episodes[i], turn })),
           });
+          await endpoint.flush?.();
           return;
         }
         // Before a segment: let messages in, take the newest weights, hold the staleness bound.

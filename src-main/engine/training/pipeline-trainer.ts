@@ -104,6 +104,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const states = new Map<number, StepState>();
   const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
   let rolloutWorker: string | null = null;
+  let rolloutReady = false;
   let failure: string | null = null;
   let idleMs = 0;
   let stopReason = 'the run ended';
@@ -111,6 +112,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const handle = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
+      else if (m.type === 'ready') rolloutReady = true;
       else if (m.type === 'batch') {
         // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
         const s = stateOf(m.step);
@@ -221,7 +223,11 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     }
     const init = [...policies.values()].map(weightsOf);
     endpoint.send({ type: 'init', startStep: run.startStep, policies: init }, init.map((w) => w.weights.buffer as ArrayBuffer));
-    // The rollout starts the first step while the starting policies are evaluated.
+    // The rollout starts the first step while the starting policies are evaluated, once it has
+    // the weights (a long evaluation would otherwise hold the message back).
+    while (!rolloutReady) {
+      if (!(await pump())) return interrupted();
+    }
     if (run.startStep === 0) run.runEvaluation(0);
     lastStepEnd = Date.now();
     while (run.cursor.step < config.optimization.steps) {
@@ -232,8 +238,11 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
         if (!(await pump())) return interrupted();
         continue;
       }
-      if (item.kind === 'batch') trainBatch(item.batch);
-      else finishStep(item.step);
+      if (item.kind === 'batch') {
+        trainBatch(item.batch);
+        // The new weights leave before the next update starts.
+        await endpoint.flush?.();
+      } else finishStep(item.step);
       // Let stop requests and the rollout's messages in between batches.
       await yieldToEventLoop();
     }
