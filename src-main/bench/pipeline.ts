@@ -89,8 +89,9 @@ function figures(store: Store, runId: number, mode: string, seed: number, steps:
   // RL wall time: from the end of the starting evaluation (the pipeline's rollout may already
   // have begun during it) to the last update.
   const rl = timeline.filter((s) => s.kind === 'segment' || s.kind === 'update');
-  const startEval = timeline.find((s) => s.kind === 'eval' && s.step === 0);
-  const rlStart = Math.max(Math.min(...rl.map((s) => s.startedAt)), startEval?.endedAt ?? 0);
+  // (The pipeline splits an evaluation between its two processes: the later end counts.)
+  const startEval = timeline.filter((s) => s.kind === 'eval' && s.step === 0);
+  const rlStart = Math.max(Math.min(...rl.map((s) => s.startedAt)), ...startEval.map((s) => s.endedAt));
   const rlSeconds = (Math.max(...rl.filter((s) => s.kind === 'update').map((s) => s.endedAt)) - rlStart) / 1000;
   const counts = store.db
     .prepare(

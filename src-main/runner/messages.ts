@@ -39,6 +39,6 @@ export function isWorkerMessage(value: unknown): value is WorkerToManager {
 /** The ArrayBuffers of a peer message that can be transferred rather than copied (weights). */
 export function transferables(payload: TrainerToRollout | RolloutToTrainer): ArrayBuffer[] {
   if (payload.type === 'weights') return [payload.weights.buffer as ArrayBuffer];
-  if (payload.type === 'init') return payload.policies.map((p) => p.weights.buffer as ArrayBuffer);
+  if (payload.type === 'init' || payload.type === 'evaluate') return payload.policies.map((p) => p.weights.buffer as ArrayBuffer);
   return [];
 }

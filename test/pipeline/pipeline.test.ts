@@ -65,22 +65,31 @@ describe('pipeline mode (rollout in this process)', () => {
   it('sync with one shared policy trains Verifier1 on data one update old; pipeline at max_staleness 0 does not', async () => {
     const sync = await run('sync-shared', { ...sharedPolicy, pipeline: { mode: 'sync', segment_tokens: 8, max_segments: 2 } });
     expect(Math.max(...batchStaleness(sync.runId).filter((b) => b.agent === 'verifier1').map((b) => b.staleness))).toBeGreaterThan(0);
+    // The starting evaluation, split between trainer and rollout in the pipeline, equals sync's.
+    const pipelined = await run('pipeline-shared', { ...sharedPolicy, pipeline: { mode: 'pipeline', segment_tokens: 8, max_segments: 2, max_staleness: 0 } });
+    const atStart = (runId: number) => Object.fromEntries(store.metrics.keys(runId).filter((k) => k.startsWith('eval/')).map((k) => [k, store.metrics.series(runId, k).items.find((p) => p.step === 0)?.value]));
+    expect(Object.keys(atStart(sync.runId)).length).toBeGreaterThan(8);
+    expect(atStart(pipelined.runId)).toEqual(atStart(sync.runId));
+    // Both processes spent time on it.
+    expect(new Set(store.events.timeline(pipelined.runId).filter((s) => s.kind === 'eval' && s.step === 0).map((s) => s.worker)).size).toBe(2);
   });
 
   it('waits for the whole episode when the math needs it: shared rewards, global advantages', async () => {
-    const { runId, outcome } = await run('episode-scope', {
-      ...sharedPolicy,
-      reward: { scheme: 'shared' },
-      advantage: { mode: 'global' },
-      pipeline: { mode: 'pipeline', segment_tokens: 8, max_segments: 2, max_staleness: 0 },
-    });
+    const episodeScoped = { ...sharedPolicy, reward: { scheme: 'shared' }, advantage: { mode: 'global' } };
+    const { runId, outcome } = await run('episode-scope', { ...episodeScoped, pipeline: { mode: 'pipeline', segment_tokens: 8, max_segments: 2, max_staleness: 0 } });
     expect(outcome).toEqual({ status: 'done', step: 4 });
-    // Every turn's reward is its episode's outcome, known only when the last agent finished.
-    const rows = store.db
-      .prepare(`SELECT r.value AS reward, e.correct FROM turns t JOIN rewards r ON r.turn_id = t.id JOIN episodes e ON e.id = t.episode_id WHERE t.run_id = ? AND e.split = 'train'`)
-      .all(runId) as { reward: number; correct: number }[];
-    expect(rows.length).toBeGreaterThan(0);
-    for (const r of rows) expect(r.reward).toBe(r.correct);
+    // Step 0 is decoded with the starting weights in both modes (no update of this step can be
+    // waited for), so its rewards and advantages, scored once the episodes are whole, equal sync's.
+    const sync = await run('episode-scope-sync', { ...episodeScoped, pipeline: { mode: 'sync', segment_tokens: 8, max_segments: 2 } });
+    const scores = (id: number) =>
+      store.db
+        .prepare(
+          `SELECT t.agent, t.text, r.value AS reward, a.value AS advantage, a.mu, a.sigma FROM turns t JOIN rewards r ON r.turn_id = t.id JOIN advantages a ON a.turn_id = t.id
+           JOIN episodes e ON e.id = t.episode_id WHERE t.run_id = ? AND e.split = 'train' AND t.step = 0 ORDER BY t.id`,
+        )
+        .all(id);
+    expect(scores(runId).length).toBeGreaterThan(6);
+    expect(scores(runId)).toEqual(scores(sync.runId));
     // Global advantages over every agent of a prompt: they sum to ~0 per group.
     const sums = store.db
       .prepare(`SELECT a.group_key, t.step, SUM(a.value) AS total, COUNT(*) AS n FROM advantages a JOIN turns t ON t.id = a.turn_id WHERE a.run_id = ? GROUP BY t.step, a.group_key`)

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
+import { evaluate, evaluatePart, evaluationMetrics, evaluationParts, type EvalChain, type EvalPart } from '../../src-main/engine/training/evaluate';
 import { createPolicy, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { ppoStep, responseLogProbs } from '../../src-main/engine/training/ppo';
 import { decodeInSegmentsSteps, drain, rolloutEpisodes, type RolloutPause } from '../../src-main/engine/training/rollout';
@@ -116,5 +117,18 @@ describe('scoring an agent as soon as it finishes', () => {
       scoreAgentTurns(cfg, episodes, episodes.flatMap((e, i) => e.turns.filter((t) => t.agent === agent).map((turn) => ({ episode: i, turn }))), early);
     }
     expect(early).toEqual(whole);
+  });
+});
+
+describe('evaluation in parts', () => {
+  it('run in any order (in two processes), the parts give exactly the one-process evaluation', () => {
+    const roles = { solver: policy, verifier: policy, corrector: policy };
+    const ctx = { family: data.family, tokenizer: data.tokenizer, policies: roles, config };
+    const problems = data.test.slice(0, 4);
+    const whole = evaluate(ctx, problems, 77);
+    const parts: Partial<Record<EvalPart, EvalChain[]>> = {};
+    for (const part of evaluationParts(config).reverse()) parts[part] = evaluatePart(ctx, problems, 77, part);
+    expect(evaluationMetrics(config, parts)).toEqual(whole);
+    expect(() => evaluationMetrics(config, { greedy: parts.greedy })).toThrow(/part "oracle" is missing/);
   });
 });

@@ -161,25 +161,55 @@ export interface EvaluationResult {
   greedyChains: EvalChain[];
 }
 
-export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: number): EvaluationResult {
-  const k = ctx.config.eval.k;
+/**
+ * The independent parts of an evaluation: each decodes with its own seed and stream ids, so the
+ * parts can run in any order or in different processes (the pipeline splits them between its
+ * trainer and rollout worker) and `evaluationMetrics` gives exactly what `evaluate` gives.
+ */
+export type EvalPart = 'greedy' | 'oracle' | 'corrector-always' | 'sampled';
+
+/** The parts an evaluation of this config runs (the controls need a Verifier round). */
+export function evaluationParts(config: RunConfig): EvalPart[] {
+  return config.rollout.rounds > 0 ? ['greedy', 'oracle', 'corrector-always', 'sampled'] : ['greedy', 'sampled'];
+}
+
+/** Run one part of the evaluation: its chains. */
+export function evaluatePart(ctx: EvalContext, problems: readonly Problem[], seed: number, part: EvalPart): EvalChain[] {
+  switch (part) {
+    case 'greedy':
+      return runChains(ctx, problems, 1, 0, 'model', seed);
+    case 'oracle':
+      return runChains(ctx, problems, 1, 0, 'oracle', seed);
+    case 'corrector-always':
+      return runChains(ctx, problems, 1, 0, 'corrector-always', seed);
+    case 'sampled':
+      return runChains(ctx, problems, ctx.config.eval.k, ctx.config.rollout.temperature, 'model', seed + 1);
+  }
+}
+
+/** The evaluation's metrics from its parts' chains (every part of `evaluationParts`). */
+export function evaluationMetrics(config: RunConfig, parts: Partial<Record<EvalPart, EvalChain[]>>): EvaluationResult {
+  const k = config.eval.k;
   const metrics: Record<string, number> = {};
   const mean = (flags: boolean[]) => flags.filter(Boolean).length / Math.max(flags.length, 1);
+  const chainsOf = (part: EvalPart) => {
+    const chains = parts[part];
+    if (!chains) throw new Error(`evaluation part "${part}" is missing`);
+    return chains;
+  };
 
-  const greedy = runChains(ctx, problems, 1, 0, 'model', seed);
+  const greedy = chainsOf('greedy');
   metrics['eval/solver/accuracy'] = mean(greedy.map((c) => c.solverCorrect));
   metrics['eval/system/accuracy'] = mean(greedy.map((c) => c.finalCorrect));
   metrics['eval/system/margin'] = metrics['eval/system/accuracy'] - metrics['eval/solver/accuracy'];
   agentQuality(greedy, 'eval/', metrics);
 
-  if (ctx.config.rollout.rounds > 0) {
-    const oracle = runChains(ctx, problems, 1, 0, 'oracle', seed);
-    metrics['eval/control/oracle_verifier/accuracy'] = mean(oracle.map((c) => c.finalCorrect));
-    const always = runChains(ctx, problems, 1, 0, 'corrector-always', seed);
-    metrics['eval/control/corrector_always/accuracy'] = mean(always.map((c) => c.finalCorrect));
+  if (config.rollout.rounds > 0) {
+    metrics['eval/control/oracle_verifier/accuracy'] = mean(chainsOf('oracle').map((c) => c.finalCorrect));
+    metrics['eval/control/corrector_always/accuracy'] = mean(chainsOf('corrector-always').map((c) => c.finalCorrect));
   }
 
-  const sampled = runChains(ctx, problems, k, ctx.config.rollout.temperature, 'model', seed + 1);
+  const sampled = chainsOf('sampled');
   const solverSamples = byProblem(sampled, (c) => c.solverCorrect);
   const systemSamples = byProblem(sampled, (c) => c.finalCorrect);
   const put = (key: string, value: number | null) => {
@@ -191,4 +221,10 @@ export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: n
   put(`eval/system/pass@${k}`, passAtK(systemSamples, k));
   agentQuality(sampled, 'eval/sampled/', metrics);
   return { metrics, greedyChains: greedy };
+}
+
+export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: number): EvaluationResult {
+  const parts: Partial<Record<EvalPart, EvalChain[]>> = {};
+  for (const part of evaluationParts(ctx.config)) parts[part] = evaluatePart(ctx, problems, seed, part);
+  return evaluationMetrics(ctx.config, parts);
 }

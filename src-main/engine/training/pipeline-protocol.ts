@@ -9,10 +9,13 @@
  *                      `batch` per agent as each finishes and one `step-done`; `failed` when
  *                      the rollout cannot go on.
  *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
- *                      trained batch, `stop` when the run ends for any reason.
+ *                      trained batch, `evaluate` (its share of a held-out evaluation, with the
+ *                      weights to evaluate), `stop` when the run ends for any reason.
+ *   rollout → trainer: `evaluated` with the chains of its share.
  */
 import type { Role } from '../config/schema';
 import type { GPTConfig } from '../model/gpt';
+import type { EvalChain, EvalPart } from './evaluate';
 import type { RolloutTurn } from './rollout';
 
 export interface PolicyWeights {
@@ -28,6 +31,8 @@ export interface PolicyWeights {
 export type TrainerToRollout =
   | { type: 'init'; startStep: number; policies: PolicyWeights[] }
   | ({ type: 'weights' } & PolicyWeights)
+  /** Run these parts of the evaluation at step `at` with exactly these weights. */
+  | { type: 'evaluate'; at: number; parts: EvalPart[]; policies: PolicyWeights[] }
   | { type: 'stop'; reason: string };
 
 /** One turn as sent to the trainer: its episode (index in the step's problems) and the turn. */
@@ -68,6 +73,7 @@ export type RolloutToTrainer =
       rolloutMs: number;
       waitMs: number;
     }
+  | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>> }
   | { type: 'failed'; message: string };
 
 /** One side of the trainer ↔ rollout channel. */

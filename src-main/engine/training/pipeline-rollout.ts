@@ -12,18 +12,22 @@
  * trained at: it waits instead, and records the wait in the timeline (queues.ts explains the
  * bound). Unfinished sequences carry over from stage to stage, possibly onto newer weights.
  *
- * It writes only its own timeline spans (segment decodes and waits); every trajectory row goes
- * through the trainer, the one writer of turns, rewards and advantages.
+ * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
+ * the exact weights the trainer sends), between segments, so evaluations take both cores too.
+ *
+ * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
+ * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
  */
 import type { RunConfig } from '../config/schema';
 import { createModel } from '../model/gpt';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
+import { evaluatePart, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
 import { PolicyRuntime, rolePolicies } from './policies';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
 import { drive, rolloutSteps, type RolloutContext, type RolloutPause } from './rollout';
-import { loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
+import { evaluationSet, loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
 
 export interface RolloutLoopOptions {
   config: RunConfig;
@@ -54,12 +58,14 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   // The newest weights received per policy, not yet taken in.
   const mailbox = new Map<string, PolicyWeights>();
   let init: Extract<TrainerToRollout, { type: 'init' }> | null = null;
+  const evaluations: Extract<TrainerToRollout, { type: 'evaluate' }>[] = [];
   const receive = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'stop') {
         stopReason = m.reason;
         abort.abort();
       } else if (m.type === 'init') init = m;
+      else if (m.type === 'evaluate') evaluations.push(m);
       else if (m.type === 'weights') {
         const held = mailbox.get(m.policyId);
         if (!held || m.slot > held.slot) mailbox.set(m.policyId, m);
@@ -68,6 +74,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     if (abort.signal.aborted) throw new RolloutStopped(stopReason ?? 'stopped');
   };
   const policies = new Map<string, PolicyRuntime>();
+  /** Copies for evaluations, loaded with the weights each request names. */
+  const evalPolicies = new Map<string, PolicyRuntime>();
   try {
     const data = loadTaskData(config);
     endpoint.send({ type: 'hello', worker: options.worker, pid: process.pid });
@@ -86,6 +94,29 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     }
     const roles = rolePolicies(config, policies);
     endpoint.send({ type: 'ready' });
+    const evalSet = evaluationSet(config, data);
+    /** Run the evaluation shares the trainer asked for, with the weights it sent. */
+    const serveEvaluations = async () => {
+      while (evaluations.length > 0) {
+        const request = evaluations.shift()!;
+        for (const p of request.policies) {
+          let copy = evalPolicies.get(p.policyId);
+          if (!copy) {
+            const model = createModel(p.model, 0);
+            copy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
+            evalPolicies.set(p.policyId, copy);
+          }
+          copy.adoptWeights(p.weights, p.version);
+        }
+        const ctx = { family: data.family, tokenizer: data.tokenizer, policies: rolePolicies(config, evalPolicies), config };
+        const startedAt = Date.now();
+        const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
+        for (const part of request.parts) chains[part] = evaluatePart(ctx, evalSet.problems, evalSet.seed, part);
+        options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver.version, startedAt, endedAt: Date.now(), tokens: 0 });
+        endpoint.send({ type: 'evaluated', at: request.at, chains });
+        await endpoint.flush?.();
+      }
+    };
     const { scope } = scoringScope(config);
     const planner = new StalenessPlanner(config.pipeline.max_staleness, scope, Object.fromEntries(slots));
     const { minibatch_size: minibatch, ppo_epochs: epochs } = config.optimization;
@@ -129,9 +160,11 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           await endpoint.flush?.();
           return;
         }
-        // Before a segment: let messages in, take the newest weights, hold the staleness bound.
+        // Before a segment: let messages in, serve evaluations, take the newest weights, hold
+        // the staleness bound.
         await yieldToEventLoop();
         receive();
+        await serveEvaluations();
         const id = pause.policy.id;
         adopt(id);
         if (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
@@ -140,6 +173,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
             await inbox.wait(abort.signal);
             receive();
+            await serveEvaluations();
             adopt(id);
           }
           const waitEnd = Date.now();
@@ -160,6 +194,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     // Everything is sent; stay until the trainer ends the run (it may still be training).
     for (;;) {
       receive();
+      await serveEvaluations();
       await inbox.wait(abort.signal);
     }
   } catch (error) {
@@ -168,5 +203,6 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   } finally {
     signal?.removeEventListener('abort', onAbort);
     for (const p of policies.values()) p.dispose();
+    for (const p of evalPolicies.values()) p.dispose();
   }
 }

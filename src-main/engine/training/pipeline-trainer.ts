@@ -13,12 +13,13 @@
  *
  * A step ends (in arrival order, after its last batch): its episodes, turns, segments, rewards and
  * advantages are written in one batch, then its metrics, then evaluation and checkpoint when due,
- * as in the synchronous loop. Off-policy segments are not dropped: PPO's ratio uses each token's
+ * as in the synchronous loop. Evaluations are split between the two processes (evaluateSplit). Off-policy segments are not dropped: PPO's ratio uses each token's
  * stored behaviour log-probability, and the staleness of every batch is logged
  * (`<agent>/staleness`, `pipeline/staleness`).
  */
 import type { RunConfig } from '../config/schema';
 import type { BatchWriter, Store } from '../store';
+import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type EvaluationResult } from './evaluate';
 import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
 import { runRolloutLoop } from './pipeline-rollout';
 import type { PolicyRuntime } from './policies';
@@ -58,7 +59,10 @@ export interface PipelineRun {
   /** The rollout process's end of the channel; null runs the rollout in this process. */
   endpoint: TrainerEndpoint | null;
   wallTime: () => number;
-  runEvaluation: (at: number) => void;
+  /** Run one part of the held-out evaluation here, with this process's current weights. */
+  evaluatePart: (part: EvalPart) => EvalChain[];
+  /** Store an evaluation (metrics, greedy chains, this process's span). */
+  recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => void;
   onStep: (step: number, metrics: Record<string, number>) => void;
   /** The next step to train (for the outcome when a failure ends the run). */
   cursor: { step: number };
@@ -105,6 +109,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
   let rolloutWorker: string | null = null;
   let rolloutReady = false;
+  const evaluated = new Map<number, Partial<Record<EvalPart, EvalChain[]>>>();
   let failure: string | null = null;
   let idleMs = 0;
   let stopReason = 'the run ended';
@@ -113,6 +118,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
+      else if (m.type === 'evaluated') evaluated.set(m.at, m.chains);
       else if (m.type === 'batch') {
         // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
         const s = stateOf(m.step);
@@ -183,8 +189,33 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     endpoint.send({ type: 'weights', ...w }, [w.weights.buffer as ArrayBuffer]);
   };
 
+  /**
+   * A held-out evaluation at step `at` on both cores: the rollout runs the greedy chains and the
+   * controls with a copy of the current weights while this process runs the sampled chains; the
+   * parts are exact (evaluate.ts), so the metrics equal a one-process evaluation. False when the
+   * run was stopped meanwhile.
+   */
+  const evaluateSplit = async (at: number): Promise<boolean> => {
+    const parts = evaluationParts(config);
+    const remote: EvalPart[] = parts.filter((p) => p !== 'sampled');
+    const snapshot = [...policies.values()].map(weightsOf);
+    endpoint.send({ type: 'evaluate', at, parts: remote, policies: snapshot }, snapshot.map((w) => w.weights.buffer as ArrayBuffer));
+    await endpoint.flush?.();
+    const startedAt = Date.now();
+    const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
+    for (const part of parts) if (!remote.includes(part)) chains[part] = run.evaluatePart(part);
+    const endedAt = Date.now();
+    while (!evaluated.has(at)) {
+      if (!(await pump())) return false;
+    }
+    Object.assign(chains, evaluated.get(at));
+    evaluated.delete(at);
+    run.recordEvaluation(at, evaluationMetrics(config, chains), startedAt, endedAt);
+    return true;
+  };
+
   let lastStepEnd = Date.now();
-  const finishStep = (step: number) => {
+  const finishStep = async (step: number): Promise<boolean> => {
     const s = stateOf(step);
     if (!s.scoredWhole) completeEpisodes(step, s);
     const done = stepDone.get(step)!;
@@ -210,11 +241,14 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     run.onStep(step, metrics);
 
     const isLast = step === config.optimization.steps - 1;
-    if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) run.runEvaluation(step + 1);
+    if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) {
+      if (!(await evaluateSplit(step + 1))) return false;
+    }
     if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
       saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, run.data.tokenizer, config, step, metrics);
     }
     run.cursor.step = step + 1;
+    return true;
   };
 
   try {
@@ -228,7 +262,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     while (!rolloutReady) {
       if (!(await pump())) return interrupted();
     }
-    if (run.startStep === 0) run.runEvaluation(0);
+    if (run.startStep === 0 && !(await evaluateSplit(0))) return interrupted();
     lastStepEnd = Date.now();
     while (run.cursor.step < config.optimization.steps) {
       if (signal?.aborted) return interrupted();
@@ -242,10 +276,12 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
         trainBatch(item.batch);
         // The new weights leave before the next update starts.
         await endpoint.flush?.();
-      } else finishStep(item.step);
+      } else if (!(await finishStep(item.step))) return interrupted();
       // Let stop requests and the rollout's messages in between batches.
       await yieldToEventLoop();
     }
+    // The final evaluation, as in the synchronous loop (a run of 0 steps evaluates twice at 0).
+    if ((config.optimization.steps > 0 || run.startStep === 0) && !(await evaluateSplit(config.optimization.steps))) return interrupted();
     return { status: 'done' };
   } finally {
     endpoint.send({ type: 'stop', reason: stopReason });

@@ -85,6 +85,11 @@ export function saveRunCheckpoint(store: Store, runId: number, root: string, pol
 }
 
 
+/** The held-out problems every evaluation of a run uses, and its seed. */
+export function evaluationSet(config: RunConfig, data: TaskData): { problems: Problem[]; seed: number } {
+  return { problems: data.test.slice(0, config.eval.problems), seed: (config.seed ^ 0x5eed) >>> 0 };
+}
+
 /**
  * The problems of RL step `step` and the seed of its rollout: a pure function of the config's
  * seed and the step, so a resumed run, and the rollout process of a pipelined run, draw exactly
@@ -205,7 +210,6 @@ export interface ScoredEpisode {
   advantages: { value: number; mu: number; sigma: number; groupKey: string }[];
 }
 
-/** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
 /**
  * Whether each turn's trajectory ended right, for shared rewards. A grouped episode holds many
  * trajectories (Solver sample → Verifier → Corrector → …); giving every turn the one
@@ -228,6 +232,7 @@ export function trajectoryOutcomes(episode: RolloutEpisode): boolean[] {
   return episode.turns.map((t, i) => (votes[i].total === 0 ? t.correct : votes[i].right * 2 >= votes[i].total));
 }
 
+/** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
 export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpisode[]): ScoredEpisode[] {
   return episodes.map((episode, e) => {
     const rewardTurns = episode.turns.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid }));

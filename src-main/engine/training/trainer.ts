@@ -20,13 +20,14 @@ import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
 import type { BatchWriter, Store } from '../store';
-import { evaluate } from './evaluate';
+import { evaluate, evaluatePart, type EvaluationResult } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { createPolicy, loadPolicies, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
 import { pretrainPolicy, sampleSolverSolutions } from './pretrain';
 import { rolloutEpisodes, type RolloutTurn } from './rollout';
 import {
+  evaluationSet,
   loadTaskData,
   logEpisodes,
   logEvalEpisodes,
@@ -125,23 +126,29 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       }
     }
 
-    const evalProblems = data.test.slice(0, config.eval.problems);
-    const runEvaluation = (at: number) => {
-      const t0 = Date.now();
-      const result = evaluate({ family: data.family, tokenizer: data.tokenizer, policies: roles, config }, evalProblems, (config.seed ^ 0x5eed) >>> 0);
-      const evalMs = Date.now() - t0;
+    const evalSet = evaluationSet(config, data);
+    const evalContext = { family: data.family, tokenizer: data.tokenizer, policies: roles, config };
+    /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
+    const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => {
       for (const [key, value] of Object.entries(result.metrics)) writer.metric({ runId, step: at, wallTime: wallTime(), key, value });
-      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt: t0, endedAt: t0 + evalMs, tokens: 0 });
+      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
       logEvalEpisodes(writer, problemIds, runId, at, result.greedyChains);
       writer.flush();
       progress({ phase: 'eval', step: at, totalSteps: config.optimization.steps, metrics: result.metrics });
       return result.metrics;
     };
+    const runEvaluation = (at: number) => {
+      const t0 = Date.now();
+      const result = evaluate(evalContext, evalSet.problems, evalSet.seed);
+      return recordEvaluation(at, result, t0, Date.now());
+    };
     const update: UpdateContext = { store, runId, config, writer, worker, padId: data.tokenizer.padId, injectNanLossFromStep: options.injectNanLossFromStep, skips: { consecutive: 0 } };
 
     if (config.pipeline.mode === 'pipeline') {
       const outcome = await trainPipelined({
-        store, runId, config, writer, worker, data, problemIds, policies, checkpointRoot, signal, update, wallTime, runEvaluation, cursor,
+        store, runId, config, writer, worker, data, problemIds, policies, checkpointRoot, signal, update, wallTime, cursor,
+        evaluatePart: (part) => evaluatePart(evalContext, evalSet.problems, evalSet.seed, part),
+        recordEvaluation,
         startStep: cursor.step,
         endpoint: options.rollout ?? null,
         onStep: (at, metrics) => progress({ phase: 'rl', step: at + 1, totalSteps: config.optimization.steps, metrics }),
@@ -151,8 +158,8 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       if (cursor.step === 0) runEvaluation(0);
       const interrupted = await trainSync({ store, runId, config, writer, worker, data, problemIds, policies, roles, checkpointRoot, signal, update, wallTime, runEvaluation, cursor, progress });
       if (interrupted) return interrupted;
+      if (config.optimization.steps > 0 || cursor.step === 0) runEvaluation(config.optimization.steps);
     }
-    if (config.optimization.steps > 0 || cursor.step === 0) runEvaluation(config.optimization.steps);
     writer.close();
     progress({ phase: 'done', step: config.optimization.steps, totalSteps: config.optimization.steps, metrics: {} });
     return { status: 'done', step: config.optimization.steps };
