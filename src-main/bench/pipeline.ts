@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--modes sync,pipeline]
- *                           [--db PATH] [--keep] [--json]`
+ *                           [--wait-idle SECONDS] [--db PATH] [--keep] [--json]`
  *
  * The same config and seed trained in `sync` mode (one worker process: every agent's rollouts,
  * then the updates) and in `pipeline` mode (a rollout worker and a trainer worker, each agent's
@@ -20,7 +20,8 @@
  * The machines this runs on may be shared, and a busy core slows the two-process pipeline more
  * than the one-process baseline: each run's line gives the CPU time of its own processes and of
  * every other process meanwhile (from /proc), and a warning follows when others used more than
- * a tenth of a core; the load average before and after is printed too.
+ * a tenth of a core; the load average before and after is printed too. `--wait-idle S` waits up
+ * to S seconds before each run for a moment when other processes use less than a tenth of a core.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -73,6 +74,28 @@ function cpuSnapshot(): { busy: number; own: number } | null {
   }
 }
 const CLOCK_TICKS = 100;
+
+/** Cores' worth of CPU that other processes use, sampled over `ms`. */
+async function othersLoad(ms: number): Promise<number | null> {
+  const a = cpuSnapshot();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const b = cpuSnapshot();
+  return a && b ? (b.busy - a.busy - (b.own - a.own)) / (ms / 1000) : null;
+}
+
+/** Wait (up to `seconds`) until other processes leave the CPUs nearly idle; returns their last load. */
+async function waitIdle(seconds: number, log: (line: string) => void): Promise<number | null> {
+  const end = Date.now() + seconds * 1000;
+  let load = await othersLoad(2000);
+  let said = false;
+  while (load !== null && load > 0.1 && Date.now() < end) {
+    if (!said) log(`  waiting for other processes to leave the CPUs idle (they use ${load.toFixed(2)} cores)…`);
+    said = true;
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    load = await othersLoad(2000);
+  }
+  return load;
+}
 
 function meanOf(store: Store, runId: number, key: string): number {
   const items = store.metrics.series(runId, key).items;
@@ -139,13 +162,15 @@ export async function run(argv: string[]): Promise<void> {
       db: { type: 'string' },
       keep: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      'wait-idle': { type: 'string', default: '0' },
     },
   });
+  const waitIdleS = Number(values['wait-idle']);
   const steps = Number(values.steps);
   const seeds = values.seeds.split(',').map(Number);
   const modes = values.modes.split(',') as ('sync' | 'pipeline')[];
   if (!Number.isInteger(steps) || steps < 1 || seeds.some((s) => !Number.isInteger(s)) || modes.some((m) => m !== 'sync' && m !== 'pipeline')) {
-    throw new Error('usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--modes sync,pipeline] [--db PATH] [--keep] [--json]');
+    throw new Error('usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]');
   }
   const dir = values.db ? path.dirname(path.resolve(values.db)) : fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-pipeline-'));
   const databasePath = values.db ? path.resolve(values.db) : path.join(dir, 'bench.db');
@@ -165,6 +190,7 @@ export async function run(argv: string[]): Promise<void> {
           eval: { every: 0 },
           pipeline: { mode, ...(values.staleness !== undefined ? { max_staleness: Number(values.staleness) } : {}) },
         };
+        if (waitIdleS > 0) await waitIdle(waitIdleS, log);
         const t0 = Date.now();
         const cpu0 = cpuSnapshot();
         const { runId } = await manager.start({ preset: values.preset, config, name: `bench ${mode} seed ${seed}` });

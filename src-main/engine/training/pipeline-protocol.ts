@@ -69,9 +69,13 @@ export type RolloutToTrainer =
       step: number;
       problemKeys: string[];
       episodes: EpisodeSummary[];
-      /** Wall time of the step's rollout, and the part of it spent waiting for newer weights. */
+      /**
+       * Wall time of the step's rollout, the part of it spent waiting for newer weights, and the
+       * part spent on the trainer's evaluation requests.
+       */
       rolloutMs: number;
       waitMs: number;
+      evalMs: number;
     }
   | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>> }
   | { type: 'failed'; message: string };

@@ -96,6 +96,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     endpoint.send({ type: 'ready' });
     const evalSet = evaluationSet(config, data);
     /** Run the evaluation shares the trainer asked for, with the weights it sent. */
+    let evalMs = 0;
     const serveEvaluations = async () => {
       while (evaluations.length > 0) {
         const request = evaluations.shift()!;
@@ -112,6 +113,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
         for (const part of request.parts) chains[part] = evaluatePart(ctx, evalSet.problems, evalSet.seed, part);
+        evalMs += Date.now() - startedAt;
         options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver.version, startedAt, endedAt: Date.now(), tokens: 0 });
         endpoint.send({ type: 'evaluated', at: request.at, chains });
         await endpoint.flush?.();
@@ -137,6 +139,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       const { problems, seed } = stepProblems(config, data, step);
       let batchSlot = 0;
       let waitMs = 0;
+      const evalBefore = evalMs;
       const stepStart = Date.now();
       const ctx: RolloutContext = {
         family: data.family,
@@ -189,6 +192,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         episodes: episodes.map((e) => ({ finalAnswer: e.finalAnswer, correct: e.correct, rounds: e.rounds, chains: e.chains })),
         rolloutMs: Date.now() - stepStart,
         waitMs,
+        evalMs: evalMs - evalBefore,
       });
     }
     // Everything is sent; stay until the trainer ends the run (it may still be training).

@@ -225,7 +225,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const now = Date.now();
     const stepS = (now - lastStepEnd) / 1000;
     lastStepEnd = now;
-    metrics['perf/rollout_s'] = (done.rolloutMs - done.waitMs) / 1000;
+    metrics['perf/rollout_s'] = (done.rolloutMs - done.waitMs - done.evalMs) / 1000;
     metrics['perf/update_s'] = s.updateMs / 1000;
     metrics['perf/step_s'] = stepS;
     metrics['perf/tokens_per_s'] = s.tokens / Math.max(stepS, 1e-3);
