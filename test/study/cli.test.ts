@@ -34,7 +34,7 @@ describe('marsrl study / compare (child process)', () => {
     const r = marsrl(['study', '--matrix', bad, '--db', path.join(tmp.dir, 'bad.db')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/concurency: unknown field; a matrix has .*concurrency/);
-    expect(marsrl(['study', '--db', db]).stderr).toMatch(/exactly one of --matrix FILE, --report STUDY or --list/);
+    expect(marsrl(['study', '--db', db]).stderr).toMatch(/exactly one of --matrix FILE, --resume STUDY, --report STUDY or --list/);
     expect(marsrl(['study', '--list', '--concurrency', '0', '--db', db]).stderr).toMatch(/--concurrency must be an integer from 1 to 32/);
     expect(marsrl(['study', '--matrix', path.join(tmp.dir, 'missing.yaml')]).stderr).toMatch(/no such file/);
   });
