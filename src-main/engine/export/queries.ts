@@ -12,30 +12,12 @@
  */
 import type { Database, Statement } from 'better-sqlite3';
 import type { Store } from '../store';
+import type { TurnRecord as StoredTurnRecord } from '../store';
 import type { RunRow, Split } from '../store/types';
 import { ExportError, type ResolvedFilters } from './options';
 
-/** A turn with everything a trajectory row needs (raw SQLite values). */
-export interface TurnRecord {
-  id: number;
-  run_id: number;
-  episode_id: number | null;
-  step: number;
-  agent: string;
-  policy_id: string;
-  round: number;
-  group_id: number;
-  parent_turn_id: number | null;
-  sample_index: number;
-  prompt: string;
-  text: string;
-  token_count: number;
-  parsed: string | null;
-  correct: number | null;
-  format_valid: number;
-  policy_version_min: number;
-  policy_version_max: number;
-  created_at: number;
+/** A turn with everything a trajectory row needs (raw SQLite values): the turns row plus joins. */
+export interface TurnRecord extends StoredTurnRecord {
   split: Split | null;
   problem_id: number | null;
   problem_key: string | null;

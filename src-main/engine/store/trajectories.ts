@@ -17,7 +17,8 @@ import type {
   TurnRow,
 } from './types';
 
-interface TurnRecord {
+/** A row of the turns table as SQLite returns it (snake_case, 0/1 booleans). */
+export interface TurnRecord {
   id: number;
   run_id: number;
   episode_id: number | null;
