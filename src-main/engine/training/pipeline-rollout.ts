@@ -6,11 +6,12 @@
  * that wrote each, parse and correctness), while the rollout goes on with the next agent, and the
  * next step.
  *
- * Between segments it takes in the newest weights the trainer has sent for the policy it is
- * decoding with (the decode cache is rebuilt because the weights changed), and it never decodes a
- * segment with weights more than `max_staleness` versions behind the version the batch will be
- * trained at: it waits instead, and records the wait in the timeline (queues.ts explains the
- * bound). Unfinished sequences carry over from stage to stage, possibly onto newer weights.
+ * At the start of each stage (an agent's first segments, and where unfinished sequences carry
+ * over to the next stage) it takes in the newest weights the trainer has sent for the policy it is
+ * decoding with (the decode cache is rebuilt because the weights changed), and between any two
+ * segments it never decodes with weights more than `max_staleness` versions behind the version the
+ * batch will be trained at: it takes newer weights or waits for them, and records the wait in the
+ * timeline (queues.ts explains the bound).
  *
  * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
  * the exact weights the trainer sends), between segments, so evaluations take both cores too.
@@ -163,13 +164,17 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           await endpoint.flush?.();
           return;
         }
-        // Before a segment: let messages in, serve evaluations, take the newest weights, hold
-        // the staleness bound.
+        // Before a segment: let messages in, serve evaluations, hold the staleness bound.
         await yieldToEventLoop();
         receive();
         await serveEvaluations();
         const id = pause.policy.id;
-        adopt(id);
+        // Newer weights are taken in where a stage begins (a group's first segment, or where
+        // unfinished sequences carry over), or when the bound requires them. Within a stage they
+        // wait: swapping there rebuilds the decode cache of every live sequence, a prefill that
+        // costs about as much as the stage's remaining segments.
+        if (pause.segment === 0) adopt(id);
+        if (!planner.mayDecode(id, batchSlot, slots.get(id)!)) adopt(id);
         if (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
           const waitStart = Date.now();
           const versionBefore = pause.policy.version;
