@@ -124,8 +124,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
         const s = stateOf(m.step);
         for (const { episode, turn } of m.turns) s.episodes[episode].turns[turn.index] = turn;
         queues.push(m);
-      }
-      else if (m.type === 'step-done') {
+      } else if (m.type === 'step-done') {
         stepDone.set(m.step, m);
         queues.stepComplete(m.step);
       } else if (m.type === 'failed') failure = m.message;
