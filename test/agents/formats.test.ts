@@ -16,9 +16,12 @@ import {
 const problem = { question: 'sort 3141' };
 
 describe('prompts per role', () => {
-  it('the Solver reads the question; the Verifier adds the solution; the Corrector adds the verdict', () => {
+  it('the Solver reads the question; the Verifier adds the final answer; the Corrector adds the verdict', () => {
     expect(solverPrompt(problem)).toBe('sort 3141');
     expect(verifierPrompt(problem, ' A:1134 ')).toBe('sort 3141|A:1134');
+    // The Solver's working-out is not shown, only its final answer (the last A: wins).
+    expect(verifierPrompt(problem, 'c:0210 A:1134')).toBe('sort 3141|A:1134');
+    expect(verifierPrompt(problem, 'A:9 A:1134')).toBe('sort 3141|A:1134');
     expect(correctorPrompt(problem, 'A:1143', 'c:0210 V:no')).toBe('sort 3141|A:1143|V:no');
   });
 

@@ -35,21 +35,24 @@ describe('sort', () => {
     expect(checkSortAnswer(p, '0123578a')).toBe(false);
   });
 
-  it('writes the counting solution and the count/order working-out', () => {
-    // Digits 0…9 of 53819072 occur 1,1,1,1,0,1,0,1,1,1 times.
+  it('writes the counting solution and the re-sort/compare working-out', () => {
+    // Digits 0…9 of 53819072 occur 1,1,1,1,0,1,0,1,1,1 times; sorted they are 01235789.
     expect(sortFamily.solverTarget(p)).toBe('c:1111010111 A:01235789');
-    expect(sortFamily.verifierTarget(p, 'c:1111010111 A:01235789')).toBe('c:1111010111 1111010111 o:0<1<2<3<5<7<8<9 V:ok');
-    // Two digits swapped: counts agree, one pair is out of order.
-    expect(sortFamily.verifierTarget(p, 'A:01325789')).toBe('c:1111010111 1111010111 o:0<1<3>2<5<7<8<9 V:no');
-    // A digit duplicated: counts differ, order is fine.
-    expect(sortFamily.verifierTarget(p, 'A:012335789')).toBe('c:1111010111 1112010111 o:0<1<2<3=3<5<7<8<9 V:no');
+    expect(sortFamily.verifierTarget(p, 'c:1111010111 A:01235789')).toBe('s:0=1=2=3=5=7=8=9= V:ok');
+    // Two digits swapped: positions 2 and 3 differ from the re-sorted digits.
+    expect(sortFamily.verifierTarget(p, 'A:01325789')).toBe('s:0=1=2x3x5=7=8=9= V:no');
+    // A digit written twice: everything after it is shifted, and the extra digit is one more mark.
+    expect(sortFamily.verifierTarget(p, 'A:012335789')).toBe('s:0=1=2=3=5x7x8x9xx V:no');
+    // A digit dropped: the 9 moves one place left, and the last re-sorted digit has nothing to match.
+    expect(sortFamily.verifierTarget(p, 'A:0123579')).toBe('s:0=1=2=3=5=7=8x9x V:no');
     expect(sortFamily.verifierTarget(p, 'A:0123x')).toBe('x V:no');
     expect(sortFamily.verifierTarget(p, 'no answer')).toBe('x V:no');
   });
 
-  it('fits the prompt formats in a few dozen characters', () => {
-    expect(verifierPrompt(p, sortFamily.solverTarget(p))).toBe('sort 53819072|c:1111010111 A:01235789');
-    expect(correctorPrompt(p, 'A:01325789', 'c:1111010111 1111010111 o:0<1<3>2<5<7<8<9 V:no')).toBe('sort 53819072|A:01325789|V:no');
+  it('shows the Verifier the final answer only, and fits the prompts in a few dozen characters', () => {
+    expect(verifierPrompt(p, sortFamily.solverTarget(p))).toBe('sort 53819072|A:01235789');
+    expect(verifierPrompt(p, 'garbage without an answer ')).toBe('sort 53819072|garbage without an answer');
+    expect(correctorPrompt(p, 'A:01325789', 's:0=1=2x3x5=7=8=9= V:no')).toBe('sort 53819072|A:01325789|V:no');
   });
 });
 

@@ -9,7 +9,7 @@
  * | role      | reads                                  | writes                                         |
  * |-----------|----------------------------------------|------------------------------------------------|
  * | solver    | `question`                             | working-out, then `A:<final answer>`           |
- * | verifier  | `question|solution`                    | working-out, then `V:ok` (approve) / `V:no`    |
+ * | verifier  | `question|A:<final answer>`            | working-out, then `V:ok` (approve) / `V:no`    |
  * | corrector | `question|solution|V:no`               | a repaired solution, same format as the Solver |
  *
  * Sequences are tiny (character-level policies with a 128-character context), so the Corrector
@@ -64,9 +64,17 @@ export function solverPrompt(problem: Pick<Problem, 'question'>): string {
   return problem.question;
 }
 
-/** A Verifier reads the question and the solution it judges (a Solver's or the previous Corrector's). */
+/**
+ * A Verifier reads the question and the final answer of the solution it judges (a Solver's or the
+ * previous Corrector's): `question|A:<answer>`, or the whole trimmed text when it has no answer.
+ * Every family's verdict is about the final answer, and with the working-out left out the answer
+ * always sits at the same place after the question, which is what lets a small character model
+ * look each of its characters up (see sort.ts); with it, the Verifier copied the Solver's
+ * working-out instead of checking the answer.
+ */
 export function verifierPrompt(problem: Pick<Problem, 'question'>, solution: string): string {
-  return `${problem.question}${PROMPT_SEPARATOR}${solution.trim()}`;
+  const { answer } = parseSolution(solution);
+  return `${problem.question}${PROMPT_SEPARATOR}${answer === null ? solution.trim() : answerText(answer)}`;
 }
 
 /**

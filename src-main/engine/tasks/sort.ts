@@ -1,25 +1,39 @@
 /**
- * sort: order a string of digits. Checking is easier than producing: a Verifier compares two
- * digit-count vectors and scans adjacent pairs, both local operations, while the Solver has to
- * place every digit. The prototype's result (a Verifier that writes per-digit counts and adjacent
- * order checks before its verdict caught 29–42% of wrong answers at 94–98% precision on 8 digits)
- * is why the Verifier's target has exactly that shape.
+ * sort: order a string of digits. Checked by order and by permutation (digit counts), never by
+ * comparing with a reference string.
  *
  * Texts at difficulty d (n = d + 5 digits), e.g. d = 3:
  *   question  `sort 53819072`
- *   solver    `c:1111011111 A:01235789`                       counts of 0…9, then the answer
- *   verifier  `c:1111011111 1111011111 o:0<1<2<3<5<7<8<9 V:ok`  counts of the question, counts of
- *             the answer, each adjacent pair as `<`, `=` or `>` (out of order), then the verdict;
- *             an answer that is not a digit string (or longer than 16) gets `x V:no`.
+ *   solver    `c:1111011111 A:01235789`         counts of 0…9, then the answer
+ *   verifier  reads `sort 53819072|A:01325789` (the final answer only, see formats.ts) and writes
+ *             `s:0=1=2x3x5=7=8=9= V:no`: the question's digits re-sorted, each followed by `=` when
+ *             the answer has the same digit at that position and `x` when not (an answer longer
+ *             than the question gets one `x` per extra digit), then the verdict. An answer that
+ *             is not a digit string (or longer than 16) gets `x V:no`.
+ *
+ * Why the Verifier re-sorts instead of counting. The prototype's Verifier wrote per-digit counts
+ * and adjacent-order checks, and that was tried first here: with 100k-parameter character models
+ * it never learned to count the answer's digits. It copied the Solver's count string (or its own
+ * count of the question) as the answer's counts and approved 96% of wrong answers greedily (recall
+ * 0.04 on the shipped Solver's samples). The Solver's own errors show why counting is the wrong
+ * tool for these models: in 45 greedy errors on held-out problems its count string was wrong 44
+ * times while its answer was one substitution away from right, so the model sorts by content, it
+ * does not count. Re-sorting is the Solver's own skill, and the per-position mark puts every
+ * comparison next to the digit it checks, so the verdict only has to notice an `x`. Trained from
+ * scratch this Verifier reached recall 0.85 at precision 0.98 on the Solver's samples after 400
+ * warm-start steps (a verdict-only re-sort, or a separate mark string after the re-sorted digits,
+ * stayed at recall < 0.1: the model learned to re-sort but not to look the answer up).
+ * Checking is still cheaper than solving in what it has to get right: a re-sort that is wrong
+ * only costs a false rejection, which the Corrector, reading the question, mostly leaves right.
  *
  * Maxima in characters over 2000 generated problems, each with its reference solution and one
  * constructed mistake (`corruptSolution`); test/tasks/lengths.test.ts holds d = 3 to ≤ 60.
  * | d  | n  | question | solution | verifier prompt | verifier target | corrector prompt |
  * |----|----|----------|----------|-----------------|-----------------|------------------|
- * | 1  | 6  | 11       | 22       | 34              | 44              | 39               |
- * | 3  | 8  | 13       | 24       | 38              | 48              | 43               |
- * | 5  | 10 | 15       | 26       | 42              | 52              | 47               |
- * | 10 | 15 | 20       | 31       | 52              | 62              | 57               |
+ * | 1  | 6  | 11       | 22       | 21              | 20              | 39               |
+ * | 3  | 8  | 13       | 24       | 25              | 24              | 43               |
+ * | 5  | 10 | 15       | 26       | 29              | 28              | 47               |
+ * | 10 | 15 | 20       | 31       | 39              | 38              | 57               |
  * The corrector target is a solution (the solver's length).
  */
 import type { Rng } from '../util/rng';
@@ -91,8 +105,10 @@ function verifierTarget(problem: Problem, solutionText: string): string {
   const { answer } = parseSolution(solutionText);
   const correct = checkSortAnswer(problem, answer);
   if (answer === null || !isDigitString(answer) || answer.length > MAX_ANALYSED_LENGTH) return `x ${verdictText('reject')}`;
-  const work = `c:${countVector(questionDigits(problem))} ${countVector(answer)} o:${orderMarks(answer)}`;
-  return `${work} ${verdictText(correct ? 'approve' : 'reject')}`;
+  const resorted = sortedDigits(questionDigits(problem));
+  let work = '';
+  for (let i = 0; i < Math.max(resorted.length, answer.length); i++) work += (resorted[i] ?? '') + (resorted[i] === answer[i] ? '=' : 'x');
+  return `s:${work} ${verdictText(correct ? 'approve' : 'reject')}`;
 }
 
 /** Splits a solution into the text before the final answer and the answer itself. */
@@ -127,6 +143,13 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
     },
     // A digit off by one.
     () => withAnswer(nudgeDigit(answer, position(answer.length), rng)),
+    // Another sorted string of the same length: an answer unrelated to the question, so that
+    // copying the answer is never a safe way to write the re-sorted digits.
+    () => {
+      let other = '';
+      for (let i = 0; i < answer.length; i++) other += DIGITS[rng.int(0, 9)];
+      return withAnswer(sortedDigits(other));
+    },
     // A miscount: one digit's count off by one, and the answer written from the wrong counts.
     () => {
       const counts = digitCounts(questionDigits(problem));
