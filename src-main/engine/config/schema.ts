@@ -117,6 +117,12 @@ export const PipelineSchema = z.strictObject({
   segment_tokens: z.number().int().min(1).max(65536).default(32).describe('Tokens decoded per segment (S); finished sequences leave after each segment.'),
   max_segments: z.number().int().min(1).max(1024).default(4).describe('Segments per stage (M); unfinished sequences carry over.'),
   max_staleness: z.number().int().min(0).max(1000).default(1).describe('Most policy versions a rollout may lag the trainer; rollout waits rather than exceed it.'),
+  gradient_share: z
+    .number()
+    .min(0)
+    .max(0.9)
+    .default(0.3)
+    .describe('Pipeline mode: share of each minibatch (by tokens) whose gradient the rollout process computes, between segments, while the trainer computes the rest; the parts add up to the same gradient. 0 keeps all training in the trainer.'),
 });
 
 export const EvalSchema = z.strictObject({

@@ -10,12 +10,15 @@
  *                      the rollout cannot go on.
  *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
  *                      trained batch, `evaluate` (its share of a held-out evaluation, with the
- *                      weights to evaluate), `stop` when the run ends for any reason.
- *   rollout → trainer: `evaluated` with the chains of its share.
+ *                      weights to evaluate), `gradients` (its share of a minibatch's gradient,
+ *                      with the weights to differentiate), `stop` when the run ends for any reason.
+ *   rollout → trainer: `evaluated` with the chains of its share; `gradients-done` with the
+ *                      gradient of its share (one Float32Array laid out as the weights, moved).
  */
 import type { Role } from '../config/schema';
 import type { GPTConfig } from '../model/gpt';
 import type { EvalChain, EvalPart } from './evaluate';
+import type { PolicySample, PpoOptions, PpoPartSums } from './ppo';
 import type { RolloutTurn } from './rollout';
 
 export interface PolicyWeights {
@@ -33,6 +36,8 @@ export type TrainerToRollout =
   | ({ type: 'weights' } & PolicyWeights)
   /** Run these parts of the evaluation at step `at` with exactly these weights. */
   | { type: 'evaluate'; at: number; parts: EvalPart[]; policies: PolicyWeights[] }
+  /** Compute the PPO gradient of these samples, part of a minibatch of `minibatchTokens` response tokens. */
+  | { type: 'gradients'; id: number; agent: string; step: number; policy: PolicyWeights; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }
   | { type: 'stop'; reason: string };
 
 /** One turn as sent to the trainer: its episode (index in the step's problems) and the turn. */
@@ -71,13 +76,15 @@ export type RolloutToTrainer =
       episodes: EpisodeSummary[];
       /**
        * Wall time of the step's rollout, the part of it spent waiting for newer weights, and the
-       * part spent on the trainer's evaluation requests.
+       * parts spent on the trainer's evaluation and gradient requests.
        */
       rolloutMs: number;
       waitMs: number;
       evalMs: number;
+      gradientMs: number;
     }
   | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>> }
+  | { type: 'gradients-done'; id: number; flatGrads: Float32Array; sums: PpoPartSums }
   | { type: 'failed'; message: string };
 
 /** One side of the trainer ↔ rollout channel. */

@@ -14,7 +14,10 @@
  * timeline (queues.ts explains the bound).
  *
  * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
- * the exact weights the trainer sends), between segments, so evaluations take both cores too.
+ * the exact weights the trainer sends), between segments, so evaluations take both cores too; and
+ * likewise the trainer's requested share of a minibatch's gradient (`pipeline.gradient_share`):
+ * an update costs the trainer about twice what a rollout of the same turns costs this process,
+ * so without help the trainer is the bottleneck and this process spends its time waiting.
  *
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
@@ -26,6 +29,7 @@ import type { TimelineRow } from '../store/types';
 import { evaluatePart, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
 import { PolicyRuntime, rolePolicies } from './policies';
+import { flattenGradients, ppoPartGradients } from './ppo';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
 import { drive, rolloutSteps, type RolloutContext, type RolloutPause } from './rollout';
 import { evaluationSet, loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
@@ -60,6 +64,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   const mailbox = new Map<string, PolicyWeights>();
   let init: Extract<TrainerToRollout, { type: 'init' }> | null = null;
   const evaluations: Extract<TrainerToRollout, { type: 'evaluate' }>[] = [];
+  const gradientRequests: Extract<TrainerToRollout, { type: 'gradients' }>[] = [];
   const receive = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'stop') {
@@ -67,6 +72,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         abort.abort();
       } else if (m.type === 'init') init = m;
       else if (m.type === 'evaluate') evaluations.push(m);
+      else if (m.type === 'gradients') gradientRequests.push(m);
       else if (m.type === 'weights') {
         const held = mailbox.get(m.policyId);
         if (!held || m.slot > held.slot) mailbox.set(m.policyId, m);
@@ -75,8 +81,18 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     if (abort.signal.aborted) throw new RolloutStopped(stopReason ?? 'stopped');
   };
   const policies = new Map<string, PolicyRuntime>();
-  /** Copies for evaluations, loaded with the weights each request names. */
+  /** Copies for evaluations and gradient shares, loaded with the weights each request names. */
   const evalPolicies = new Map<string, PolicyRuntime>();
+  const copyWith = (p: PolicyWeights): PolicyRuntime => {
+    let copy = evalPolicies.get(p.policyId);
+    if (!copy) {
+      const model = createModel(p.model, 0);
+      copy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
+      evalPolicies.set(p.policyId, copy);
+    }
+    copy.adoptWeights(p.weights, p.version);
+    return copy;
+  };
   try {
     const data = loadTaskData(config);
     endpoint.send({ type: 'hello', worker: options.worker, pid: process.pid });
@@ -101,15 +117,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     const serveEvaluations = async () => {
       while (evaluations.length > 0) {
         const request = evaluations.shift()!;
-        for (const p of request.policies) {
-          let copy = evalPolicies.get(p.policyId);
-          if (!copy) {
-            const model = createModel(p.model, 0);
-            copy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
-            evalPolicies.set(p.policyId, copy);
-          }
-          copy.adoptWeights(p.weights, p.version);
-        }
+        for (const p of request.policies) copyWith(p);
         const ctx = { family: data.family, tokenizer: data.tokenizer, policies: rolePolicies(config, evalPolicies), config };
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
@@ -119,6 +127,33 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         endpoint.send({ type: 'evaluated', at: request.at, chains });
         await endpoint.flush?.();
       }
+    };
+    /** Compute the gradient shares the trainer asked for, with the weights it sent. */
+    let gradientMs = 0;
+    const serveGradients = async () => {
+      while (gradientRequests.length > 0) {
+        const request = gradientRequests.shift()!;
+        const startedAt = Date.now();
+        const copy = copyWith(request.policy);
+        const part = ppoPartGradients(copy.model, request.samples, request.options, request.minibatchTokens);
+        const flatGrads = flattenGradients(copy.model, part.grads);
+        for (const g of part.grads) g.dispose();
+        const endedAt = Date.now();
+        gradientMs += endedAt - startedAt;
+        // Like the trainer's update spans, it carries the version the update produces.
+        options.timeline?.({ kind: 'update', agent: request.agent, worker: options.worker, step: request.step, policyVersion: request.policy.version + 1, startedAt, endedAt, tokens: part.sums.tokens });
+        endpoint.send({ type: 'gradients-done', id: request.id, flatGrads, sums: part.sums }, [flatGrads.buffer as ArrayBuffer]);
+        await endpoint.flush?.();
+      }
+    };
+    /** Serve the trainer's requests; returns the milliseconds spent. */
+    const serveRequests = async (): Promise<number> => {
+      const before = evalMs + gradientMs;
+      // Gradients first: the trainer is waiting for them in the middle of an update.
+      await serveGradients();
+      await serveEvaluations();
+      await serveGradients();
+      return evalMs + gradientMs - before;
     };
     const { scope } = scoringScope(config);
     const planner = new StalenessPlanner(config.pipeline.max_staleness, scope, Object.fromEntries(slots));
@@ -141,6 +176,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       let batchSlot = 0;
       let waitMs = 0;
       const evalBefore = evalMs;
+      const gradientBefore = gradientMs;
       const stepStart = Date.now();
       const ctx: RolloutContext = {
         family: data.family,
@@ -167,7 +203,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         // Before a segment: let messages in, serve evaluations, hold the staleness bound.
         await yieldToEventLoop();
         receive();
-        await serveEvaluations();
+        await serveRequests();
         const id = pause.policy.id;
         // Newer weights are taken in where a stage begins (a group's first segment, or where
         // unfinished sequences carry over), or when the bound requires them. Within a stage they
@@ -178,14 +214,16 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         if (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
           const waitStart = Date.now();
           const versionBefore = pause.policy.version;
+          let servedMs = 0;
           while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
             await inbox.wait(abort.signal);
             receive();
-            await serveEvaluations();
+            servedMs += await serveRequests();
             adopt(id);
           }
           const waitEnd = Date.now();
-          waitMs += waitEnd - waitStart;
+          // Time spent on the trainer's requests meanwhile is theirs, not waiting.
+          waitMs += waitEnd - waitStart - servedMs;
           options.timeline?.({ kind: 'wait', agent: pause.agent, worker: options.worker, step, policyVersion: versionBefore, startedAt: waitStart, endedAt: waitEnd, tokens: 0 });
         }
       };
@@ -198,12 +236,13 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         rolloutMs: Date.now() - stepStart,
         waitMs,
         evalMs: evalMs - evalBefore,
+        gradientMs: gradientMs - gradientBefore,
       });
     }
     // Everything is sent; stay until the trainer ends the run (it may still be training).
     for (;;) {
       receive();
-      await serveEvaluations();
+      await serveRequests();
       await inbox.wait(abort.signal);
     }
   } catch (error) {

@@ -13,7 +13,10 @@
  *
  * A step ends (in arrival order, after its last batch): its episodes, turns, segments, rewards and
  * advantages are written in one batch, then its metrics, then evaluation and checkpoint when due,
- * as in the synchronous loop. Evaluations are split between the two processes (evaluateSplit). Off-policy segments are not dropped: PPO's ratio uses each token's
+ * as in the synchronous loop. Evaluations are split between the two processes (evaluateSplit), and
+ * so is each minibatch's gradient when `pipeline.gradient_share` > 0: the rollout computes its share
+ * with a copy of the exact current weights while this process computes the rest, and the parts add
+ * up to the whole minibatch's gradient (ppo.ts). Off-policy segments are not dropped: PPO's ratio uses each token's
  * stored behaviour log-probability, and the staleness of every batch is logged
  * (`<agent>/staleness`, `pipeline/staleness`).
  */
@@ -34,6 +37,7 @@ import {
   stepProblems,
   updateAgent,
   yieldToEventLoop,
+  type GradientOffload,
   type ProblemIds,
   type ScoredEpisode,
   type TaskData,
@@ -83,6 +87,9 @@ interface StepState {
 /** Thrown when the rollout reports that it cannot go on. */
 export class RolloutFailedError extends Error {}
 
+/** The run was stopped while the trainer waited for the rollout's share of a gradient. */
+class PipelineStopped extends Error {}
+
 export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome> {
   const { config, writer, runId, signal, policies } = run;
   const { scope } = scoringScope(config);
@@ -110,6 +117,8 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   let rolloutWorker: string | null = null;
   let rolloutReady = false;
   const evaluated = new Map<number, Partial<Record<EvalPart, EvalChain[]>>>();
+  const gradientsDone = new Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>>();
+  let nextGradientId = 0;
   let failure: string | null = null;
   let idleMs = 0;
   let stopReason = 'the run ended';
@@ -119,6 +128,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
       else if (m.type === 'evaluated') evaluated.set(m.at, m.chains);
+      else if (m.type === 'gradients-done') gradientsDone.set(m.id, m);
       else if (m.type === 'batch') {
         // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
         const s = stateOf(m.step);
@@ -162,7 +172,29 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     done.episodes.forEach((summary, e) => Object.assign(s.episodes[e], summary));
   };
 
-  const trainBatch = (batch: BatchMessage) => {
+  const offload: GradientOffload | undefined =
+    config.pipeline.gradient_share > 0
+      ? {
+          share: config.pipeline.gradient_share,
+          request: async ({ agent, step, policy, samples, options, minibatchTokens }) => {
+            const id = nextGradientId++;
+            const w = weightsOf(policy);
+            endpoint.send({ type: 'gradients', id, agent, step, policy: w, samples, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);
+            await endpoint.flush?.();
+            // The answer is awaited taking in every other message (batches, finished steps) meanwhile.
+            return async () => {
+              while (!gradientsDone.has(id)) {
+                if (!(await pump())) throw new PipelineStopped();
+              }
+              const done = gradientsDone.get(id)!;
+              gradientsDone.delete(id);
+              return { flatGrads: done.flatGrads, sums: done.sums };
+            };
+          },
+        }
+      : undefined;
+
+  const trainBatch = async (batch: BatchMessage) => {
     const s = stateOf(batch.step);
     const policy = policies.get(batch.policyId)!;
     if (slots.get(batch.policyId) !== batch.slot) {
@@ -177,7 +209,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const oldest = Math.min(...batch.turns.flatMap(({ turn }) => turn.segments.map((g) => g.policyVersion)));
     const staleness = Number.isFinite(oldest) ? policy.version - oldest : 0;
     const t0 = Date.now();
-    const metrics = updateAgent(run.update, batch.agent, policy, batch.turns.map(({ episode, turn }) => ({ turn, advantage: s.scored[episode].advantages[turn.index].value })), batch.step);
+    const metrics = await updateAgent(run.update, batch.agent, policy, batch.turns.map(({ episode, turn }) => ({ turn, advantage: s.scored[episode].advantages[turn.index].value })), batch.step, offload);
     s.updateMs += Date.now() - t0;
     Object.assign(s.metrics, metrics);
     s.metrics[`${batch.agent}/staleness`] = staleness;
@@ -224,7 +256,8 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const now = Date.now();
     const stepS = (now - lastStepEnd) / 1000;
     lastStepEnd = now;
-    metrics['perf/rollout_s'] = (done.rolloutMs - done.waitMs - done.evalMs) / 1000;
+    metrics['perf/rollout_s'] = (done.rolloutMs - done.waitMs - done.evalMs - done.gradientMs) / 1000;
+    metrics['pipeline/rollout_gradient_s'] = done.gradientMs / 1000;
     metrics['perf/update_s'] = s.updateMs / 1000;
     metrics['perf/step_s'] = stepS;
     metrics['perf/tokens_per_s'] = s.tokens / Math.max(stepS, 1e-3);
@@ -272,7 +305,12 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
         continue;
       }
       if (item.kind === 'batch') {
-        trainBatch(item.batch);
+        try {
+          await trainBatch(item.batch);
+        } catch (error) {
+          if (error instanceof PipelineStopped) return interrupted();
+          throw error;
+        }
         // The new weights leave before the next update starts.
         await endpoint.flush?.();
       } else if (!(await finishStep(item.step))) return interrupted();

@@ -50,13 +50,46 @@ export interface PpoStepResult {
   lr: number;
 }
 
+/** Response tokens of a set of samples: the denominator of the token-mean loss. */
+export function responseTokenCount(samples: readonly TrainingSequence[]): number {
+  return samples.reduce((n, s) => n + Math.max(0, s.tokens.length - s.responseStart), 0);
+}
+
 /**
- * One optimizer step on a minibatch of one agent's turns. A NaN/Inf in the loss or the gradient
- * skips the update and says so; the caller counts consecutive skips.
+ * Sums over one part of a minibatch's response tokens. The loss is already divided by the whole
+ * minibatch's token count, so the parts of a minibatch add up to its token-mean loss (and their
+ * gradients to its gradient); the diagnostics are plain sums.
  */
-export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): PpoStepResult {
-  const { tokens, T } = padBatch(samples, options.padId);
+export interface PpoPartSums {
+  loss: number;
+  clipped: number;
+  entropy: number;
+  kl: number;
+  drift: number;
+  tokens: number;
+}
+
+export interface PpoPart {
+  /** d loss / d parameter, one tensor per model variable, in `model.variables` order. */
+  grads: tf.Tensor[];
+  sums: PpoPartSums;
+}
+
+/** A part computed elsewhere (the rollout process): the gradient laid out as `model.getWeights`. */
+export interface PpoRemotePart {
+  flatGrads: Float32Array;
+  sums: PpoPartSums;
+}
+
+/**
+ * The PPO loss and gradient of one part of a minibatch whose response tokens number
+ * `minibatchTokens` in all. Computing a minibatch in parts (in two processes) gives the gradient of
+ * the whole, up to the order of float additions.
+ */
+export function ppoPartGradients(model: GPT, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): PpoPart {
+  const { tokens } = padBatch(samples, options.padId);
   const B = samples.length;
+  const T = tokens[0].length;
   // Time-major rows: row (t−1)·B + b scores token t of sequence b (see GPT.nextTokenStatsTimeMajor).
   const rows = (T - 1) * B;
   const mask = new Float32Array(rows);
@@ -98,7 +131,7 @@ export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySam
         kl = tf.sub(tf.sub(tf.exp(diff), diff), 1);
         perToken = tf.add(perToken, tf.mul(kl, options.klCoef));
       }
-      const loss = tf.div(tf.sum(tf.mul(perToken, maskT)), count) as tf.Scalar;
+      const loss = tf.div(tf.sum(tf.mul(perToken, maskT)), minibatchTokens) as tf.Scalar;
       // Diagnostics, kept out of the gradient: clip fraction, entropy, KL, drift from behaviour.
       const isClipped = tf.cast(tf.logicalOr(tf.less(ratio, 1 - options.clip), tf.greater(ratio, 1 + options.clip)), 'float32');
       diagnostics = tf.keep(
@@ -113,32 +146,75 @@ export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySam
     }, model.variables);
     const loss = value.dataSync()[0];
     value.dispose();
-    const [clipSum, entropySum, klSum, driftSum] = Array.from((diagnostics as tf.Tensor1D | null)?.dataSync() ?? [0, 0, 0, 0]);
-    let result;
-    if (!Number.isFinite(loss)) {
-      // Adam.step would apply a finite gradient of a non-finite loss; refuse it here.
-      result = { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };
-    } else {
-      result = optimizer.step(grads);
+    const [clippedSum, entropySum, klSum, driftSum] = Array.from((diagnostics as tf.Tensor1D | null)?.dataSync() ?? [0, 0, 0, 0]);
+    return {
+      grads: model.variables.map((v) => grads[v.name]),
+      sums: { loss, clipped: clippedSum, entropy: entropySum, kl: klSum, drift: driftSum, tokens: count },
+    };
+  } finally {
+    tf.dispose([maskT, behaviourT, advantageT, referenceT]);
+    if (diagnostics) (diagnostics as tf.Tensor).dispose();
+  }
+}
+
+/** A part's gradient as one buffer laid out as `model.getWeights()` (to send to another process). */
+export function flattenGradients(model: GPT, grads: readonly tf.Tensor[]): Float32Array {
+  const flat = new Float32Array(model.numParams);
+  grads.forEach((g, i) => flat.set(g.dataSync() as Float32Array, model.specs[i].offset));
+  return flat;
+}
+
+/**
+ * Sum the parts of one minibatch and take the optimizer step. Disposes the local part's tensors.
+ * A non-finite loss or gradient skips the step and says why.
+ */
+export function applyPpoParts(model: GPT, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[] = []): PpoStepResult {
+  let grads = local.grads;
+  try {
+    if (remote.length > 0) {
+      grads = tf.tidy(() =>
+        local.grads.map((g, i) => {
+          const spec = model.specs[i];
+          return remote.reduce((sum, part) => tf.add(sum, tf.tensor(part.flatGrads.subarray(spec.offset, spec.offset + spec.size), spec.shape, 'float32')), g);
+        }),
+      );
     }
-    tf.dispose(grads);
+    const sums = [local.sums, ...remote.map((r) => r.sums)].reduce((a, b) => ({
+      loss: a.loss + b.loss,
+      clipped: a.clipped + b.clipped,
+      entropy: a.entropy + b.entropy,
+      kl: a.kl + b.kl,
+      drift: a.drift + b.drift,
+      tokens: a.tokens + b.tokens,
+    }));
+    const loss = sums.loss;
+    // Adam.step would apply a finite gradient of a non-finite loss; refuse it here.
+    const result = Number.isFinite(loss) ? optimizer.step(grads) : { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };
     return {
       loss,
       gradNorm: result.gradNorm,
       clipped: result.clipped,
       skipped: result.skipped,
       skipReason: !Number.isFinite(loss) ? `loss was ${loss}` : result.skipped ? `gradient norm was ${result.gradNorm}` : null,
-      clipFraction: clipSum / count,
-      entropy: entropySum / count,
-      kl: klSum / count,
-      approxKlBehaviour: driftSum / count,
-      tokens: count,
+      clipFraction: sums.clipped / sums.tokens,
+      entropy: sums.entropy / sums.tokens,
+      kl: sums.kl / sums.tokens,
+      approxKlBehaviour: sums.drift / sums.tokens,
+      tokens: sums.tokens,
       lr: result.lr,
     };
   } finally {
-    tf.dispose([maskT, behaviourT, advantageT, referenceT]);
-    if (diagnostics) (diagnostics as tf.Tensor).dispose();
+    tf.dispose(local.grads);
+    if (grads !== local.grads) tf.dispose(grads);
   }
+}
+
+/**
+ * One optimizer step on a minibatch of one agent's turns. A NaN/Inf in the loss or the gradient
+ * skips the update and says so; the caller counts consecutive skips.
+ */
+export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): PpoStepResult {
+  return applyPpoParts(model, optimizer, ppoPartGradients(model, samples, options, responseTokenCount(samples)));
 }
 
 /** log π(y_t) of each response token under `model` (no gradient), e.g. for the KL reference. */

@@ -14,7 +14,7 @@ import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { evaluate } from './evaluate';
 import { savePolicies, type PolicyRuntime } from './policies';
-import { ppoStep, responseLogProbs, type PolicySample } from './ppo';
+import { applyPpoParts, ppoPartGradients, ppoStep, responseLogProbs, responseTokenCount, type PolicySample, type PpoOptions, type PpoRemotePart, type PpoStepResult } from './ppo';
 import type { RolloutEpisode, RolloutTurn } from './rollout';
 
 /** Raised when `optimization.nan_tolerance` updates in a row were skipped for NaN/Inf. */
@@ -144,12 +144,62 @@ export interface UpdateContext {
 }
 
 /**
+ * Computes part of a minibatch's gradient in another process (the pipeline's rollout worker,
+ * while it would otherwise wait for weights), with exactly the weights `policy` has now.
+ */
+export interface GradientOffload {
+  /** Share of each minibatch's tokens, prompts included, sent away (0 < share < 1). */
+  share: number;
+  /**
+   * Sends a share away; resolves once the request has left this process (so that the other one
+   * computes while this one does), with a function that waits for the answer.
+   */
+  request(request: { agent: string; step: number; policy: PolicyRuntime; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }): Promise<() => Promise<PpoRemotePart>>;
+}
+
+/**
+ * The samples of a minibatch sent away: the last ones, as many as make up `share` of its tokens
+ * (the cost of a forward and backward pass grows with them), never all of them.
+ */
+export function offloadSplit(samples: readonly PolicySample[], share: number): { local: PolicySample[]; remote: PolicySample[] } {
+  const total = samples.reduce((n, s) => n + s.tokens.length, 0);
+  let cut = samples.length;
+  let sent = 0;
+  while (cut > 1 && sent + samples[cut - 1].tokens.length <= share * total) sent += samples[--cut].tokens.length;
+  return { local: samples.slice(0, cut), remote: samples.slice(cut) };
+}
+
+async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], options: PpoOptions, agent: string, step: number, offload: GradientOffload | undefined): Promise<PpoStepResult> {
+  const { local, remote } = offload ? offloadSplit(batch, offload.share) : { local: batch, remote: [] };
+  if (remote.length === 0) return ppoStep(policy.model, policy.optimizer, batch, options);
+  const minibatchTokens = responseTokenCount(batch);
+  // The request leaves before the local part starts, so both processes compute at once.
+  const answer = await offload!.request({ agent, step, policy, samples: remote, options, minibatchTokens });
+  const own = ppoPartGradients(policy.model, local, options, minibatchTokens);
+  let away: PpoRemotePart;
+  try {
+    away = await answer();
+  } catch (error) {
+    for (const g of own.grads) g.dispose();
+    throw error;
+  }
+  return applyPpoParts(policy.model, policy.optimizer, own, [away]);
+}
+
+/**
  * One agent's PPO update on its turns of a step: `ppo_epochs` passes of minibatches, each
  * recorded as an 'update' span; a NaN/Inf loss or gradient skips that minibatch with an event,
  * and `nan_tolerance` skips in a row raise NonFiniteError. Returns the agent's metrics (gradient
  * norm before clipping, loss, entropy, KL, clip fraction) when any update was applied.
  */
-export function updateAgent(ctx: UpdateContext, agent: string, policy: PolicyRuntime, items: readonly { turn: RolloutTurn; advantage: number }[], step: number): Record<string, number> {
+export async function updateAgent(
+  ctx: UpdateContext,
+  agent: string,
+  policy: PolicyRuntime,
+  items: readonly { turn: RolloutTurn; advantage: number }[],
+  step: number,
+  offload?: GradientOffload,
+): Promise<Record<string, number>> {
   const { config, store, runId, writer } = ctx;
   const metrics: Record<string, number> = {};
   const samples: PolicySample[] = items
@@ -172,12 +222,8 @@ export function updateAgent(ctx: UpdateContext, agent: string, policy: PolicyRun
       const t0 = Date.now();
       const batch = samples.slice(start, start + config.optimization.minibatch_size);
       const poisoned = ctx.injectNanLossFromStep !== undefined && step >= ctx.injectNanLossFromStep;
-      const r = ppoStep(policy.model, policy.optimizer, poisoned ? batch.map((s) => ({ ...s, advantage: Number.NaN })) : batch, {
-        clip: config.optimization.ppo_clip,
-        klCoef: config.optimization.kl_coef,
-        temperature: config.rollout.temperature,
-        padId: ctx.padId,
-      });
+      const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: ctx.padId };
+      const r = await minibatchStep(policy, poisoned ? batch.map((s) => ({ ...s, advantage: Number.NaN })) : batch, options, agent, step, offload);
       writer.timelineSpan({ runId, kind: 'update', agent, worker: ctx.worker, step, policyVersion: policy.version, startedAt: t0, endedAt: Date.now(), tokens: r.tokens });
       if (r.skipped) {
         ctx.skips.consecutive++;

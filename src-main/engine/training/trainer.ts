@@ -235,7 +235,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     );
     for (const [agent, items] of byAgent) {
       if (signal?.aborted) break;
-      Object.assign(metrics, updateAgent(run.update, agent, roles[items[0].turn.role], items, step));
+      Object.assign(metrics, await updateAgent(run.update, agent, roles[items[0].turn.role], items, step));
     }
     const updateMs = Date.now() - updateStart;
     const stepTokens = episodes.reduce((a, e) => a + e.turns.reduce((b, t) => b + t.responseTokens.length, 0), 0);

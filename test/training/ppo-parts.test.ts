@@ -1,0 +1,141 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from '../../src-main/engine/model/backend';
+import { createPolicy } from '../../src-main/engine/training/policies';
+import { applyPpoParts, flattenGradients, ppoPartGradients, ppoStep, responseTokenCount, type PolicySample, type PpoOptions } from '../../src-main/engine/training/ppo';
+import { loadTaskData, offloadSplit } from '../../src-main/engine/training/run-support';
+import { promptTokens } from '../../src-main/engine/training/sequences';
+import { solverPrompt } from '../../src-main/engine/agents';
+import { Rng } from '../../src-main/engine/util/rng';
+import { tinyConfig } from './tiny';
+
+const config = tinyConfig();
+const data = loadTaskData(config);
+const options: PpoOptions = { clip: 0.2, klCoef: 0.05, temperature: 1, padId: data.tokenizer.padId };
+
+/** Samples of different lengths with behaviour log-probabilities off the policy, so ratios are clipped too. */
+function samples(count: number): PolicySample[] {
+  const rng = new Rng(4, 'ppo-parts');
+  return data.train.slice(0, count).map((p, i) => {
+    const prompt = promptTokens(data.tokenizer, 'solver', solverPrompt(p));
+    const response = Array.from({ length: 3 + (i % 5) * 2 }, () => rng.int(4, data.tokenizer.vocabSize - 1));
+    return {
+      tokens: [...prompt, ...response],
+      responseStart: prompt.length,
+      behaviourLogProbs: response.map(() => -3 + rng.next() * 2),
+      referenceLogProbs: response.map(() => -3 + rng.next() * 2),
+      advantage: rng.next() * 2 - 1,
+    };
+  });
+}
+
+beforeAll(async () => {
+  await initBackend(config.runtime.backend);
+});
+
+describe('a minibatch gradient computed in parts (the pipeline rollout computes a share)', () => {
+  it('parts add up to the whole: same loss, diagnostics, gradient norm and updated weights as one ppoStep', () => {
+    const batch = samples(10);
+    const whole = createPolicy('solver', config.policies.solver, data.tokenizer, 21).policy;
+    const split = createPolicy('solver', config.policies.solver, data.tokenizer, 21).policy;
+    expect(split.model.getWeights()).toEqual(whole.model.getWeights());
+
+    const one = ppoStep(whole.model, whole.optimizer, batch, options);
+
+    const { local, remote } = offloadSplit(batch, 0.4);
+    expect(local.length).toBeGreaterThan(0);
+    expect(remote.length).toBeGreaterThan(0);
+    const minibatchTokens = responseTokenCount(batch);
+    // The remote share as it travels: a flat gradient buffer and plain sums.
+    const away = ppoPartGradients(split.model, remote, options, minibatchTokens);
+    const flatGrads = flattenGradients(split.model, away.grads);
+    away.grads.forEach((g) => g.dispose());
+    const own = ppoPartGradients(split.model, local, options, minibatchTokens);
+    const parts = applyPpoParts(split.model, split.optimizer, own, [{ flatGrads, sums: away.sums }]);
+
+    expect(parts.tokens).toBe(one.tokens);
+    expect(parts.loss).toBeCloseTo(one.loss, 5);
+    expect(parts.gradNorm).toBeCloseTo(one.gradNorm, 4);
+    expect(parts.clipFraction).toBeCloseTo(one.clipFraction, 6);
+    expect(parts.entropy).toBeCloseTo(one.entropy, 5);
+    expect(parts.kl).toBeCloseTo(one.kl, 5);
+    expect(parts.approxKlBehaviour).toBeCloseTo(one.approxKlBehaviour, 5);
+    expect(one.clipFraction).toBeGreaterThan(0);
+    const a = whole.model.getWeights();
+    const b = split.model.getWeights();
+    let maxDiff = 0;
+    let moved = 0;
+    const before = createPolicy('solver', config.policies.solver, data.tokenizer, 21).policy.model.getWeights();
+    for (let i = 0; i < a.length; i++) {
+      maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+      moved = Math.max(moved, Math.abs(a[i] - before[i]));
+    }
+    expect(moved).toBeGreaterThan(1e-4); // the step did change the weights…
+    // …the same way: Adam's first step is about lr·sign(g), so a gradient element near zero may
+    // differ in the last bits; 1% of one step of lr = 1e-3.
+    expect(maxDiff).toBeLessThan(1e-5);
+    whole.dispose();
+    split.dispose();
+  });
+
+  it('the parts’ gradients sum to the whole minibatch’s gradient', () => {
+    const batch = samples(9);
+    const policy = createPolicy('solver', config.policies.solver, data.tokenizer, 23).policy;
+    const minibatchTokens = responseTokenCount(batch);
+    const flat = (part: ReturnType<typeof ppoPartGradients>) => {
+      const f = flattenGradients(policy.model, part.grads);
+      part.grads.forEach((g) => g.dispose());
+      return f;
+    };
+    const whole = flat(ppoPartGradients(policy.model, batch, options, minibatchTokens));
+    const { local, remote } = offloadSplit(batch, 0.3);
+    const a = flat(ppoPartGradients(policy.model, local, options, minibatchTokens));
+    const b = flat(ppoPartGradients(policy.model, remote, options, minibatchTokens));
+    let largest = 0;
+    let worst = 0;
+    for (let i = 0; i < whole.length; i++) {
+      largest = Math.max(largest, Math.abs(whole[i]));
+      worst = Math.max(worst, Math.abs(a[i] + b[i] - whole[i]));
+    }
+    expect(largest).toBeGreaterThan(1e-3);
+    expect(worst).toBeLessThan(1e-5 * largest);
+    // Neither part alone is the whole.
+    let offByPart = 0;
+    for (let i = 0; i < whole.length; i++) offByPart = Math.max(offByPart, Math.abs(a[i] - whole[i]));
+    expect(offByPart).toBeGreaterThan(1e-3 * largest);
+    policy.dispose();
+  });
+
+  it('a NaN in the remote share skips the update like a NaN anywhere in the minibatch', () => {
+    const batch = samples(6);
+    const policy = createPolicy('solver', config.policies.solver, data.tokenizer, 22).policy;
+    const before = policy.model.getWeights();
+    const { local, remote } = offloadSplit(batch, 0.5);
+    const minibatchTokens = responseTokenCount(batch);
+    const away = ppoPartGradients(policy.model, remote.map((s) => ({ ...s, advantage: Number.NaN })), options, minibatchTokens);
+    const flatGrads = flattenGradients(policy.model, away.grads);
+    away.grads.forEach((g) => g.dispose());
+    const result = applyPpoParts(policy.model, policy.optimizer, ppoPartGradients(policy.model, local, options, minibatchTokens), [{ flatGrads, sums: away.sums }]);
+    expect(result.skipped).toBe(true);
+    expect(result.skipReason).toMatch(/loss was NaN/);
+    expect(policy.model.getWeights()).toEqual(before);
+    policy.dispose();
+  });
+});
+
+describe('offloadSplit', () => {
+  const sized = (lengths: number[]): PolicySample[] => lengths.map((n) => ({ tokens: new Array(n).fill(1), responseStart: 1, behaviourLogProbs: [], advantage: 0 }));
+
+  it('sends the last samples, up to the share of all tokens', () => {
+    // 10 + 20 + 30 + 40 = 100 tokens; a share of 0.45 sends the 40 (the 30 would make 70 > 45).
+    const { local, remote } = offloadSplit(sized([10, 20, 30, 40]), 0.45);
+    expect(local.map((s) => s.tokens.length)).toEqual([10, 20, 30]);
+    expect(remote.map((s) => s.tokens.length)).toEqual([40]);
+    expect(offloadSplit(sized([10, 20, 30, 40]), 0.7).remote.map((s) => s.tokens.length)).toEqual([30, 40]);
+  });
+
+  it('keeps at least one sample here, and sends nothing when no sample fits the share', () => {
+    expect(offloadSplit(sized([10, 10]), 0.9).local).toHaveLength(1);
+    expect(offloadSplit(sized([5]), 0.9).remote).toHaveLength(0);
+    expect(offloadSplit(sized([10, 60]), 0.3).remote).toHaveLength(0);
+  });
+});
