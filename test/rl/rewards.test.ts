@@ -55,6 +55,25 @@ describe('rewards: shared (the episode outcome for every turn)', () => {
   });
 });
 
+describe('rewards: role scales (reward.scale)', () => {
+  const scaled = (scheme: string, correct: boolean, formatPenalty: number) =>
+    computeRewards(scheme, episode, { correct }, { formatPenalty, roleScale: { verifier: 0.5, corrector: 4 } }).map((r) => r.value);
+
+  it('a right turn earns its role’s scale; a wrong one 0; the penalty is not scaled', () => {
+    // decoupled, by hand: solver 1 (scale 1 by default) | 0 − 0.1; verifier 0.5 | 0 | 0 − 0.1; corrector 4 − 0.1.
+    const decoupled = scaled('decoupled', false, 0.1);
+    [1, -0.1, 0.5, 0, -0.1, 3.9].forEach((v, i) => expect(decoupled[i]).toBeCloseTo(v, 12));
+    // shared, right episode: every turn earns its role's scale, less its own penalty.
+    const shared = scaled('shared', true, 0.1);
+    [1, 0.9, 0.5, 0.5, 0.4, 3.9].forEach((v, i) => expect(shared[i]).toBeCloseTo(v, 12));
+    expect(scaled('shared', false, 0)).toEqual([0, 0, 0, 0, 0, 0]);
+  });
+
+  it('refuses a scale that is not a positive number, naming the role', () => {
+    expect(() => computeRewards('decoupled', episode, { correct: true }, { formatPenalty: 0, roleScale: { corrector: 0 } })).toThrow(/reward scale of corrector must be a positive number/);
+  });
+});
+
 describe('reward components and registry', () => {
   it('components name the parts, and they sum to the value', () => {
     for (const scheme of REWARD_SCHEMES) {

@@ -86,6 +86,14 @@ export const RolloutSchema = z.strictObject({
 export const RewardSchema = z.strictObject({
   scheme: z.enum(REWARD_SCHEMES).default('decoupled').describe('decoupled: agent-specific rewards (MarsRL); shared: the episode outcome given to every agent turn.'),
   format_penalty: z.number().min(0).max(10).default(0).describe('Subtracted from the reward of a turn whose output cannot be parsed.'),
+  scale: z
+    .strictObject({
+      solver: z.number().gt(0).max(1000).default(1).describe('Reward of a right Solver turn.'),
+      verifier: z.number().gt(0).max(1000).default(1).describe('Reward of a right Verifier verdict.'),
+      corrector: z.number().gt(0).max(1000).default(1).describe('Reward of a right Corrector turn.'),
+    })
+    .prefault({})
+    .describe('Reward scale per role (Dr. MAS: agents whose rewards differ in scale get inflated advantages under global normalization).'),
 });
 
 export const AdvantageSchema = z.strictObject({

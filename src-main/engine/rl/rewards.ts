@@ -15,6 +15,12 @@
  * Format penalty (both schemes): a turn whose output cannot be parsed (`formatValid` false) has
  * `formatPenalty` subtracted. Components always sum to the value:
  * value = correctness + format_penalty, with format_penalty ∈ {0, −formatPenalty}.
+ *
+ * Role scales (`reward.scale`, default 1 each): correctness is `scale[role]` instead of 1 for a
+ * right turn. Dr. MAS (arXiv 2602.08847) studies agents whose rewards live on different scales:
+ * under global normalization an agent whose rewards sit far from the pooled mean gets inflated
+ * advantages (its inflation factor), which agent-wise normalization removes; the drmas-paper
+ * preset uses scales to make that visible at small scale.
  */
 import type { Role } from '../config/schema';
 import { REWARD_SCHEMES, RewardSchema } from '../config/schema';
@@ -36,6 +42,8 @@ export interface EpisodeOutcome {
 export interface RewardOptions {
   /** Subtracted from a turn whose format is invalid; ≥ 0 (reward.format_penalty, default 0). */
   formatPenalty: number;
+  /** The correctness reward of a right turn per role (reward.scale); 1 where absent. */
+  roleScale?: Partial<Record<Role, number>>;
 }
 
 export interface RewardComponents {
@@ -71,19 +79,25 @@ export function listRewards(): string[] {
   return [...registry.keys()];
 }
 
-function withFormatPenalty(turn: RewardTurn, correctness: number, options: RewardOptions): TurnReward {
+function scaleOf(role: Role, options: RewardOptions): number {
+  const scale = options.roleScale?.[role] ?? 1;
+  if (!(scale > 0) || !Number.isFinite(scale)) throw new Error(`reward scale of ${role} must be a positive number, got ${scale}`);
+  return scale;
+}
+
+/** `right`: the turn earns its correctness reward (its role's scale). */
+function withFormatPenalty(turn: RewardTurn, right: boolean, options: RewardOptions): TurnReward {
   if (!(options.formatPenalty >= 0)) throw new Error(`formatPenalty must be ≥ 0, got ${options.formatPenalty}`);
+  const correctness = right ? scaleOf(turn.role, options) : 0;
   const formatPenalty = turn.formatValid ? 0 : -options.formatPenalty;
   return { value: correctness + formatPenalty, components: { correctness, format_penalty: formatPenalty } };
 }
 
 /** MarsRL's agent-specific rewards: each turn is judged on its own output. */
-export const decoupledReward: RewardFn = (turns, _outcome, options) =>
-  turns.map((turn) => withFormatPenalty(turn, turn.correct ? 1 : 0, options));
+export const decoupledReward: RewardFn = (turns, _outcome, options) => turns.map((turn) => withFormatPenalty(turn, turn.correct, options));
 
 /** Every turn gets the episode's outcome. */
-export const sharedReward: RewardFn = (turns, outcome, options) =>
-  turns.map((turn) => withFormatPenalty(turn, outcome.correct ? 1 : 0, options));
+export const sharedReward: RewardFn = (turns, outcome, options) => turns.map((turn) => withFormatPenalty(turn, outcome.correct, options));
 
 registerReward('decoupled', decoupledReward);
 registerReward('shared', sharedReward);

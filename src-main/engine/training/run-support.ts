@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RunConfig } from '../config/schema';
 import { Tokenizer } from '../model/tokenizer';
-import { computeAdvantages, computeRewards, meanInflationFactors } from '../rl';
+import { computeAdvantages, computeRewards, meanInflationFactors, type RewardOptions } from '../rl';
 import type { BatchWriter, Store } from '../store';
 import { getTaskFamily } from '../tasks';
 import type { Problem, TaskFamily } from '../tasks/types';
@@ -33,6 +33,11 @@ export function loadTaskData(config: RunConfig): TaskData {
   const train = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.train_size, split: 'train' });
   const test = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.test_size, split: 'test' });
   return { family, tokenizer, train, test };
+}
+
+/** The reward options of a run's config (format penalty, role scales). */
+export function rewardOptions(config: RunConfig): RewardOptions {
+  return { formatPenalty: config.reward.format_penalty, roleScale: config.reward.scale };
 }
 
 export function mean(values: readonly number[]): number {
@@ -117,7 +122,7 @@ export function scoreAgentTurns(config: RunConfig, episodes: readonly RolloutEpi
   }
   for (const [e, list] of byEpisode) {
     // The outcome is not known yet; an agent-local scheme does not read it.
-    const rewards = computeRewards(config.reward.scheme, list.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid })), { correct: false }, { formatPenalty: config.reward.format_penalty });
+    const rewards = computeRewards(config.reward.scheme, list.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid })), { correct: false }, rewardOptions(config));
     const groupKey = `${e}:${episodes[e].problem.key}`;
     const advantages = computeAdvantages(
       list.map((t, i) => ({ agent: t.agent, reward: rewards[i].value, groupKey })),
@@ -285,9 +290,9 @@ export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpiso
     let rewards;
     if (config.reward.scheme === 'shared') {
       const outcomes = trajectoryOutcomes(episode);
-      rewards = rewardTurns.map((turn, i) => computeRewards('shared', [turn], { correct: outcomes[i] }, { formatPenalty: config.reward.format_penalty })[0]);
+      rewards = rewardTurns.map((turn, i) => computeRewards('shared', [turn], { correct: outcomes[i] }, rewardOptions(config))[0]);
     } else {
-      rewards = computeRewards(config.reward.scheme, rewardTurns, { correct: episode.correct }, { formatPenalty: config.reward.format_penalty });
+      rewards = computeRewards(config.reward.scheme, rewardTurns, { correct: episode.correct }, rewardOptions(config));
     }
     // The group key is the prompt: one problem's turns across agents (Dr. MAS: agent k's samples
     // for the same prompt).
