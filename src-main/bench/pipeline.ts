@@ -1,10 +1,11 @@
 /**
- * `npm run bench -- pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--modes sync,pipeline]
- *                           [--wait-idle SECONDS] [--db PATH] [--keep] [--json]`
+ * `npm run bench -- pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X]
+ *                           [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]`
  *
  * The same config and seed trained in `sync` mode (one worker process: every agent's rollouts,
  * then the updates) and in `pipeline` mode (a rollout worker and a trainer worker, each agent's
- * turns trained as soon as the agent finishes), back to back, through the run manager as
+ * turns trained as soon as the agent finishes, and the rollout worker computing
+ * pipeline.gradient_share of each minibatch's gradient while it would wait), back to back, through the run manager as
  * `marsrl run` starts them, for the same number of steps (so the same number of Solver samples).
  * The preset's runs start from its shipped checkpoints; evaluation runs at the start and the end
  * only (eval.every = 0), on the preset's held-out problems.
@@ -49,6 +50,8 @@ interface RunFigures {
   updateS: number;
   trainerIdleS: number;
   rolloutWaitS: number;
+  /** Seconds a step the rollout spent computing its share of the trainer's gradients (pipeline.gradient_share). */
+  rolloutGradientS: number;
   maxStaleness: number;
   /** CPU seconds of this run's processes (this one and its workers), and of every other process meanwhile. */
   cpuSeconds: number | null;
@@ -142,6 +145,7 @@ function figures(store: Store, runId: number, mode: string, seed: number, steps:
     updateS: meanOf(store, runId, 'perf/update_s'),
     trainerIdleS: meanOf(store, runId, 'pipeline/trainer_idle_s'),
     rolloutWaitS: meanOf(store, runId, 'pipeline/rollout_wait_s'),
+    rolloutGradientS: meanOf(store, runId, 'pipeline/rollout_gradient_s'),
     maxStaleness: staleness.length ? Math.max(...staleness) : 0,
     cpuSeconds: cpu?.own ?? null,
     otherCpuSeconds: cpu?.other ?? null,
@@ -163,14 +167,24 @@ export async function run(argv: string[]): Promise<void> {
       keep: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       'wait-idle': { type: 'string', default: '0' },
+      'gradient-share': { type: 'string' },
     },
   });
   const waitIdleS = Number(values['wait-idle']);
   const steps = Number(values.steps);
   const seeds = values.seeds.split(',').map(Number);
   const modes = values.modes.split(',') as ('sync' | 'pipeline')[];
-  if (!Number.isInteger(steps) || steps < 1 || seeds.some((s) => !Number.isInteger(s)) || modes.some((m) => m !== 'sync' && m !== 'pipeline')) {
-    throw new Error('usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]');
+  const gradientShare = values['gradient-share'] === undefined ? undefined : Number(values['gradient-share']);
+  if (
+    !Number.isInteger(steps) ||
+    steps < 1 ||
+    seeds.some((s) => !Number.isInteger(s)) ||
+    modes.some((m) => m !== 'sync' && m !== 'pipeline') ||
+    (gradientShare !== undefined && !(gradientShare >= 0 && gradientShare <= 0.9))
+  ) {
+    throw new Error(
+      'usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X (0–0.9)] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]',
+    );
   }
   const dir = values.db ? path.dirname(path.resolve(values.db)) : fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-pipeline-'));
   const databasePath = values.db ? path.resolve(values.db) : path.join(dir, 'bench.db');
@@ -178,7 +192,7 @@ export async function run(argv: string[]): Promise<void> {
   const manager = createRunManager({ store, databasePath });
   const log = (line: string) => (values.json ? process.stderr.write(`${line}\n`) : console.log(line));
   const load0 = os.loadavg();
-  log(`bench pipeline: preset ${values.preset}, ${steps} steps, seeds ${seeds.join(', ')}, ${os.cpus().length} CPUs, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+  log(`bench pipeline: preset ${values.preset}, ${steps} steps, seeds ${seeds.join(', ')}${gradientShare !== undefined ? `, gradient share ${gradientShare}` : ''}, ${os.cpus().length} CPUs, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
 
   const results: RunFigures[] = [];
   try {
@@ -188,7 +202,11 @@ export async function run(argv: string[]): Promise<void> {
           seed,
           optimization: { steps, checkpoint_every: 0 },
           eval: { every: 0 },
-          pipeline: { mode, ...(values.staleness !== undefined ? { max_staleness: Number(values.staleness) } : {}) },
+          pipeline: {
+            mode,
+            ...(values.staleness !== undefined ? { max_staleness: Number(values.staleness) } : {}),
+            ...(gradientShare !== undefined ? { gradient_share: gradientShare } : {}),
+          },
         };
         if (waitIdleS > 0) await waitIdle(waitIdleS, log);
         const t0 = Date.now();
@@ -202,7 +220,7 @@ export async function run(argv: string[]): Promise<void> {
         log(
           `  ${mode.padEnd(8)} seed ${seed}: ${f.status}, RL ${fixed(f.rlSeconds, 1)} s (run ${fixed(f.totalSeconds, 1)} s, ${((Date.now() - t0) / 1000).toFixed(1)} s with process start), ` +
             `${fixed(f.tokensPerS, 0)} tok/s, held-out system ${fixed(f.accuracy, 3)} (start ${fixed(f.accuracyAtStart, 3)}), solver ${fixed(f.solverAccuracy, 3)}; ` +
-            `per step rollout ${fixed(f.rolloutS, 2)} s, update ${fixed(f.updateS, 2)} s, trainer idle ${fixed(f.trainerIdleS, 2)} s, rollout wait ${fixed(f.rolloutWaitS, 2)} s, max staleness ${f.maxStaleness}; ` +
+            `per step rollout ${fixed(f.rolloutS, 2)} s, update ${fixed(f.updateS, 2)} s, trainer idle ${fixed(f.trainerIdleS, 2)} s, rollout wait ${fixed(f.rolloutWaitS, 2)} s, rollout's gradient share ${fixed(f.rolloutGradientS, 2)} s, max staleness ${f.maxStaleness}; ` +
             `CPU ${fixed(f.cpuSeconds, 1)} s (${fixed(f.cpuSeconds === null ? null : f.cpuSeconds / f.totalSeconds, 2)} cores), other processes ${fixed(f.otherCpuSeconds, 1)} s`,
         );
       }
@@ -231,7 +249,7 @@ export async function run(argv: string[]): Promise<void> {
     loadavg: [load0, load1],
   };
   if (values.json) {
-    console.log(JSON.stringify({ preset: values.preset, steps, seeds, results, summary }));
+    console.log(JSON.stringify({ preset: values.preset, steps, seeds, gradientShare: gradientShare ?? null, results, summary }));
     return;
   }
   console.log('');

@@ -10,7 +10,8 @@ import { workerEntry } from '../runner/spawn';
 
 export const utilityProcessSpawner: WorkerSpawner = (args) => {
   const child = utilityProcess.fork(workerEntry(), [JSON.stringify(args)], {
-    serviceName: `MarsRL run ${args.runId}`,
+    // The OS task manager shows which run and which of its workers a process is.
+    serviceName: `MarsRL run ${args.runId} ${args.role ?? 'trainer'}`,
     stdio: 'inherit',
     // The better-sqlite3 build for Electron's ABI (MARSRL_NATIVE_SQLITE, set by `npm start`)
     // must reach the worker too.

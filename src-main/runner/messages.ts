@@ -36,9 +36,11 @@ export function isWorkerMessage(value: unknown): value is WorkerToManager {
   return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string' && typeof (value as { runId?: unknown }).runId === 'number';
 }
 
-/** The ArrayBuffers of a peer message that can be transferred rather than copied (weights). */
+/** The ArrayBuffers of a peer message that can be transferred rather than copied (weights, gradients). */
 export function transferables(payload: TrainerToRollout | RolloutToTrainer): ArrayBuffer[] {
   if (payload.type === 'weights') return [payload.weights.buffer as ArrayBuffer];
   if (payload.type === 'init' || payload.type === 'evaluate') return payload.policies.map((p) => p.weights.buffer as ArrayBuffer);
+  if (payload.type === 'gradients') return [payload.policy.weights.buffer as ArrayBuffer];
+  if (payload.type === 'gradients-done') return [payload.flatGrads.buffer as ArrayBuffer];
   return [];
 }
