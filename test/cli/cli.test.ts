@@ -18,7 +18,9 @@ beforeAll(() => {
   store.runs.setStatus(id, 'running');
   store.runs.setStatus(id, 'interrupted', 'worker killed (SIGKILL)');
   const writer = store.writer({ flushIntervalMs: 0 });
+  writer.metric({ runId: id, step: 0, wallTime: 0, key: 'eval/system/accuracy', value: 0.5 });
   writer.metric({ runId: id, step: 3, wallTime: 1, key: 'eval/system/accuracy', value: 0.625 });
+  writer.metric({ runId: id, step: 0, wallTime: 0, key: 'eval/verifier/recall', value: 0.25 });
   writer.close();
   store.events.log(id, 'warning', 'interrupted', 'rollout worker exited with SIGKILL', null, 3);
   store.close();
@@ -94,8 +96,13 @@ describe('marsrl CLI (child process)', () => {
     expect(show.stdout).toMatch(/eval\/system\/accuracy\s+0\.6250/);
     expect(show.stdout).toMatch(/rollout worker exited with SIGKILL/);
     expect(show.stdout).toMatch(/scheme: shared/);
+    // Every evaluation, one column per step; a metric missing at a step shows a dash.
+    expect(show.stdout).toMatch(/Held-out evaluations \(by step\):\s+metric\s+@0\s+@3/);
+    expect(show.stdout).toMatch(/system\/accuracy\s+0\.500\s+0\.625/);
+    expect(show.stdout).toMatch(/verifier\/recall\s+0\.250\s+—/);
     const showJson = JSON.parse(marsrl(['show', '1', '--json', '--db', dbPath]).stdout);
     expect(showJson.config.seed).toBe(4);
+    expect(showJson.evaluations['eval/system/accuracy']).toEqual({ 0: 0.5, 3: 0.625 });
 
     const none = marsrl(['show', '999', '--db', dbPath]);
     expect(none.code).toBe(1);

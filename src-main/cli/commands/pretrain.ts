@@ -13,15 +13,17 @@ import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
 
 const usage = `Usage: marsrl pretrain (--preset NAME | --config FILE) --out DIR [--set key.path=value …]
-                       [--target-solver-accuracy X] [--target-verifier-score X] [--eval-every N] [--json]
+                       [--target-solver-accuracy X] [--target-verifier-score X] [--target-corrector-score X]
+                       [--eval-every N] [--json]
 
 Warm-starts every policy of a configuration with supervised training on generated data (the
 Verifier also on the Solver's own samples and on constructed mistakes) and writes one checkpoint
 per policy to DIR/<policy id>. Accuracy jumps unevenly with steps, so the checkpoint is chosen by
 held-out evaluation: the best one, or for the Solver the one whose accuracy when sampling at the
 rollout temperature is nearest --target-solver-accuracy (to leave RL room to improve, and still
-give it right samples to learn from), and for a Verifier policy the one whose held-out verdict
-accuracy is nearest --target-verifier-score (a near-perfect starting Verifier leaves RL nothing to
+give it right samples to learn from); likewise for a Verifier or Corrector policy the one whose
+held-out score (verdict accuracy, repaired-answer accuracy) is nearest --target-verifier-score or
+--target-corrector-score (a near-perfect starting Verifier or Corrector leaves RL nothing to
 improve in it). Point a config's policies.<id>.init at DIR/<id> to start from it.`;
 
 function score(e: PretrainEval): number {
@@ -36,7 +38,7 @@ export const pretrainCommand: Command = {
   async run(argv, ctx) {
     const { values } = parseCommand(
       argv,
-      { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true }, out: { type: 'string' }, 'target-solver-accuracy': { type: 'string' }, 'target-verifier-score': { type: 'string' }, 'eval-every': { type: 'string' } },
+      { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true }, out: { type: 'string' }, 'target-solver-accuracy': { type: 'string' }, 'target-verifier-score': { type: 'string' }, 'target-corrector-score': { type: 'string' }, 'eval-every': { type: 'string' } },
       usage,
       0,
     );
@@ -48,8 +50,14 @@ export const pretrainCommand: Command = {
     if (!values.out) throw new UsageError('pretrain needs --out DIR (where the checkpoints go)', usage);
     const target = values['target-solver-accuracy'] === undefined ? null : Number(values['target-solver-accuracy']);
     if (target !== null && !(target >= 0 && target <= 1)) throw new UsageError(`--target-solver-accuracy must be a number from 0 to 1 (got ${values['target-solver-accuracy']})`, usage);
-    const verifierTarget = values['target-verifier-score'] === undefined ? null : Number(values['target-verifier-score']);
-    if (verifierTarget !== null && !(verifierTarget >= 0 && verifierTarget <= 1)) throw new UsageError(`--target-verifier-score must be a number from 0 to 1 (got ${values['target-verifier-score']})`, usage);
+    const roleTargets: Partial<Record<Role, number>> = {};
+    for (const role of ['verifier', 'corrector'] as const) {
+      const flag = `target-${role}-score` as const;
+      if (values[flag] === undefined) continue;
+      const value = Number(values[flag]);
+      if (!(value >= 0 && value <= 1)) throw new UsageError(`--${flag} must be a number from 0 to 1 (got ${values[flag]})`, usage);
+      roleTargets[role] = value;
+    }
     const evalEvery = values['eval-every'] === undefined ? 50 : Number(values['eval-every']);
     if (!Number.isInteger(evalEvery) || evalEvery < 1) throw new UsageError(`--eval-every must be a positive integer (got ${values['eval-every']})`, usage);
 
@@ -76,7 +84,8 @@ export const pretrainCommand: Command = {
       }
       const policyRoles = rolesOf(config, policy.id);
       const isSolver = policyRoles.includes('solver');
-      const isVerifier = !isSolver && policyRoles.includes('verifier');
+      // A policy that is not the Solver is held to the targets of the roles it plays.
+      const targetRoles = isSolver ? [] : policyRoles.filter((r) => roleTargets[r] !== undefined);
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
       const history = await pretrainPolicy(policy, {
         family: data.family,
@@ -91,12 +100,12 @@ export const pretrainCommand: Command = {
         onProgress: (p) => bar.update(`warm start ${p.policyId}`, p.step + 1, p.steps, `loss ${number(p.loss, 3)}`),
         onEval: (e) => {
           const raw = score(e);
-          // For the Solver with a target, "best" is nearest the target accuracy; likewise a Verifier's verdict accuracy.
+          // For the Solver with a target, "best" is nearest the target accuracy; likewise a Verifier's or Corrector's score.
           const value =
             isSolver && target !== null
               ? -Math.abs((e.sampledSolver ?? e.scores.solver ?? raw) - target)
-              : isVerifier && verifierTarget !== null
-                ? -Math.abs((e.scores.verifier ?? raw) - verifierTarget)
+              : targetRoles.length > 0
+                ? -targetRoles.reduce((sum, r) => sum + Math.abs((e.scores[r] ?? raw) - roleTargets[r]!), 0)
                 : raw;
           if (!best || value > best.value) best = { step: e.step, value, weights: policy.model.getWeights(), scores: e.scores };
           bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}${e.sampledSolver !== undefined ? `, solver sampled ${number(e.sampledSolver, 3)}` : ''}`);
@@ -107,7 +116,7 @@ export const pretrainCommand: Command = {
       policy.model.setWeights(chosen.weights);
       const dir = path.join(values.out, policy.id);
       fs.mkdirSync(dir, { recursive: true });
-      saveCheckpoint(dir, { model: policy.model, optimizer: null, tokenizer: data.tokenizer, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetVerifierScore: verifierTarget } } });
+      saveCheckpoint(dir, { model: policy.model, optimizer: null, tokenizer: data.tokenizer, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } });
       report[policy.id] = { chosenStep: chosen.step, scores: chosen.scores, history };
       bar.log(`  ${policy.id}: kept step ${chosen.step} → ${dir}`);
     }

@@ -63,8 +63,9 @@ export const runsCommand: Command = {
 
 const showUsage = `Usage: marsrl show RUN [--db PATH] [--json]
 
-Shows one run (by id or name): status, timing, backend, counts, latest metrics, recent events
-and the resolved configuration.`;
+Shows one run (by id or name): status, timing, backend, counts, latest metrics, every held-out
+evaluation (one column per evaluation step: the warm start, then as RL goes on), recent events and
+the resolved configuration.`;
 
 export const showCommand: Command = {
   name: 'show',
@@ -88,8 +89,13 @@ export const showCommand: Command = {
       const detail = toRunDetail(store, run);
       const latest = store.metrics.latest(run.id, store.metrics.keys(run.id));
       const events = store.events.events(run.id, 0, 1000).items.slice(-10);
+      // Held-out evaluations by step: what a run did to every agent, from its warm start on.
+      const evaluations: Record<string, Record<number, number>> = {};
+      for (const key of store.metrics.keys(run.id).filter((k) => k.startsWith('eval/'))) {
+        evaluations[key] = Object.fromEntries(store.metrics.series(run.id, key).items.map((p) => [p.step, p.value]));
+      }
       if (values.json) {
-        printJson({ ...detail, latestMetrics: latest, recentEvents: events });
+        printJson({ ...detail, latestMetrics: latest, evaluations, recentEvents: events });
         return 0;
       }
       const lines = [
@@ -104,6 +110,15 @@ export const showCommand: Command = {
       const metricKeys = Object.keys(latest);
       if (metricKeys.length) {
         lines.push('', 'Latest metrics:', table(['metric', 'value'], metricKeys.map((k) => [k, number(latest[k], 4)])));
+      }
+      const evalKeys = Object.keys(evaluations);
+      if (evalKeys.length) {
+        const steps = [...new Set(evalKeys.flatMap((k) => Object.keys(evaluations[k]).map(Number)))].sort((a, b) => a - b);
+        lines.push(
+          '',
+          'Held-out evaluations (by step):',
+          table(['metric', ...steps.map((step) => `@${step}`)], evalKeys.map((k) => [k.slice('eval/'.length), ...steps.map((step) => (step in evaluations[k] ? number(evaluations[k][step], 3) : '—'))])),
+        );
       }
       if (events.length) {
         lines.push('', 'Recent events:', ...events.map((e) => `  [${e.level}] step ${e.step ?? '-'} ${e.kind}: ${e.message}`));
