@@ -29,7 +29,13 @@ export function resolveDatabasePath(explicit?: string, env: NodeJS.ProcessEnv = 
   return path.join(defaultDataDir(env), DATABASE_FILE);
 }
 
-/** Each run's files (checkpoints, exports) live beside the database, keyed by run id. */
+/**
+ * Each run's files (checkpoints, exports) live beside the database, keyed by run id: `runs/<id>`
+ * for the default database file, `<name>.runs/<id>` for any other, so that two databases in one
+ * folder (run ids start at 1 in each) never share a run's folder.
+ */
 export function runDir(databasePath: string, runId: number): string {
-  return path.join(path.dirname(databasePath), 'runs', String(runId));
+  const file = path.basename(databasePath);
+  const folder = file === DATABASE_FILE ? 'runs' : `${file.replace(/\.(db|sqlite3?)$/i, '')}.runs`;
+  return path.join(path.dirname(databasePath), folder, String(runId));
 }
