@@ -1,4 +1,5 @@
 /** Events (errors, warnings, checkpoints, interruptions), checkpoints and the pipeline timeline. */
+import { keysetPage } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { parseJsonColumn, toJsonColumn } from './json';
 import type { CheckpointRow, EventLevel, EventRow, KeysetPage, TimelineRow } from './types';
@@ -56,9 +57,7 @@ export class EventsRepo {
         data: parseJsonColumn(r.data_json as string | null, null),
       }),
     );
-    const hasMore = rows.length > capped;
-    const items = hasMore ? rows.slice(0, capped) : rows;
-    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+    return keysetPage(rows, capped, (row) => row.id);
   }
 
   addCheckpoint(c: Omit<CheckpointRow, 'id'>): void {

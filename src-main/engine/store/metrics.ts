@@ -1,4 +1,5 @@
 /** Metrics: slash-named scalar series per run (`solver/grad_norm`, `eval/system/accuracy`, …). */
+import { keysetPage } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import type { KeysetPage, MetricPoint } from './types';
 
@@ -68,9 +69,7 @@ export class MetricsRepo {
     if (keyId === null) return { items: [], nextCursor: null };
     const capped = Math.min(Math.max(limit, 1), 1_000_000);
     const rows = this.seriesPage.all(runId, keyId, afterStep === -Infinity ? Number.MIN_SAFE_INTEGER : afterStep, capped + 1) as SeriesPoint[];
-    const hasMore = rows.length > capped;
-    const items = hasMore ? rows.slice(0, capped) : rows;
-    return { items, nextCursor: hasMore ? items[items.length - 1].step : null };
+    return keysetPage(rows, capped, (row) => row.step);
   }
 
   keys(runId: number): string[] {

@@ -1,4 +1,5 @@
 /** Runs: creation with the resolved config snapshot, status transitions, listing by keyset. */
+import { equalityFilters, keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { parseJsonColumn, toJsonColumn } from './json';
@@ -152,17 +153,14 @@ export class RunsRepo {
 
   /** Newest first, keyset-paged on id. */
   list(options: ListRunsOptions = {}): KeysetPage<RunRow> {
-    const limit = Math.min(Math.max(options.limit ?? 50, 1), 500);
+    const limit = pageLimit(options.limit, 50, 500);
     const where: string[] = [];
     const params: Record<string, unknown> = { limit: limit + 1 };
     if (options.beforeId !== undefined) {
       where.push('id < @beforeId');
       params.beforeId = options.beforeId;
     }
-    if (options.status) {
-      where.push('status = @status');
-      params.status = options.status;
-    }
+    equalityFilters(where, params, { status: { column: 'status', value: options.status || undefined } });
     if (options.search) {
       where.push(
         "(name LIKE @search ESCAPE '\\' OR preset LIKE @search ESCAPE '\\' OR tags_json LIKE @search ESCAPE '\\' OR json_extract(config_json, '$.task.family') LIKE @search ESCAPE '\\')",
@@ -171,9 +169,7 @@ export class RunsRepo {
     }
     const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as RunRecord[]).map(toRun);
-    const hasMore = rows.length > limit;
-    const items = hasMore ? rows.slice(0, limit) : rows;
-    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+    return keysetPage(rows, limit, (row) => row.id);
   }
 
   counts(id: number): RunCounts {

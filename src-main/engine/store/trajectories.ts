@@ -3,6 +3,7 @@
  * advantage). Inserts are prepared here and driven by the BatchWriter; reads are keyset pages
  * so a run with millions of turns pages in constant time.
  */
+import { equalityFilters, keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
@@ -259,17 +260,10 @@ export class TrajectoriesRepo {
 
   /** Episodes in id order (keyset), served by episodes_run_step or the primary key. */
   pageEpisodes(query: EpisodePageQuery): KeysetPage<EpisodeListItem> {
-    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+    const limit = pageLimit(query.limit, 100, 1000);
     const where = ['e.run_id = @runId', 'e.id > @afterId'];
     const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
-    if (query.step !== undefined) {
-      where.push('e.step = @step');
-      params.step = query.step;
-    }
-    if (query.split !== undefined) {
-      where.push('e.split = @split');
-      params.split = query.split;
-    }
+    equalityFilters(where, params, { step: { column: 'e.step', value: query.step }, split: { column: 'e.split', value: query.split } });
     const sql = `SELECT e.*, p.question, p.answer AS reference, (SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id) AS turn_count
       FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(
@@ -288,9 +282,7 @@ export class TrajectoriesRepo {
         turnCount: r.turn_count as number,
       }),
     );
-    const hasMore = rows.length > limit;
-    const items = hasMore ? rows.slice(0, limit) : rows;
-    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+    return keysetPage(rows, limit, (row) => row.id);
   }
 
   /**
@@ -299,25 +291,15 @@ export class TrajectoriesRepo {
    * turns_episode); the reward filter joins on the rewards primary key.
    */
   pageTurns(query: TurnPageQuery): KeysetPage<TurnView> {
-    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+    const limit = pageLimit(query.limit, 100, 1000);
     const where = ['t.run_id = @runId', 't.id > @afterId'];
     const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
-    if (query.agent !== undefined) {
-      where.push('t.agent = @agent');
-      params.agent = query.agent;
-    }
-    if (query.step !== undefined) {
-      where.push('t.step = @step');
-      params.step = query.step;
-    }
-    if (query.episodeId !== undefined) {
-      where.push('t.episode_id = @episodeId');
-      params.episodeId = query.episodeId;
-    }
-    if (query.correct !== undefined) {
-      where.push('t.correct = @correct');
-      params.correct = query.correct ? 1 : 0;
-    }
+    equalityFilters(where, params, {
+      agent: { column: 't.agent', value: query.agent },
+      step: { column: 't.step', value: query.step },
+      episodeId: { column: 't.episode_id', value: query.episodeId },
+      correct: { column: 't.correct', value: query.correct },
+    });
     if (query.minReward !== undefined) {
       where.push('r.value >= @minReward');
       params.minReward = query.minReward;
@@ -328,9 +310,7 @@ export class TrajectoriesRepo {
     }
     const sql = `${TURN_VIEW_SELECT} WHERE ${where.join(' AND ')} ORDER BY t.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as TurnViewRecord[]).map(toTurnView);
-    const hasMore = rows.length > limit;
-    const items = hasMore ? rows.slice(0, limit) : rows;
-    return { items, nextCursor: hasMore ? items[items.length - 1].id : null };
+    return keysetPage(rows, limit, (row) => row.id);
   }
 }
 
