@@ -34,11 +34,19 @@ export function workerEntry(): string {
   throw new Error(`cannot find the run worker next to ${here}`);
 }
 
+/**
+ * Node flags a worker needs: TypeScript sources run through tsx's loader, as the CLI does. The
+ * loader is named by its resolved file URL: a bare `tsx` would be looked up from the current
+ * folder, and `marsrl` runs from any folder.
+ */
+export function workerExecArgv(entry: string): string[] {
+  return entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+}
+
 export const forkWorker: WorkerSpawner = (args) => {
   const entry = workerEntry();
   const child = fork(entry, [JSON.stringify(args)], {
-    // TypeScript sources run through tsx's loader, as the CLI does.
-    execArgv: entry.endsWith('.ts') ? ['--import', 'tsx'] : [],
+    execArgv: workerExecArgv(entry),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // Structured clone over the IPC channel: typed arrays (weights, log-probabilities) stay binary.
     serialization: 'advanced',
