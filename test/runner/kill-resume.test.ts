@@ -72,6 +72,9 @@ describe('run worker processes', () => {
     const steps = store.metrics.series(runId, 'solver/reward/mean').items.map((p) => p.step);
     expect(steps.slice(-2)).toEqual([3, 4]);
     expect(store.events.events(runId).items.some((e) => e.kind === 'resumed')).toBe(true);
+    // The resumed run judged the fixed answer set of the first evaluation, not a new one.
+    expect(store.events.events(runId, 0, 1000).items.filter((e) => e.kind === 'eval_fixed_set')).toHaveLength(1);
+    expect(store.metrics.series(runId, 'eval/fixed/answers').items.length).toBeGreaterThanOrEqual(2);
     const final = new Database(databasePath, { readonly: true });
     expect(final.pragma('integrity_check', { simple: true })).toBe('ok');
     final.close();

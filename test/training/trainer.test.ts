@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src-main/engine/store';
-import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
+import { FIXED_SET_EVENT, trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
+import { evaluationSet, loadTaskData } from '../../src-main/engine/training/run-support';
+import { parseSolution } from '../../src-main/engine/agents';
 import { tempDir } from '../helpers/tmp';
 import { tinyConfig } from './tiny';
 
@@ -136,6 +138,27 @@ describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run, end to end (%s)
       expect(store.metrics.series(runId, 'eval/system/accuracy').items.map((p) => p.step)).toEqual([0, 2]);
       expect(store.events.checkpoints(runId).map((c) => c.step)).toEqual([0, 0, 0, 1, 1, 1]);
       expect(store.events.timeline(runId).some((s) => s.kind === 'update')).toBe(true);
+    });
+
+    it('judges one fixed set of warm-start Solver answers at every evaluation, kept in the store', () => {
+      // tiny: 3 held-out problems × k = 2 sampled answers, taken from the first evaluation.
+      const event = store.events.latestOfKind(runId, FIXED_SET_EVENT);
+      const solutions = event?.data?.solutions as { problem: number; text: string }[];
+      expect(solutions).toHaveLength(6);
+      expect(solutions.map((s) => s.problem)).toEqual([0, 0, 1, 1, 2, 2]);
+      expect(event?.step).toBe(0);
+      // The wrong share logged is what the task's checker says of the stored answers.
+      const config = tiny();
+      const data = loadTaskData(config);
+      const { problems } = evaluationSet(config, data);
+      const wrong = solutions.filter((s) => !data.family.checkAnswer(problems[s.problem], parseSolution(s.text).answer)).length;
+      expect(store.metrics.series(runId, 'eval/fixed/wrong_share').items.map((p) => p.value)).toEqual([wrong / 6, wrong / 6]);
+      for (const key of ['eval/fixed/answers', 'eval/fixed/wrong_share', 'eval/fixed/verifier/verdict_accuracy']) {
+        expect(store.metrics.series(runId, key).items.map((p) => p.step), key).toEqual([0, 2]);
+      }
+      expect(store.metrics.series(runId, 'eval/fixed/answers').items.map((p) => p.value)).toEqual([6, 6]);
+      // One set per run: the last evaluation did not make another.
+      expect(store.db.prepare('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND kind = ?').get(runId, FIXED_SET_EVENT)).toEqual({ n: 1 });
     });
 
     it('stops after nan_tolerance skipped updates, logging each with its agent and step', async () => {

@@ -12,6 +12,7 @@ export class EventsRepo {
   private readonly checkpointsOfRun: Statement;
   private readonly latestCheckpointStmt: Statement;
   private readonly timelineOfRun: Statement;
+  private readonly latestOfKindStmt: Statement;
 
   constructor(db: Database) {
     this.insertEvent = db.prepare(
@@ -28,6 +29,7 @@ export class EventsRepo {
     this.checkpointsOfRun = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step, id');
     this.latestCheckpointStmt = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1');
     this.timelineOfRun = db.prepare('SELECT * FROM timeline WHERE run_id = ? AND started_at >= ? ORDER BY started_at LIMIT ?');
+    this.latestOfKindStmt = db.prepare('SELECT * FROM events WHERE run_id = ? AND kind = ? ORDER BY id DESC LIMIT 1');
   }
 
   static eventParams(e: Omit<EventRow, 'id'>) {
@@ -45,19 +47,14 @@ export class EventsRepo {
 
   events(runId: number, afterId = 0, limit = 200): KeysetPage<EventRow> {
     const capped = Math.min(Math.max(limit, 1), 1000);
-    const rows = (this.page.all(runId, afterId, capped + 1) as Record<string, unknown>[]).map(
-      (r): EventRow => ({
-        id: r.id as number,
-        runId: r.run_id as number,
-        step: r.step as number | null,
-        time: r.time as number,
-        level: r.level as EventLevel,
-        kind: r.kind as string,
-        message: r.message as string,
-        data: parseJsonColumn(r.data_json as string | null, null),
-      }),
-    );
+    const rows = (this.page.all(runId, afterId, capped + 1) as Record<string, unknown>[]).map(toEvent);
     return keysetPage(rows, capped, (row) => row.id);
+  }
+
+  /** The newest event of one kind in a run (e.g. something a run recorded once and reads on resume). */
+  latestOfKind(runId: number, kind: string): EventRow | null {
+    const r = this.latestOfKindStmt.get(runId, kind) as Record<string, unknown> | undefined;
+    return r ? toEvent(r) : null;
   }
 
   addCheckpoint(c: Omit<CheckpointRow, 'id'>): void {
@@ -98,5 +95,18 @@ function toCheckpoint(r: Record<string, unknown>): CheckpointRow {
     path: r.path as string,
     createdAt: r.created_at as number,
     metrics: parseJsonColumn(r.metrics_json as string | null, null),
+  };
+}
+
+function toEvent(r: Record<string, unknown>): EventRow {
+  return {
+    id: r.id as number,
+    runId: r.run_id as number,
+    step: r.step as number | null,
+    time: r.time as number,
+    level: r.level as EventLevel,
+    kind: r.kind as string,
+    message: r.message as string,
+    data: parseJsonColumn(r.data_json as string | null, null),
   };
 }

@@ -9,6 +9,13 @@
  * - Corrector on every answer, no Verifier: every Solver answer is repaired as if rejected.
  * Both greedy accuracy and sampled avg@k / pass@k are reported, because sampled reward lags
  * greedy accuracy in small policies.
+ *
+ * Verifier and Corrector quality on the Solver's current answers says how the system does, but
+ * not whether those two agents got better: as the Solver learns, its remaining errors get fewer
+ * and harder, and recall on them can fall while the Verifier improves. So each run also keeps a
+ * fixed judged set, the warm-start Solver's sampled answers to the held-out problems (taken from
+ * the first evaluation), and every evaluation has the current Verifier judge, and the current
+ * Corrector repair, exactly those (`fixedSetMetrics`, `eval/fixed/…`).
  */
 import type { Role, RunConfig } from '../config/schema';
 import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type Verdict } from '../agents';
@@ -159,6 +166,55 @@ export interface EvaluationResult {
   metrics: Record<string, number>;
   /** The greedy system chains, kept as the evaluation's trajectories. */
   greedyChains: EvalChain[];
+  /** The sampled chains (the first evaluation's Solver answers become the fixed judged set). */
+  sampledChains: EvalChain[];
+}
+
+/** One answer of the fixed judged set: a held-out problem (index in the evaluation set) and a Solver's text. */
+export interface FixedSolution {
+  problem: number;
+  text: string;
+}
+
+/** The fixed judged set from an evaluation's sampled chains: every Solver answer, by problem index. */
+export function fixedSetFrom(problems: readonly Problem[], sampledChains: readonly EvalChain[]): FixedSolution[] {
+  const index = new Map(problems.map((p, i) => [p.key, i]));
+  return sampledChains.map((c) => {
+    const problem = index.get(c.problem.key);
+    if (problem === undefined) throw new Error(`fixed judged set: problem ${c.problem.key} is not in the evaluation set`);
+    return { problem, text: c.steps[0].text };
+  });
+}
+
+/**
+ * The current Verifier judges, and the current Corrector repairs (told V:no, as if rejected),
+ * every answer of the fixed set, greedily. Verifier precision/recall/verdict accuracy and Corrector
+ * fix/break rates on the same inputs at every evaluation of a run.
+ */
+export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], seed: number): Record<string, number> {
+  const metrics: Record<string, number> = {};
+  if (ctx.config.rollout.rounds === 0 || solutions.length === 0) return metrics;
+  const items = solutions.map((s) => {
+    const problem = problems[s.problem];
+    if (!problem) throw new Error(`fixed judged set: no held-out problem ${s.problem} (the evaluation set has ${problems.length})`);
+    return { problem, text: s.text, correct: ctx.family.checkAnswer(problem, parseSolution(s.text).answer) };
+  });
+  const verdicts = decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0).map((t) => parseVerdict(t).verdict);
+  const repairs = decodeTexts(ctx, 'corrector', items.map((it) => correctorPrompt(it.problem, it.text, null)), seed + 1, 0);
+  const judgements = items.map((it, j) => ({ solutionCorrect: it.correct, verdict: verdicts[j] }));
+  const vq = verifierPrecisionRecall(judgements);
+  const cq = correctorFixRate(items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j]).answer) })));
+  const put = (key: string, value: number | null) => {
+    if (value !== null && Number.isFinite(value)) metrics[`eval/fixed/${key}`] = value;
+  };
+  put('answers', items.length);
+  put('wrong_share', items.filter((it) => !it.correct).length / items.length);
+  put('verifier/precision', vq.precision);
+  put('verifier/recall', vq.recall);
+  put('verifier/verdict_accuracy', judgements.filter((j) => j.verdict !== null && (j.verdict === 'approve') === j.solutionCorrect).length / judgements.length);
+  put('corrector/fix_rate', cq.fixRate);
+  put('corrector/break_rate', cq.breakRate);
+  return metrics;
 }
 
 /**
@@ -220,7 +276,7 @@ export function evaluationMetrics(config: RunConfig, parts: Partial<Record<EvalP
   put(`eval/system/avg@${k}`, avgAtK(systemSamples, k));
   put(`eval/system/pass@${k}`, passAtK(systemSamples, k));
   agentQuality(sampled, 'eval/sampled/', metrics);
-  return { metrics, greedyChains: greedy };
+  return { metrics, greedyChains: greedy, sampledChains: sampled };
 }
 
 export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: number): EvaluationResult {

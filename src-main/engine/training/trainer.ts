@@ -20,7 +20,7 @@ import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
 import type { BatchWriter, Store } from '../store';
-import { evaluate, evaluatePart, type EvaluationResult } from './evaluate';
+import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { createPolicy, loadPolicies, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
@@ -79,6 +79,9 @@ export interface TrainOptions {
 
 export type TrainOutcome = { status: 'done'; step: number } | { status: 'interrupted'; step: number; reason: string } | { status: 'failed'; step: number; reason: string };
 
+/** The event that keeps a run's fixed judged set of Solver answers. */
+export const FIXED_SET_EVENT = 'eval_fixed_set';
+
 export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   const { store, runId, config, signal } = options;
   const worker = options.worker ?? `trainer-${process.pid}`;
@@ -128,8 +131,18 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
     const evalSet = evaluationSet(config, data);
     const evalContext = { family: data.family, tokenizer: data.tokenizer, policies: roles, config };
+    // The fixed judged set (evaluate.ts): made by the run's first evaluation, kept in the store so
+    // that a resumed run judges the same answers.
+    let fixedSet = (store.events.latestOfKind(runId, FIXED_SET_EVENT)?.data?.solutions as FixedSolution[] | undefined) ?? null;
     /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
     const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => {
+      if (config.rollout.rounds > 0) {
+        if (!fixedSet) {
+          fixedSet = fixedSetFrom(evalSet.problems, result.sampledChains);
+          store.events.log(runId, 'info', FIXED_SET_EVENT, `fixed judged set: the Solver's ${fixedSet.length} sampled answers to the held-out problems at step ${at}`, { solutions: fixedSet }, at);
+        }
+        Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed + 31));
+      }
       for (const [key, value] of Object.entries(result.metrics)) writer.metric({ runId, step: at, wallTime: wallTime(), key, value });
       writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
       logEvalEpisodes(writer, problemIds, runId, at, result.greedyChains);
