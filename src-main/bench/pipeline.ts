@@ -23,7 +23,10 @@
  * every other process meanwhile (from /proc), and a warning follows when others used more than
  * a tenth of a core; the load average before and after is printed too. `--wait-idle S` waits up
  * to S seconds before each run for a moment when other processes use less than a tenth of a core.
+ * Before and after the runs it measures how much two busy processes get done compared with one
+ * (a plain compute loop): no two-process pipeline can beat that ratio here.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +65,32 @@ interface RunFigures {
  * CPU time from /proc (Linux): all CPUs' busy time, and this process's own time plus that of its
  * exited children (the run's workers). Null where /proc is not there.
  */
+/** A compute-bound loop for `ms` milliseconds that prints its passes per second. */
+const spinScript = (ms: number) =>
+  `const a=new Float32Array(1<<18).map((_,i)=>i%7);let s=0,n=0;const t0=Date.now();` +
+  `while(Date.now()-t0<${ms}){for(let i=0;i<a.length;i++)s+=a[i]*1.0001;n++}console.log(n/${ms / 1000},s>0)`;
+
+function spinRate(ms: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', spinScript(ms)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', () => resolve(Number.parseFloat(out)));
+  });
+}
+
+/**
+ * How much two busy processes get done here compared with one: the ceiling of any two-process
+ * speed-up on this machine at this moment. On a virtual machine whose two CPUs share a host with
+ * others it is often well under 2 (1.3–2.0 seen on the development machine within minutes).
+ */
+async function parallelCapacity(): Promise<number> {
+  const one = await spinRate(2000);
+  const [a, b] = await Promise.all([spinRate(2000), spinRate(2000)]);
+  return (a + b) / one;
+}
+
 function cpuSnapshot(): { busy: number; own: number } | null {
   try {
     const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -194,6 +223,8 @@ export async function run(argv: string[]): Promise<void> {
   const load0 = os.loadavg();
   log(`bench pipeline: preset ${values.preset}, ${steps} steps, seeds ${seeds.join(', ')}${gradientShare !== undefined ? `, gradient share ${gradientShare}` : ''}, ${os.cpus().length} CPUs, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
 
+  const capacityBefore = await parallelCapacity();
+  log(`  machine: two busy processes do ${capacityBefore.toFixed(2)}× the work of one (the ceiling of a two-process speed-up right now)`);
   const results: RunFigures[] = [];
   try {
     for (const seed of seeds) {
@@ -230,6 +261,7 @@ export async function run(argv: string[]): Promise<void> {
     if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
   }
   const load1 = os.loadavg();
+  const capacityAfter = await parallelCapacity();
 
   const pairs = seeds.flatMap((seed) => {
     const sync = results.find((r) => r.seed === seed && r.mode === 'sync');
@@ -247,6 +279,7 @@ export async function run(argv: string[]): Promise<void> {
     accuracyDiff: pairs.map((p) => ({ seed: p.seed, pipelineMinusSync: p.pipe.accuracy !== null && p.sync.accuracy !== null ? p.pipe.accuracy - p.sync.accuracy : null })),
     syncSeedSpread: spread,
     loadavg: [load0, load1],
+    parallelCapacity: [capacityBefore, capacityAfter],
   };
   if (values.json) {
     console.log(JSON.stringify({ preset: values.preset, steps, seeds, gradientShare: gradientShare ?? null, results, summary }));
@@ -264,4 +297,5 @@ export async function run(argv: string[]): Promise<void> {
   const busy = results.filter((r) => r.otherCpuSeconds !== null && r.otherCpuSeconds > 0.1 * r.totalSeconds);
   if (busy.length) console.log(`warning: other processes used more than a tenth of a core during ${busy.map((r) => `${r.mode} seed ${r.seed}`).join(', ')}; those figures are not clean`);
   console.log(`load average before ${load0.map((l) => l.toFixed(2)).join(' ')}, after ${load1.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`two busy processes did ${capacityBefore.toFixed(2)}× the work of one before the runs, ${capacityAfter.toFixed(2)}× after: the ceiling of the speed-up on this machine`);
 }

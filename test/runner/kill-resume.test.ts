@@ -22,6 +22,24 @@ afterAll(() => {
 });
 
 describe('run worker processes', () => {
+  it.each([
+    { share: 0.4, rolloutUpdates: true },
+    { share: 0, rolloutUpdates: false },
+  ])('a pipeline run with gradient_share $share: the rollout process computes gradient shares while it waits', async ({ share, rolloutUpdates }) => {
+    // max_staleness 0: the rollout waits for every update of a policy it decodes with next.
+    const config = tinyConfig({ optimization: { steps: 4, checkpoint_every: 0, minibatch_size: 16 }, pipeline: { mode: 'pipeline', segment_tokens: 16, max_segments: 2, max_staleness: 0, gradient_share: share } });
+    const manager = createRunManager({ store, databasePath });
+    const { runId } = await manager.start({ config: config as unknown as Record<string, unknown>, name: `offload ${share}` });
+    await manager.waitForExit(runId);
+    expect(store.runs.get(runId)!.status).toBe('done');
+    const updates = store.events.timeline(runId).filter((s) => s.kind === 'update');
+    const workers = new Set(updates.map((s) => s.worker));
+    expect(workers.size).toBe(rolloutUpdates ? 2 : 1);
+    const rolloutSeconds = store.metrics.series(runId, 'pipeline/rollout_gradient_s').items.reduce((a, p) => a + p.value, 0);
+    if (rolloutUpdates) expect(rolloutSeconds).toBeGreaterThan(0);
+    else expect(rolloutSeconds).toBe(0);
+  });
+
   // Kill for real, mid-run, right after step 2 reported (its checkpoint is on disk). A sync run
   // has one worker; a pipeline run has two, and killing either must leave the run resumable.
   it.each([

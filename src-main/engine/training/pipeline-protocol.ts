@@ -6,8 +6,9 @@
  * IPC layer between processes).
  *
  *   rollout → trainer: `hello`; `ready` once the starting weights are in; then per step one
- *                      `batch` per agent as each finishes and one `step-done`; `failed` when
- *                      the rollout cannot go on.
+ *                      `batch` per agent as each finishes and one `step-done`; `waiting` when
+ *                      it starts and stops waiting for weights; `failed` when the rollout
+ *                      cannot go on.
  *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
  *                      trained batch, `evaluate` (its share of a held-out evaluation, with the
  *                      weights to evaluate), `gradients` (its share of a minibatch's gradient,
@@ -57,6 +58,12 @@ export type RolloutToTrainer =
   | { type: 'hello'; worker: string; pid: number }
   /** The starting weights are in: the rollout begins (the trainer may now evaluate). */
   | { type: 'ready' }
+  /**
+   * The rollout started (`idle: true`) or ended waiting for newer weights. While it waits it
+   * answers gradient requests at once; while it decodes, only between segments, so the trainer
+   * asks for a gradient share only while it waits.
+   */
+  | { type: 'waiting'; idle: boolean }
   | {
       type: 'batch';
       step: number;

@@ -15,9 +15,9 @@
  *
  * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
  * the exact weights the trainer sends), between segments, so evaluations take both cores too; and
- * likewise the trainer's requested share of a minibatch's gradient (`pipeline.gradient_share`):
- * an update costs the trainer about twice what a rollout of the same turns costs this process,
- * so without help the trainer is the bottleneck and this process spends its time waiting.
+ * the trainer's requested share of a minibatch's gradient (`pipeline.gradient_share`) while it
+ * waits for weights: an update costs the trainer about twice what a rollout of the same turns
+ * costs this process, so without help the trainer is the bottleneck and this process waits.
  *
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
@@ -215,12 +215,14 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           const waitStart = Date.now();
           const versionBefore = pause.policy.version;
           let servedMs = 0;
+          endpoint.send({ type: 'waiting', idle: true });
           while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
             await inbox.wait(abort.signal);
             receive();
             servedMs += await serveRequests();
             adopt(id);
           }
+          endpoint.send({ type: 'waiting', idle: false });
           const waitEnd = Date.now();
           // Time spent on the trainer's requests meanwhile is theirs, not waiting.
           waitMs += waitEnd - waitStart - servedMs;
@@ -240,6 +242,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       });
     }
     // Everything is sent; stay until the trainer ends the run (it may still be training).
+    endpoint.send({ type: 'waiting', idle: true });
     for (;;) {
       receive();
       await serveRequests();

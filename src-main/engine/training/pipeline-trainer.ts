@@ -116,6 +116,8 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
   let rolloutWorker: string | null = null;
   let rolloutReady = false;
+  /** The rollout is waiting for weights (it answers a gradient request at once). */
+  let rolloutWaiting = false;
   const evaluated = new Map<number, Partial<Record<EvalPart, EvalChain[]>>>();
   const gradientsDone = new Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>>();
   let nextGradientId = 0;
@@ -127,6 +129,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
+      else if (m.type === 'waiting') rolloutWaiting = m.idle;
       else if (m.type === 'evaluated') evaluated.set(m.at, m.chains);
       else if (m.type === 'gradients-done') gradientsDone.set(m.id, m);
       else if (m.type === 'batch') {
@@ -172,11 +175,16 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     done.episodes.forEach((summary, e) => Object.assign(s.episodes[e], summary));
   };
 
+  // Only a rollout in another process can compute while this one does.
   const offload: GradientOffload | undefined =
-    config.pipeline.gradient_share > 0
+    config.pipeline.gradient_share > 0 && run.endpoint
       ? {
           share: config.pipeline.gradient_share,
           request: async ({ agent, step, policy, samples, options, minibatchTokens }) => {
+            // A decoding rollout would answer only after its current segment, while this
+            // process waits: then it computes the whole minibatch itself.
+            handle();
+            if (!rolloutWaiting) return null;
             const id = nextGradientId++;
             const w = weightsOf(policy);
             endpoint.send({ type: 'gradients', id, agent, step, policy: w, samples, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);

@@ -157,9 +157,10 @@ export interface GradientOffload {
   share: number;
   /**
    * Sends a share away; resolves once the request has left this process (so that the other one
-   * computes while this one does), with a function that waits for the answer.
+   * computes while this one does), with a function that waits for the answer; or with null when
+   * the other process cannot take it now (the minibatch is then computed here).
    */
-  request(request: { agent: string; step: number; policy: PolicyRuntime; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }): Promise<() => Promise<PpoRemotePart>>;
+  request(request: { agent: string; step: number; policy: PolicyRuntime; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }): Promise<(() => Promise<PpoRemotePart>) | null>;
 }
 
 /**
@@ -180,6 +181,7 @@ async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], optio
   const minibatchTokens = responseTokenCount(batch);
   // The request leaves before the local part starts, so both processes compute at once.
   const answer = await offload!.request({ agent, step, policy, samples: remote, options, minibatchTokens });
+  if (!answer) return ppoStep(policy.model, policy.optimizer, batch, options);
   const own = ppoPartGradients(policy.model, local, options, minibatchTokens);
   let away: PpoRemotePart;
   try {
