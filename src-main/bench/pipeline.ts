@@ -86,9 +86,15 @@ function spinRate(ms: number): Promise<number> {
  * others it is often well under 2 (1.3–2.0 seen on the development machine within minutes).
  */
 async function parallelCapacity(): Promise<number> {
-  const one = await spinRate(2000);
-  const [a, b] = await Promise.all([spinRate(2000), spinRate(2000)]);
-  return (a + b) / one;
+  // Alternated, because the host's speed drifts within seconds: one, two, one, two.
+  let one = 0;
+  let two = 0;
+  for (let round = 0; round < 2; round++) {
+    one += await spinRate(1500);
+    const [a, b] = await Promise.all([spinRate(1500), spinRate(1500)]);
+    two += a + b;
+  }
+  return two / one;
 }
 
 function cpuSnapshot(): { busy: number; own: number } | null {
