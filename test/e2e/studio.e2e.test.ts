@@ -274,7 +274,12 @@ describe('Studio in Chromium against marsrl serve', () => {
       ['eval-k', '2'],
       ['eval-problems', '4'],
     ];
-    for (const [field, value] of tiny) await page.locator(`#field-${field}`).fill(value);
+    for (const [field, value] of tiny) {
+      const input = page.locator(`#field-${field}`);
+      await input.fill(value);
+      // Each value must stick before the next field is typed (a failure names the field).
+      await expect.poll(() => input.inputValue(), POLL).toBe(value);
+    }
     await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid · 11 changes/);
     await page.getByTestId('launch').click();
 

@@ -52,7 +52,7 @@ describe('study matrix files', () => {
       'shared/global/2',
     ]);
     // The preset's own fields survive the merge.
-    expect(cells[7].config.optimization.steps).toBe(30);
+    expect(cells[7].config.optimization.steps).toBe(60);
     expect(cells[7].overrides).toMatchObject({ reward: { scheme: 'shared' }, advantage: { mode: 'global' }, seed: 2 });
     expect(cells[3].label).toBe('reward.scheme=decoupled, advantage.mode=global, seed=2');
   });
