@@ -3,55 +3,32 @@
  * finished 2×2 study of small fake runs (written through the store's BatchWriter; no training
  * runs here). Screenshots: test-results/screenshots/compare-*.png.
  */
-import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src-main/engine/store';
-import { tempDir } from '../helpers/tmp';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
-import { launchChromium, screenshot, watchedPage, type PageProblems } from './browser';
-import { builtRenderer } from './renderer-build';
-import { startServe, type ServeProcess } from './serve-process';
+import { screenshot, type PageProblems } from './browser';
+import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let seeded: SeededStudy;
-let served: ServeProcess;
-let browser: Browser;
 let page: Page;
 let problems: PageProblems;
 
-beforeAll(async () => {
-  tmp = tempDir('marsrl-e2e-compare-');
-  const dbPath = path.join(tmp.dir, 'compare.db');
-  store = openStore(dbPath);
-  seeded = seedStudy(store, { steps: 30 });
-  const rendererDir = await builtRenderer();
-  served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
-  browser = await launchChromium();
-  ({ page, problems } = await watchedPage(browser));
+const session = studioInChromium({
+  tmpPrefix: 'marsrl-e2e-compare-',
+  database: 'compare.db',
+  seed: (db) => {
+    seeded = seedStudy(db, { steps: 30 });
+  },
 });
-
-afterAll(async () => {
-  await browser?.close();
-  await served?.stop();
-  store?.close();
-  tmp?.cleanup();
+beforeAll(() => {
+  ({ store, page, problems } = session);
 });
-
-afterEach(() => {
-  expect(problems.csp).toEqual([]);
-  expect(problems.errors).toEqual([]);
-});
-
-const open = async (hash: string) => {
-  // A fresh document each time: a hash change alone would keep the previous view's choices.
-  await page.goto('about:blank');
-  await page.goto(`${served.url}${hash}`);
-  await page.getByTestId('connection').and(page.locator('[data-state="open"]')).waitFor();
-};
+// A fresh document each time: a hash change alone would keep the previous view's choices.
+const open = (hash: string) => session.open(hash, { fresh: true });
 
 const cellTexts = (testId: string, row: string) =>
   page

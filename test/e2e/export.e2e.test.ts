@@ -8,28 +8,23 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Locator, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { presetDocument, resolveConfig } from '../../src-main/engine/config/load';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { duck, source } from '../export/duck';
-import { tempDir } from '../helpers/tmp';
-import { launchChromium, screenshot, watchedPage, type PageProblems } from './browser';
-import { builtRenderer } from './renderer-build';
-import { startServe, type ServeProcess } from './serve-process';
+import { screenshot, type PageProblems } from './browser';
+import { studioInChromium } from './studio-session';
 import { seedStudio, type Seeded } from './seed';
 
 const POLL = { timeout: 20_000, interval: 100 };
 /** Turns of the run that is exported to show progress and be cancelled: seconds of work. */
 const BULK_TURNS = 200_000;
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let seeded: Seeded;
 let bulkRunId: number;
 let outDir: string;
-let served: ServeProcess;
-let browser: Browser;
 let page: Page;
 let problems: PageProblems;
 
@@ -53,36 +48,21 @@ function insertBulkRun(): number {
   return runId;
 }
 
-beforeAll(async () => {
-  tmp = tempDir('marsrl-e2e-export-');
-  const dbPath = path.join(tmp.dir, 'studio.db');
-  store = openStore(dbPath);
-  seeded = seedStudio(store);
-  bulkRunId = insertBulkRun();
-  outDir = path.join(tmp.dir, 'exports');
-  fs.mkdirSync(outDir);
-  const rendererDir = await builtRenderer();
-  served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
-  browser = await launchChromium();
-  ({ page, problems } = await watchedPage(browser));
+const session = studioInChromium({
+  tmpPrefix: 'marsrl-e2e-export-',
+  database: 'studio.db',
+  seed: (db, dir) => {
+    store = db;
+    seeded = seedStudio(db);
+    bulkRunId = insertBulkRun();
+    outDir = path.join(dir, 'exports');
+    fs.mkdirSync(outDir);
+  },
 });
-
-afterAll(async () => {
-  await browser?.close();
-  await served?.stop();
-  store?.close();
-  tmp?.cleanup();
+beforeAll(() => {
+  ({ page, problems } = session);
 });
-
-afterEach(() => {
-  expect(problems.csp).toEqual([]);
-  expect(problems.errors).toEqual([]);
-});
-
-const open = async (hash: string) => {
-  await page.goto(`${served.url}${hash}`);
-  await page.getByTestId('connection').and(page.locator('[data-state="open"]')).waitFor();
-};
+const open = (hash: string) => session.open(hash);
 
 const dialog = () => page.getByTestId('export-dialog');
 const issue = (field: string): Locator => dialog().locator(`[data-issue-path="${field}"]`);
@@ -162,7 +142,7 @@ describe('export dialog in Chromium against marsrl serve', () => {
     expect({ hash: sha256(out), mtime: fs.statSync(out).mtimeMs, card: sha256(`${out}.card.md`) }).toEqual(before);
 
     // A folder that does not exist: the message says so, and what to do.
-    const missing = path.join(tmp.dir, 'no-such-folder', 'x.parquet');
+    const missing = path.join(session.dir, 'no-such-folder', 'x.parquet');
     await dialog().getByTestId('export-out').fill(missing);
     expect(await issue('out').count()).toBe(0);
     await dialog().getByTestId('export-start').click();

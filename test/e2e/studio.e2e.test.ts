@@ -5,62 +5,38 @@
  * the server's watcher pushes them over the WebSocket. Screenshots of every view are saved under
  * test-results/screenshots/.
  */
-import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { presetDocument, resolveConfig, validateConfig } from '../../src-main/engine/config/load';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
 import { describeParsed } from '../../src-renderer/src/util/episodeTree';
-import { tempDir } from '../helpers/tmp';
-import { launchChromium, screenshot, watchedPage, type PageProblems } from './browser';
-import { builtRenderer } from './renderer-build';
-import { startServe, type ServeProcess } from './serve-process';
+import { screenshot } from './browser';
+import { studioInChromium } from './studio-session';
 import { seedStudio, writeSteps, type Seeded } from './seed';
 
 /** Generous: a loaded 2-core CI machine is slow, and a poll passes as soon as it holds. */
 const POLL = { timeout: 20_000, interval: 100 };
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let seeded: Seeded;
 let scratchRunId: number;
-let served: ServeProcess;
-let browser: Browser;
 let page: Page;
-let problems: PageProblems;
 
-beforeAll(async () => {
-  tmp = tempDir('marsrl-e2e-');
-  const dbPath = path.join(tmp.dir, 'studio.db');
-  store = openStore(dbPath);
-  seeded = seedStudio(store);
-  scratchRunId = store.runs.create({ name: 'scratch run to delete', preset: 'quick', config: resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>, codeVersion: 'e2e', seed: 9 });
-  store.runs.setStatus(scratchRunId, 'running');
-  store.runs.setStatus(scratchRunId, 'interrupted', 'stopped by the user');
-  const rendererDir = await builtRenderer();
-  served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
-  browser = await launchChromium();
-  ({ page, problems } = await watchedPage(browser));
+const session = studioInChromium({
+  tmpPrefix: 'marsrl-e2e-',
+  database: 'studio.db',
+  seed: (db) => {
+    seeded = seedStudio(db);
+    scratchRunId = db.runs.create({ name: 'scratch run to delete', preset: 'quick', config: resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>, codeVersion: 'e2e', seed: 9 });
+    db.runs.setStatus(scratchRunId, 'running');
+    db.runs.setStatus(scratchRunId, 'interrupted', 'stopped by the user');
+  },
 });
-
-afterAll(async () => {
-  await browser?.close();
-  await served?.stop();
-  store?.close();
-  tmp?.cleanup();
+beforeAll(() => {
+  ({ store, page } = session);
 });
-
-afterEach(() => {
-  // The strict CSP holds for every view: nothing was refused (ECharts' tooltips included).
-  expect(problems.csp).toEqual([]);
-  expect(problems.errors).toEqual([]);
-});
-
-const open = async (hash: string) => {
-  await page.goto(`${served.url}${hash}`);
-  await page.getByTestId('connection').and(page.locator('[data-state="open"]')).waitFor();
-};
+const open = (hash: string) => session.open(hash);
 
 /** Points drawn by a dashboard panel (the sum over its series). */
 const panelPoints = (id: string) => page.locator(`[data-panel="${id}"]`).getAttribute('data-points').then(Number);

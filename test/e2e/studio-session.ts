@@ -1,0 +1,88 @@
+/**
+ * One e2e session: a seeded database in a temp folder, `marsrl serve` on it (started as a user
+ * starts it, with a freshly built renderer), and Debian's Chromium with a page that records CSP
+ * refusals and page errors. Registers its own hooks: every test must leave no CSP refusal and no
+ * page error behind (the strict CSP holds for every view, ECharts' tooltips included).
+ */
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { openStore, type Store } from '../../src-main/engine/store';
+import { tempDir } from '../helpers/tmp';
+import { launchChromium, watchedPage, type PageProblems } from './browser';
+import { builtRenderer } from './renderer-build';
+import { startServe, type ServeProcess } from './serve-process';
+
+export interface StudioSession {
+  readonly dir: string;
+  readonly store: Store;
+  readonly served: ServeProcess;
+  readonly page: Page;
+  /** CSP refusals and page errors so far (a test that provokes errors on purpose removes them). */
+  readonly problems: PageProblems;
+  /**
+   * Navigate to a view and wait for the live connection. `fresh` loads a blank page first: a hash
+   * change alone keeps the previous view's state.
+   */
+  open(hash: string, options?: { fresh?: boolean }): Promise<void>;
+}
+
+export function studioInChromium(options: { tmpPrefix: string; database: string; seed: (store: Store, dir: string) => void }): StudioSession {
+  let tmp: ReturnType<typeof tempDir> | undefined;
+  let store: Store | undefined;
+  let served: ServeProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  let problems: PageProblems | undefined;
+  const ready = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`the e2e session's ${what} is not started yet (use it inside a test or a later hook)`);
+    return value;
+  };
+
+  beforeAll(async () => {
+    tmp = tempDir(options.tmpPrefix);
+    const dbPath = path.join(tmp.dir, options.database);
+    store = openStore(dbPath);
+    options.seed(store, tmp.dir);
+    const rendererDir = await builtRenderer();
+    served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
+    browser = await launchChromium();
+    ({ page, problems } = await watchedPage(browser));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await served?.stop();
+    store?.close();
+    tmp?.cleanup();
+  });
+
+  afterEach(() => {
+    expect(problems?.csp).toEqual([]);
+    expect(problems?.errors).toEqual([]);
+  });
+
+  return {
+    get dir() {
+      return ready(tmp, 'temp folder').dir;
+    },
+    get store() {
+      return ready(store, 'store');
+    },
+    get served() {
+      return ready(served, 'server');
+    },
+    get page() {
+      return ready(page, 'page');
+    },
+    get problems() {
+      return ready(problems, 'page');
+    },
+    async open(hash, { fresh = false } = {}) {
+      const p = ready(page, 'page');
+      if (fresh) await p.goto('about:blank');
+      await p.goto(`${ready(served, 'server').url}${hash}`);
+      await p.getByTestId('connection').and(p.locator('[data-state="open"]')).waitFor();
+    },
+  };
+}
