@@ -19,7 +19,7 @@
  */
 import type { Role, RunConfig } from '../config/schema';
 import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type Verdict } from '../agents';
-import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall } from '../agents/outcome';
+import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Tokenizer } from '../model/tokenizer';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
@@ -139,17 +139,8 @@ function byProblem(chains: readonly EvalChain[], pick: (c: EvalChain) => boolean
   return [...groups.values()];
 }
 
-/** Verifier precision/recall and Corrector fix rate over the first round of model chains. */
-function agentQuality(chains: readonly EvalChain[], prefix: string, out: Record<string, number>): void {
-  const judgements = [];
-  const repairs = [];
-  for (const chain of chains) {
-    const solver = chain.steps[0];
-    const verifier = chain.steps.find((s) => s.role === 'verifier' && s.round === 1);
-    const corrector = chain.steps.find((s) => s.role === 'corrector' && s.round === 1);
-    if (verifier) judgements.push({ solutionCorrect: solver.correct, verdict: verifier.verdict ?? null });
-    if (corrector) repairs.push({ inputCorrect: solver.correct, correct: corrector.correct });
-  }
+/** Verifier precision/recall/verdict accuracy and Corrector fix/break rates, as `<prefix><agent>/<metric>`. */
+function putQuality(judgements: readonly VerifierJudgement[], repairs: readonly CorrectorRepair[], prefix: string, out: Record<string, number>): void {
   const vq = verifierPrecisionRecall(judgements);
   const cq = correctorFixRate(repairs);
   const put = (key: string, value: number | null) => {
@@ -157,9 +148,23 @@ function agentQuality(chains: readonly EvalChain[], prefix: string, out: Record<
   };
   put('verifier/precision', vq.precision);
   put('verifier/recall', vq.recall);
-  if (judgements.length) out[`${prefix}verifier/verdict_accuracy`] = judgements.filter((j) => j.verdict !== null && (j.verdict === 'approve') === j.solutionCorrect).length / judgements.length;
+  if (judgements.length) put('verifier/verdict_accuracy', judgements.filter((j) => j.verdict !== null && (j.verdict === 'approve') === j.solutionCorrect).length / judgements.length);
   put('corrector/fix_rate', cq.fixRate);
   put('corrector/break_rate', cq.breakRate);
+}
+
+/** Verifier and Corrector quality over the first round of model chains. */
+function agentQuality(chains: readonly EvalChain[], prefix: string, out: Record<string, number>): void {
+  const judgements: VerifierJudgement[] = [];
+  const repairs: CorrectorRepair[] = [];
+  for (const chain of chains) {
+    const solver = chain.steps[0];
+    const verifier = chain.steps.find((s) => s.role === 'verifier' && s.round === 1);
+    const corrector = chain.steps.find((s) => s.role === 'corrector' && s.round === 1);
+    if (verifier) judgements.push({ solutionCorrect: solver.correct, verdict: verifier.verdict ?? null });
+    if (corrector) repairs.push({ inputCorrect: solver.correct, correct: corrector.correct });
+  }
+  putQuality(judgements, repairs, prefix, out);
 }
 
 export interface EvaluationResult {
@@ -202,18 +207,10 @@ export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], 
   const verdicts = decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0).map((t) => parseVerdict(t).verdict);
   const repairs = decodeTexts(ctx, 'corrector', items.map((it) => correctorPrompt(it.problem, it.text, null)), seed + 1, 0);
   const judgements = items.map((it, j) => ({ solutionCorrect: it.correct, verdict: verdicts[j] }));
-  const vq = verifierPrecisionRecall(judgements);
-  const cq = correctorFixRate(items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j]).answer) })));
-  const put = (key: string, value: number | null) => {
-    if (value !== null && Number.isFinite(value)) metrics[`eval/fixed/${key}`] = value;
-  };
-  put('answers', items.length);
-  put('wrong_share', items.filter((it) => !it.correct).length / items.length);
-  put('verifier/precision', vq.precision);
-  put('verifier/recall', vq.recall);
-  put('verifier/verdict_accuracy', judgements.filter((j) => j.verdict !== null && (j.verdict === 'approve') === j.solutionCorrect).length / judgements.length);
-  put('corrector/fix_rate', cq.fixRate);
-  put('corrector/break_rate', cq.breakRate);
+  const repaired = items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j]).answer) }));
+  metrics['eval/fixed/answers'] = items.length;
+  metrics['eval/fixed/wrong_share'] = items.filter((it) => !it.correct).length / items.length;
+  putQuality(judgements, repaired, 'eval/fixed/', metrics);
   return metrics;
 }
 

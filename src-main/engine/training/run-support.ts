@@ -222,6 +222,7 @@ export async function updateAgent(
     const refs = responseLogProbs(policy.reference, samples, config.rollout.temperature, ctx.padId);
     samples.forEach((s, i) => (s.referenceLogProbs = refs[i]));
   }
+  const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: ctx.padId };
   const norms: number[] = [];
   const agentStats = { loss: [] as number[], entropy: [] as number[], kl: [] as number[], clip: [] as number[] };
   for (let epoch = 0; epoch < config.optimization.ppo_epochs; epoch++) {
@@ -229,7 +230,6 @@ export async function updateAgent(
       const t0 = Date.now();
       const batch = samples.slice(start, start + config.optimization.minibatch_size);
       const poisoned = ctx.injectNanLossFromStep !== undefined && step >= ctx.injectNanLossFromStep;
-      const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: ctx.padId };
       const r = await minibatchStep(policy, poisoned ? batch.map((s) => ({ ...s, advantage: Number.NaN })) : batch, options, agent, step, offload);
       writer.timelineSpan({ runId, kind: 'update', agent, worker: ctx.worker, step, policyVersion: policy.version, startedAt: t0, endedAt: Date.now(), tokens: r.tokens });
       if (r.skipped) {
