@@ -20,8 +20,6 @@
  * stored behaviour log-probability, and the staleness of every batch is logged
  * (`<agent>/staleness`, `pipeline/staleness`).
  */
-import type { RunConfig } from '../config/schema';
-import type { BatchWriter, Store } from '../store';
 import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type EvaluationResult } from './evaluate';
 import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
 import { runRolloutLoop } from './pipeline-rollout';
@@ -38,38 +36,22 @@ import {
   updateAgent,
   yieldToEventLoop,
   type GradientOffload,
-  type ProblemIds,
+  type RunContext,
   type ScoredEpisode,
-  type TaskData,
-  type UpdateContext,
 } from './run-support';
 
 type BatchMessage = Extract<RolloutToTrainer, { type: 'batch' }>;
 type StepDone = Extract<RolloutToTrainer, { type: 'step-done' }>;
 
-export interface PipelineRun {
-  store: Store;
-  runId: number;
-  config: RunConfig;
-  writer: BatchWriter;
-  worker: string;
-  data: TaskData;
-  problemIds: ProblemIds;
-  policies: Map<string, PolicyRuntime>;
-  checkpointRoot: string;
+export interface PipelineRun extends RunContext {
   startStep: number;
-  signal?: AbortSignal;
-  update: UpdateContext;
   /** The rollout process's end of the channel; null runs the rollout in this process. */
   endpoint: TrainerEndpoint | null;
-  wallTime: () => number;
   /** Run one part of the held-out evaluation here, with this process's current weights. */
   evaluatePart: (part: EvalPart) => EvalChain[];
   /** Store an evaluation (metrics, greedy chains, this process's span). */
   recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => void;
   onStep: (step: number, metrics: Record<string, number>) => void;
-  /** The next step to train (for the outcome when a failure ends the run). */
-  cursor: { step: number };
 }
 
 export type PipelineOutcome = { status: 'done' } | { status: 'interrupted'; step: number; reason: string };

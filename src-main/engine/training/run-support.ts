@@ -148,6 +148,24 @@ export interface UpdateContext {
   skips: { consecutive: number };
 }
 
+/** What the synchronous and the pipelined training loops both work with. */
+export interface RunContext {
+  store: Store;
+  runId: number;
+  config: RunConfig;
+  writer: BatchWriter;
+  worker: string;
+  data: TaskData;
+  problemIds: ProblemIds;
+  policies: Map<string, PolicyRuntime>;
+  checkpointRoot: string;
+  signal?: AbortSignal;
+  update: UpdateContext;
+  wallTime: () => number;
+  /** The next step to train (for the outcome when a failure ends the run). */
+  cursor: { step: number };
+}
+
 /**
  * Computes part of a minibatch's gradient in another process (the pipeline's rollout worker,
  * while it would otherwise wait for weights), with exactly the weights `policy` has now.

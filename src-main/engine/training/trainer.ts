@@ -39,6 +39,7 @@ import {
   stepProblems,
   updateAgent,
   yieldToEventLoop,
+  type RunContext,
   type TaskData,
   type UpdateContext,
 } from './run-support';
@@ -190,22 +191,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   }
 }
 
-interface SyncRun {
-  store: Store;
-  runId: number;
-  config: RunConfig;
-  writer: BatchWriter;
-  worker: string;
-  data: TaskData;
-  problemIds: ProblemIds;
-  policies: Map<string, PolicyRuntime>;
+interface SyncRun extends RunContext {
   roles: Record<Role, PolicyRuntime>;
-  checkpointRoot: string;
-  signal?: AbortSignal;
-  update: UpdateContext;
-  wallTime: () => number;
   runEvaluation: (at: number) => void;
-  cursor: { step: number };
   progress: (p: TrainProgress) => void;
 }
 
