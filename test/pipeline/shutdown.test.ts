@@ -2,24 +2,17 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
 import { createRunManager } from '../../src-main/runner/manager';
-import { tempDir } from '../helpers/tmp';
+import { runsDatabase } from '../helpers/runs-db';
 import { tinyConfig } from '../training/tiny';
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let databasePath: string;
-
+const database = runsDatabase();
 beforeAll(() => {
-  tmp = tempDir();
-  databasePath = path.join(tmp.dir, 'runs.db');
-  store = openStore(databasePath);
-});
-afterAll(() => {
-  store.close();
-  tmp.cleanup();
+  ({ store, databasePath } = database);
 });
 
 function alive(pid: number): boolean {

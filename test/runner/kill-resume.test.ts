@@ -1,24 +1,16 @@
-import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
 import { createRunManager } from '../../src-main/runner/manager';
 import type { WorkerToManager } from '../../src-main/runner/messages';
-import { tempDir } from '../helpers/tmp';
+import { runsDatabase } from '../helpers/runs-db';
 import { tinyConfig } from '../training/tiny';
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let databasePath: string;
-
+const database = runsDatabase();
 beforeAll(() => {
-  tmp = tempDir();
-  databasePath = path.join(tmp.dir, 'runs.db');
-  store = openStore(databasePath);
-});
-afterAll(() => {
-  store.close();
-  tmp.cleanup();
+  ({ store, databasePath } = database);
 });
 
 describe('run worker processes', () => {
