@@ -1,11 +1,11 @@
 /**
- * `npm run bench -- pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X]
+ * `npm run bench -- pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X] [--gradient-parts N]
  *                           [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]`
  *
  * The same config and seed trained in `sync` mode (one worker process: every agent's rollouts,
  * then the updates) and in `pipeline` mode (a rollout worker and a trainer worker, each agent's
  * turns trained as soon as the agent finishes, and the rollout worker computing
- * pipeline.gradient_share of each minibatch's gradient while it would wait), back to back, through the run manager as
+ * the trainer's minibatch gradients in parts whenever it would wait: pipeline.gradient_share, gradient_parts), back to back, through the run manager as
  * `marsrl run` starts them, for the same number of steps (so the same number of Solver samples).
  * The preset's runs start from its shipped checkpoints; evaluation runs at the start and the end
  * only (eval.every = 0), on the preset's held-out problems.
@@ -203,6 +203,7 @@ export async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean', default: false },
       'wait-idle': { type: 'string', default: '0' },
       'gradient-share': { type: 'string' },
+      'gradient-parts': { type: 'string' },
     },
   });
   const waitIdleS = Number(values['wait-idle']);
@@ -210,15 +211,17 @@ export async function run(argv: string[]): Promise<void> {
   const seeds = values.seeds.split(',').map(Number);
   const modes = values.modes.split(',') as ('sync' | 'pipeline')[];
   const gradientShare = values['gradient-share'] === undefined ? undefined : Number(values['gradient-share']);
+  const gradientParts = values['gradient-parts'] === undefined ? undefined : Number(values['gradient-parts']);
   if (
     !Number.isInteger(steps) ||
     steps < 1 ||
     seeds.some((s) => !Number.isInteger(s)) ||
     modes.some((m) => m !== 'sync' && m !== 'pipeline') ||
-    (gradientShare !== undefined && !(gradientShare >= 0 && gradientShare <= 0.9))
+    (gradientShare !== undefined && !(gradientShare >= 0 && gradientShare <= 0.9)) ||
+    (gradientParts !== undefined && !(Number.isInteger(gradientParts) && gradientParts >= 2 && gradientParts <= 64))
   ) {
     throw new Error(
-      'usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X (0–0.9)] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]',
+      'usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X (0–0.9)] [--gradient-parts N (2–64)] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]',
     );
   }
   const dir = values.db ? path.dirname(path.resolve(values.db)) : fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-pipeline-'));
@@ -227,7 +230,7 @@ export async function run(argv: string[]): Promise<void> {
   const manager = createRunManager({ store, databasePath });
   const log = (line: string) => (values.json ? process.stderr.write(`${line}\n`) : console.log(line));
   const load0 = os.loadavg();
-  log(`bench pipeline: preset ${values.preset}, ${steps} steps, seeds ${seeds.join(', ')}${gradientShare !== undefined ? `, gradient share ${gradientShare}` : ''}, ${os.cpus().length} CPUs, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+  log(`bench pipeline: preset ${values.preset}, ${steps} steps, seeds ${seeds.join(', ')}${gradientShare !== undefined ? `, gradient share ${gradientShare}` : ''}${gradientParts !== undefined ? `, gradient parts ${gradientParts}` : ''}, ${os.cpus().length} CPUs, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
 
   const capacityBefore = await parallelCapacity();
   log(`  machine: two busy processes do ${capacityBefore.toFixed(2)}× the work of one (the ceiling of a two-process speed-up right now)`);
@@ -243,6 +246,7 @@ export async function run(argv: string[]): Promise<void> {
             mode,
             ...(values.staleness !== undefined ? { max_staleness: Number(values.staleness) } : {}),
             ...(gradientShare !== undefined ? { gradient_share: gradientShare } : {}),
+            ...(gradientParts !== undefined ? { gradient_parts: gradientParts } : {}),
           },
         };
         if (waitIdleS > 0) await waitIdle(waitIdleS, log);
@@ -288,7 +292,7 @@ export async function run(argv: string[]): Promise<void> {
     parallelCapacity: [capacityBefore, capacityAfter],
   };
   if (values.json) {
-    console.log(JSON.stringify({ preset: values.preset, steps, seeds, gradientShare: gradientShare ?? null, results, summary }));
+    console.log(JSON.stringify({ preset: values.preset, steps, seeds, gradientShare: gradientShare ?? null, gradientParts: gradientParts ?? null, results, summary }));
     return;
   }
   console.log('');

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createPolicy } from '../../src-main/engine/training/policies';
 import { applyPpoParts, flattenGradients, ppoPartGradients, ppoStep, responseTokenCount, type PolicySample, type PpoOptions } from '../../src-main/engine/training/ppo';
-import { loadTaskData, offloadSplit } from '../../src-main/engine/training/run-support';
+import { loadTaskData, minibatchStep, splitByTokens, type GradientOffload } from '../../src-main/engine/training/run-support';
 import { promptTokens } from '../../src-main/engine/training/sequences';
 import { solverPrompt } from '../../src-main/engine/agents';
 import { Rng } from '../../src-main/engine/util/rng';
@@ -41,7 +41,7 @@ describe('a minibatch gradient computed in parts (the pipeline rollout computes 
 
     const one = ppoStep(whole.model, whole.optimizer, batch, options);
 
-    const { local, remote } = offloadSplit(batch, 0.4);
+    const [local, remote] = splitByTokens(batch, 2);
     expect(local.length).toBeGreaterThan(0);
     expect(remote.length).toBeGreaterThan(0);
     const minibatchTokens = responseTokenCount(batch);
@@ -87,7 +87,7 @@ describe('a minibatch gradient computed in parts (the pipeline rollout computes 
       return f;
     };
     const whole = flat(ppoPartGradients(policy.model, batch, options, minibatchTokens));
-    const { local, remote } = offloadSplit(batch, 0.3);
+    const [local, remote] = splitByTokens(batch, 2);
     const a = flat(ppoPartGradients(policy.model, local, options, minibatchTokens));
     const b = flat(ppoPartGradients(policy.model, remote, options, minibatchTokens));
     let largest = 0;
@@ -109,7 +109,7 @@ describe('a minibatch gradient computed in parts (the pipeline rollout computes 
     const batch = samples(6);
     const policy = createPolicy('solver', config.policies.solver, data.tokenizer, 22).policy;
     const before = policy.model.getWeights();
-    const { local, remote } = offloadSplit(batch, 0.5);
+    const [local, remote] = splitByTokens(batch, 2);
     const minibatchTokens = responseTokenCount(batch);
     const away = ppoPartGradients(policy.model, remote.map((s) => ({ ...s, advantage: Number.NaN })), options, minibatchTokens);
     const flatGrads = flattenGradients(policy.model, away.grads);
@@ -122,20 +122,79 @@ describe('a minibatch gradient computed in parts (the pipeline rollout computes 
   });
 });
 
-describe('offloadSplit', () => {
-  const sized = (lengths: number[]): PolicySample[] => lengths.map((n) => ({ tokens: new Array(n).fill(1), responseStart: 1, behaviourLogProbs: [], advantage: 0 }));
+describe('minibatchStep with an idle other process (work sharing)', () => {
+  /**
+   * A stand-in for the rollout process: idle from its `idleFrom`-th question on; it computes the
+   * parts it is sent on its own copy of the weights, as the rollout does.
+   */
+  function otherProcess(idleFrom: number) {
+    const sent: PolicySample[][] = [];
+    let asked = 0;
+    const offload: GradientOffload = {
+      share: 0.5,
+      parts: 6,
+      request: async ({ policy, samples: away, options: o, minibatchTokens }) => {
+        if (asked++ < idleFrom) return null;
+        sent.push(away);
+        const copy = createPolicy('solver', config.policies.solver, data.tokenizer, 1).policy;
+        copy.adoptWeights(policy.model.getWeights(), policy.version);
+        const part = ppoPartGradients(copy.model, away, o, minibatchTokens);
+        const flatGrads = flattenGradients(copy.model, part.grads);
+        part.grads.forEach((g) => g.dispose());
+        copy.dispose();
+        return async () => ({ flatGrads, sums: part.sums });
+      },
+    };
+    return { offload, sent, asked: () => asked };
+  }
 
-  it('sends the last samples, up to the share of all tokens', () => {
-    // 10 + 20 + 30 + 40 = 100 tokens; a share of 0.45 sends the 40 (the 30 would make 70 > 45).
-    const { local, remote } = offloadSplit(sized([10, 20, 30, 40]), 0.45);
-    expect(local.map((s) => s.tokens.length)).toEqual([10, 20, 30]);
-    expect(remote.map((s) => s.tokens.length)).toEqual([40]);
-    expect(offloadSplit(sized([10, 20, 30, 40]), 0.7).remote.map((s) => s.tokens.length)).toEqual([30, 40]);
+  it.each([
+    { idleFrom: 0, sentParts: 3, asked: 1 }, // idle at once: half of the 6 parts
+    { idleFrom: 1, sentParts: 2, asked: 2 }, // busy for the first part: half of the 5 left
+    { idleFrom: 99, sentParts: 0, asked: 5 }, // never idle: asked before each part that leaves two or more
+  ])('other process idle from question $idleFrom: sends the back $sentParts parts, and the update equals one ppoStep', async ({ idleFrom, sentParts, asked }) => {
+    const batch = samples(12);
+    const pieces = splitByTokens(batch, 6);
+    expect(pieces).toHaveLength(6);
+    const whole = createPolicy('solver', config.policies.solver, data.tokenizer, 31).policy;
+    const shared = createPolicy('solver', config.policies.solver, data.tokenizer, 31).policy;
+    const one = ppoStep(whole.model, whole.optimizer, batch, options);
+    const other = otherProcess(idleFrom);
+    const result = await minibatchStep(shared, batch, options, 'solver', 0, other.offload);
+    expect(other.asked()).toBe(asked);
+    expect(other.sent.flat()).toEqual(pieces.slice(6 - sentParts).flat());
+    expect(result.tokens).toBe(one.tokens);
+    expect(result.loss).toBeCloseTo(one.loss, 5);
+    expect(result.gradNorm).toBeCloseTo(one.gradNorm, 4);
+    const a = whole.model.getWeights();
+    const b = shared.model.getWeights();
+    let maxDiff = 0;
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+    expect(maxDiff).toBeLessThan(1e-5);
+    whole.dispose();
+    shared.dispose();
+  });
+});
+
+describe('splitByTokens', () => {
+  const sized = (lengths: number[]): PolicySample[] => lengths.map((n) => ({ tokens: new Array(n).fill(1), responseStart: 1, behaviourLogProbs: [], advantage: 0 }));
+  const lengthsOf = (parts: PolicySample[][]) => parts.map((p) => p.map((s) => s.tokens.length));
+
+  it('cuts consecutive samples where the running token count reaches each part’s share', () => {
+    // 100 tokens in 4 parts: cuts once 25, 50 and 75 tokens are reached.
+    expect(lengthsOf(splitByTokens(sized([10, 10, 10, 20, 20, 10, 10, 10]), 4))).toEqual([[10, 10, 10], [20], [20, 10], [10, 10]]);
+    expect(lengthsOf(splitByTokens(sized([10, 20, 30, 40]), 2))).toEqual([[10, 20, 30], [40]]);
   });
 
-  it('keeps at least one sample here, and sends nothing when no sample fits the share', () => {
-    expect(offloadSplit(sized([10, 10]), 0.9).local).toHaveLength(1);
-    expect(offloadSplit(sized([5]), 0.9).remote).toHaveLength(0);
-    expect(offloadSplit(sized([10, 60]), 0.3).remote).toHaveLength(0);
+  it('keeps every sample once, in order, and never makes an empty part', () => {
+    const samples = sized([7, 3, 12, 5, 9, 1, 30, 4, 4, 6]);
+    for (const parts of [1, 2, 3, 6, 10, 20]) {
+      const pieces = splitByTokens(samples, parts);
+      expect(pieces.flat()).toEqual(samples);
+      expect(pieces.length).toBeLessThanOrEqual(parts);
+      for (const p of pieces) expect(p.length).toBeGreaterThan(0);
+    }
+    // One long sample cannot be cut: fewer parts than asked.
+    expect(lengthsOf(splitByTokens(sized([5, 90, 5]), 6))).toEqual([[5, 90], [5]]);
   });
 });

@@ -129,8 +129,15 @@ export const PipelineSchema = z.strictObject({
     .number()
     .min(0)
     .max(0.9)
-    .default(0.3)
-    .describe('Pipeline mode: share of each minibatch (by tokens) whose gradient the rollout process computes, between segments, while the trainer computes the rest; the parts add up to the same gradient. 0 keeps all training in the trainer.'),
+    .default(0.5)
+    .describe('Pipeline mode: the most of each minibatch’s parts whose gradient the rollout process computes while it would wait for weights; the trainer computes the rest and the parts add up to the same gradient. 0 keeps all training in the trainer.'),
+  gradient_parts: z
+    .number()
+    .int()
+    .min(2)
+    .max(64)
+    .default(12)
+    .describe('Pipeline mode: parts of about equal tokens a minibatch is cut into for sharing its gradient; whenever the rollout process waits it is sent half of the parts not yet started.'),
 });
 
 export const EvalSchema = z.strictObject({

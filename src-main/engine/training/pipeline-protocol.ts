@@ -61,9 +61,13 @@ export type RolloutToTrainer =
   /**
    * The rollout started (`idle: true`) or ended waiting for newer weights. While it waits it
    * answers gradient requests at once; while it decodes, only between segments, so the trainer
-   * asks for a gradient share only while it waits.
+   * asks for a gradient share only while it waits. `policyId` and `heldSlot` say which policy's
+   * weights it waits for and which update of that policy it holds (absent once every step is
+   * sent: then it waits for nothing but the end). Weights the trainer sends past `heldSlot` may
+   * end the wait before this message is read, so the trainer counts the rollout as idle only
+   * while it has sent nothing newer; if they are not enough the rollout says `waiting` again.
    */
-  | { type: 'waiting'; idle: boolean }
+  | { type: 'waiting'; idle: boolean; policyId?: string; heldSlot?: number }
   | {
       type: 'batch';
       step: number;

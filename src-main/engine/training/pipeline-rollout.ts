@@ -15,8 +15,8 @@
  *
  * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
  * the exact weights the trainer sends), between segments, so evaluations take both cores too; and
- * the trainer's requested share of a minibatch's gradient (`pipeline.gradient_share`) while it
- * waits for weights: an update costs the trainer about twice what a rollout of the same turns
+ * the parts of a minibatch's gradient the trainer sends it (`pipeline.gradient_share`,
+ * `gradient_parts`) while it waits for weights: an update costs the trainer about twice what a rollout of the same turns
  * costs this process, so without help the trainer is the bottleneck and this process waits.
  *
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
@@ -215,12 +215,17 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           const waitStart = Date.now();
           const versionBefore = pause.policy.version;
           let servedMs = 0;
-          endpoint.send({ type: 'waiting', idle: true });
+          endpoint.send({ type: 'waiting', idle: true, policyId: id, heldSlot: slots.get(id)! });
           while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
             await inbox.wait(abort.signal);
             receive();
             servedMs += await serveRequests();
+            const held = slots.get(id)!;
             adopt(id);
+            // Newer weights that are not yet enough: say so, the trainer took them as the end of the wait.
+            if (slots.get(id)! !== held && !planner.mayDecode(id, batchSlot, slots.get(id)!)) {
+              endpoint.send({ type: 'waiting', idle: true, policyId: id, heldSlot: slots.get(id)! });
+            }
           }
           endpoint.send({ type: 'waiting', idle: false });
           const waitEnd = Date.now();

@@ -14,9 +14,10 @@
  * A step ends (in arrival order, after its last batch): its episodes, turns, segments, rewards and
  * advantages are written in one batch, then its metrics, then evaluation and checkpoint when due,
  * as in the synchronous loop. Evaluations are split between the two processes (evaluateSplit), and
- * so is each minibatch's gradient when `pipeline.gradient_share` > 0: the rollout computes its share
- * with a copy of the exact current weights while this process computes the rest, and the parts add
- * up to the whole minibatch's gradient (ppo.ts). Off-policy segments are not dropped: PPO's ratio uses each token's
+ * so is each minibatch's gradient when `pipeline.gradient_share` > 0: whenever the rollout waits for
+ * weights it is sent half of the minibatch's parts not yet started (run-support.ts minibatchStep)
+ * and computes them with a copy of the exact current weights while this process computes the rest;
+ * the parts add up to the whole minibatch's gradient (ppo.ts). Off-policy segments are not dropped: PPO's ratio uses each token's
  * stored behaviour log-probability, and the staleness of every batch is logged
  * (`<agent>/staleness`, `pipeline/staleness`).
  */
@@ -98,8 +99,10 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
   let rolloutWorker: string | null = null;
   let rolloutReady = false;
-  /** The rollout is waiting for weights (it answers a gradient request at once). */
-  let rolloutWaiting = false;
+  /** The rollout's last `waiting` message: it answers a gradient request at once while it waits. */
+  let rolloutWait: Extract<RolloutToTrainer, { type: 'waiting' }> = { type: 'waiting', idle: false };
+  /** The rollout waits now: for nothing, or for a policy whose newer weights have not been sent. */
+  const rolloutIdle = () => rolloutWait.idle && (rolloutWait.policyId === undefined || slots.get(rolloutWait.policyId) === rolloutWait.heldSlot);
   const evaluated = new Map<number, Partial<Record<EvalPart, EvalChain[]>>>();
   const gradientsDone = new Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>>();
   let nextGradientId = 0;
@@ -111,7 +114,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
-      else if (m.type === 'waiting') rolloutWaiting = m.idle;
+      else if (m.type === 'waiting') rolloutWait = m;
       else if (m.type === 'evaluated') evaluated.set(m.at, m.chains);
       else if (m.type === 'gradients-done') gradientsDone.set(m.id, m);
       else if (m.type === 'batch') {
@@ -162,11 +165,12 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     config.pipeline.gradient_share > 0 && run.endpoint
       ? {
           share: config.pipeline.gradient_share,
+          parts: config.pipeline.gradient_parts,
           request: async ({ agent, step, policy, samples, options, minibatchTokens }) => {
             // A decoding rollout would answer only after its current segment, while this
             // process waits: then it computes the whole minibatch itself.
             handle();
-            if (!rolloutWaiting) return null;
+            if (!rolloutIdle()) return null;
             const id = nextGradientId++;
             const w = weightsOf(policy);
             endpoint.send({ type: 'gradients', id, agent, step, policy: w, samples, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);

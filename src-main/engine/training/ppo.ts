@@ -164,6 +164,17 @@ export function flattenGradients(model: GPT, grads: readonly tf.Tensor[]): Float
   return flat;
 }
 
+function addSums(a: PpoPartSums, b: PpoPartSums): PpoPartSums {
+  return { loss: a.loss + b.loss, clipped: a.clipped + b.clipped, entropy: a.entropy + b.entropy, kl: a.kl + b.kl, drift: a.drift + b.drift, tokens: a.tokens + b.tokens };
+}
+
+/** Two parts of one minibatch as one (their gradients and sums added); disposes both parts' tensors. */
+export function addPpoParts(a: PpoPart, b: PpoPart): PpoPart {
+  const grads = a.grads.map((g, i) => tf.add(g, b.grads[i]));
+  tf.dispose([...a.grads, ...b.grads]);
+  return { grads, sums: addSums(a.sums, b.sums) };
+}
+
 /**
  * Sum the parts of one minibatch and take the optimizer step. Disposes the local part's tensors.
  * A non-finite loss or gradient skips the step and says why.
@@ -179,14 +190,7 @@ export function applyPpoParts(model: GPT, optimizer: Adam, local: PpoPart, remot
         }),
       );
     }
-    const sums = [local.sums, ...remote.map((r) => r.sums)].reduce((a, b) => ({
-      loss: a.loss + b.loss,
-      clipped: a.clipped + b.clipped,
-      entropy: a.entropy + b.entropy,
-      kl: a.kl + b.kl,
-      drift: a.drift + b.drift,
-      tokens: a.tokens + b.tokens,
-    }));
+    const sums = remote.map((r) => r.sums).reduce(addSums, local.sums);
     const loss = sums.loss;
     // Adam.step would apply a finite gradient of a non-finite loss; refuse it here.
     const result = Number.isFinite(loss) ? optimizer.step(grads) : { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };

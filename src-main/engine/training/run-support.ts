@@ -14,7 +14,7 @@ import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { evaluate } from './evaluate';
 import { savePolicies, type PolicyRuntime } from './policies';
-import { applyPpoParts, ppoPartGradients, ppoStep, responseLogProbs, responseTokenCount, type PolicySample, type PpoOptions, type PpoRemotePart, type PpoStepResult } from './ppo';
+import { addPpoParts, applyPpoParts, ppoPartGradients, ppoStep, responseLogProbs, responseTokenCount, type PolicySample, type PpoOptions, type PpoPart, type PpoRemotePart, type PpoStepResult } from './ppo';
 import type { RolloutEpisode, RolloutTurn } from './rollout';
 
 /** Raised when `optimization.nan_tolerance` updates in a row were skipped for NaN/Inf. */
@@ -171,44 +171,78 @@ export interface RunContext {
  * while it would otherwise wait for weights), with exactly the weights `policy` has now.
  */
 export interface GradientOffload {
-  /** Share of each minibatch's tokens, prompts included, sent away (0 < share < 1). */
+  /** Most of a minibatch's parts sent away (pipeline.gradient_share, 0 < share < 1). */
   share: number;
+  /** Parts a minibatch is cut into (pipeline.gradient_parts, ≥ 2). */
+  parts: number;
   /**
-   * Sends a share away; resolves once the request has left this process (so that the other one
+   * Sends parts away; resolves once the request has left this process (so that the other one
    * computes while this one does), with a function that waits for the answer; or with null when
-   * the other process cannot take it now (the minibatch is then computed here).
+   * the other process cannot take them now (they are then computed here).
    */
   request(request: { agent: string; step: number; policy: PolicyRuntime; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }): Promise<(() => Promise<PpoRemotePart>) | null>;
 }
 
 /**
- * The samples of a minibatch sent away: the last ones, as many as make up `share` of its tokens
- * (the cost of a forward and backward pass grows with them), never all of them.
+ * Cuts a minibatch into at most `parts` runs of consecutive samples with about equal tokens,
+ * prompts included (the cost of a forward and backward pass grows with them); no part is empty.
  */
-export function offloadSplit(samples: readonly PolicySample[], share: number): { local: PolicySample[]; remote: PolicySample[] } {
+export function splitByTokens(samples: readonly PolicySample[], parts: number): PolicySample[][] {
   const total = samples.reduce((n, s) => n + s.tokens.length, 0);
-  let cut = samples.length;
-  let sent = 0;
-  while (cut > 1 && sent + samples[cut - 1].tokens.length <= share * total) sent += samples[--cut].tokens.length;
-  return { local: samples.slice(0, cut), remote: samples.slice(cut) };
+  const pieces: PolicySample[][] = [];
+  let current: PolicySample[] = [];
+  let seen = 0;
+  for (const sample of samples) {
+    current.push(sample);
+    seen += sample.tokens.length;
+    // Close a part once the tokens so far reach its share of the whole.
+    if (pieces.length < parts - 1 && seen >= ((pieces.length + 1) * total) / parts) {
+      pieces.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) pieces.push(current);
+  return pieces;
 }
 
-async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], options: PpoOptions, agent: string, step: number, offload: GradientOffload | undefined): Promise<PpoStepResult> {
-  const { local, remote } = offload ? offloadSplit(batch, offload.share) : { local: batch, remote: [] };
-  if (remote.length === 0) return ppoStep(policy.model, policy.optimizer, batch, options);
+/**
+ * One minibatch, shared with the other process when it is idle (work sharing, issue #5). The
+ * minibatch is cut into parts; this process computes them from the front, and before each part,
+ * if the other process reports that it waits and holds none of this minibatch yet, it is sent half
+ * of the parts not started, from the back (both then finish at about the same time), up to
+ * `share` of all parts. The parts' gradients add up to the minibatch's (ppo.ts), so the update is
+ * the same wherever the parts were computed.
+ */
+export async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], options: PpoOptions, agent: string, step: number, offload: GradientOffload | undefined): Promise<PpoStepResult> {
+  const pieces = offload ? splitByTokens(batch, offload.parts) : [batch];
+  const mostAway = offload ? Math.floor(offload.share * pieces.length) : 0;
+  if (mostAway === 0) return ppoStep(policy.model, policy.optimizer, batch, options);
   const minibatchTokens = responseTokenCount(batch);
-  // The request leaves before the local part starts, so both processes compute at once.
-  const answer = await offload!.request({ agent, step, policy, samples: remote, options, minibatchTokens });
-  if (!answer) return ppoStep(policy.model, policy.optimizer, batch, options);
-  const own = ppoPartGradients(policy.model, local, options, minibatchTokens);
-  let away: PpoRemotePart;
+  let front = 0;
+  let back = pieces.length;
+  let answer: (() => Promise<PpoRemotePart>) | null = null;
+  let own: PpoPart | null = null;
+  let away: PpoRemotePart[] = [];
   try {
-    away = await answer();
+    while (front < back) {
+      // Half of what is left; an odd part stays here (the other process's answer has a trip to make).
+      const give = Math.min(mostAway, Math.floor((back - front) / 2));
+      if (answer === null && give > 0) {
+        // The request leaves before the next local part starts, so both processes compute at once.
+        answer = await offload!.request({ agent, step, policy, samples: pieces.slice(back - give, back).flat(), options, minibatchTokens });
+        if (answer) back -= give;
+      }
+      const part = ppoPartGradients(policy.model, pieces[front++], options, minibatchTokens);
+      own = own ? addPpoParts(own, part) : part;
+      // Let the other process's messages in: it may have begun to wait meanwhile.
+      if (answer === null && front < back) await yieldToEventLoop();
+    }
+    if (answer) away = [await answer()];
   } catch (error) {
-    for (const g of own.grads) g.dispose();
+    for (const g of own?.grads ?? []) g.dispose();
     throw error;
   }
-  return applyPpoParts(policy.model, policy.optimizer, own, [away]);
+  return applyPpoParts(policy.model, policy.optimizer, own!, away);
 }
 
 /**
