@@ -142,7 +142,10 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
           fixedSet = fixedSetFrom(evalSet.problems, result.sampledChains);
           store.events.log(runId, 'info', FIXED_SET_EVENT, `fixed judged set: the Solver's ${fixedSet.length} sampled answers to the held-out problems at step ${at}`, { solutions: fixedSet }, at);
         }
+        const fixedStart = Date.now();
         Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed + 31));
+        // Evaluation time like the rest (the pipeline bench's RL clock starts after it).
+        writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt: fixedStart, endedAt: Date.now(), tokens: 0 });
       }
       for (const [key, value] of Object.entries(result.metrics)) writer.metric({ runId, step: at, wallTime: wallTime(), key, value });
       writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
