@@ -159,6 +159,17 @@ describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run, end to end (%s)
       expect(store.metrics.series(runId, 'eval/fixed/answers').items.map((p) => p.value)).toEqual([6, 6]);
       // One set per run: the last evaluation did not make another.
       expect(store.db.prepare('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND kind = ?').get(runId, FIXED_SET_EVENT)).toEqual({ n: 1 });
+      // Who judged it: the first evaluation makes the set after its chains (a span of its own); in
+      // the pipeline later ones send it with the rollout's share, so the trainer spends no span on it.
+      const evalSpans = (step: number) => store.events.timeline(runId).filter((s) => s.kind === 'eval' && s.step === step);
+      const byRollout = (step: number) => evalSpans(step).filter((s) => s.worker.endsWith('/rollout')).length;
+      if (mode === 'sync') {
+        expect(evalSpans(0)).toHaveLength(2);
+        expect(evalSpans(2)).toHaveLength(2);
+      } else {
+        expect([evalSpans(0).length, byRollout(0)]).toEqual([3, 1]);
+        expect([evalSpans(2).length, byRollout(2)]).toEqual([2, 1]);
+      }
     });
 
     it('stops after nan_tolerance skipped updates, logging each with its agent and step', async () => {

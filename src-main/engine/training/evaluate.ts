@@ -196,7 +196,9 @@ export function fixedSetFrom(problems: readonly Problem[], sampledChains: readon
  * every answer of the fixed set, greedily. Verifier precision/recall/verdict accuracy and Corrector
  * fix/break rates on the same inputs at every evaluation of a run.
  */
-export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], seed: number): Record<string, number> {
+export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Record<string, number> {
+  // Its own seeds, apart from the evaluation's parts (greedy decoding uses them only for stream ids).
+  const seed = evalSeed + 31;
   const metrics: Record<string, number> = {};
   if (ctx.config.rollout.rounds === 0 || solutions.length === 0) return metrics;
   const items = solutions.map((s) => {

@@ -18,7 +18,7 @@
  */
 import type { Role } from '../config/schema';
 import type { GPTConfig } from '../model/gpt';
-import type { EvalChain, EvalPart } from './evaluate';
+import type { EvalChain, EvalPart, FixedSolution } from './evaluate';
 import type { PolicySample, PpoOptions, PpoPartSums } from './ppo';
 import type { RolloutTurn } from './rollout';
 
@@ -36,7 +36,8 @@ export type TrainerToRollout =
   | { type: 'init'; startStep: number; policies: PolicyWeights[] }
   | ({ type: 'weights' } & PolicyWeights)
   /** Run these parts of the evaluation at step `at` with exactly these weights. */
-  | { type: 'evaluate'; at: number; parts: EvalPart[]; policies: PolicyWeights[] }
+  /** `fixed`: also judge and repair the run's fixed set (evaluate.ts fixedSetMetrics) once it exists. */
+  | { type: 'evaluate'; at: number; parts: EvalPart[]; policies: PolicyWeights[]; fixed?: FixedSolution[] }
   /** Compute the PPO gradient of these samples, part of a minibatch of `minibatchTokens` response tokens. */
   | { type: 'gradients'; id: number; agent: string; step: number; policy: PolicyWeights; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }
   | { type: 'stop'; reason: string };
@@ -94,7 +95,7 @@ export type RolloutToTrainer =
       evalMs: number;
       gradientMs: number;
     }
-  | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>> }
+  | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>>; fixedMetrics?: Record<string, number> }
   | { type: 'gradients-done'; id: number; flatGrads: Float32Array; sums: PpoPartSums }
   | { type: 'failed'; message: string };
 

@@ -26,7 +26,7 @@ import type { RunConfig } from '../config/schema';
 import { createModel } from '../model/gpt';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
-import { evaluatePart, type EvalChain, type EvalPart } from './evaluate';
+import { evaluatePart, fixedSetMetrics, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
 import { PolicyRuntime, rolePolicies } from './policies';
 import { flattenGradients, ppoPartGradients } from './ppo';
@@ -122,9 +122,10 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
         for (const part of request.parts) chains[part] = evaluatePart(ctx, evalSet.problems, evalSet.seed, part);
+        const fixedMetrics = request.fixed ? fixedSetMetrics(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
         evalMs += Date.now() - startedAt;
         options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver.version, startedAt, endedAt: Date.now(), tokens: 0 });
-        endpoint.send({ type: 'evaluated', at: request.at, chains });
+        endpoint.send({ type: 'evaluated', at: request.at, chains, fixedMetrics });
         await endpoint.flush?.();
       }
     };

@@ -21,7 +21,7 @@
  * stored behaviour log-probability, and the staleness of every batch is logged
  * (`<agent>/staleness`, `pipeline/staleness`).
  */
-import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type EvaluationResult } from './evaluate';
+import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type EvaluationResult, type FixedSolution } from './evaluate';
 import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
 import { runRolloutLoop } from './pipeline-rollout';
 import type { PolicyRuntime } from './policies';
@@ -51,7 +51,9 @@ export interface PipelineRun extends RunContext {
   /** Run one part of the held-out evaluation here, with this process's current weights. */
   evaluatePart: (part: EvalPart) => EvalChain[];
   /** Store an evaluation (metrics, greedy chains, this process's span). */
-  recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => void;
+  recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => void;
+  /** The run's fixed judged set, once the first evaluation has made it. */
+  fixedSet: () => FixedSolution[] | null;
   onStep: (step: number, metrics: Record<string, number>) => void;
 }
 
@@ -103,7 +105,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   let rolloutWait: Extract<RolloutToTrainer, { type: 'waiting' }> = { type: 'waiting', idle: false };
   /** The rollout waits now: for nothing, or for a policy whose newer weights have not been sent. */
   const rolloutIdle = () => rolloutWait.idle && (rolloutWait.policyId === undefined || slots.get(rolloutWait.policyId) === rolloutWait.heldSlot);
-  const evaluated = new Map<number, Partial<Record<EvalPart, EvalChain[]>>>();
+  const evaluated = new Map<number, Extract<RolloutToTrainer, { type: 'evaluated' }>>();
   const gradientsDone = new Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>>();
   let nextGradientId = 0;
   let failure: string | null = null;
@@ -115,7 +117,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
       else if (m.type === 'waiting') rolloutWait = m;
-      else if (m.type === 'evaluated') evaluated.set(m.at, m.chains);
+      else if (m.type === 'evaluated') evaluated.set(m.at, m);
       else if (m.type === 'gradients-done') gradientsDone.set(m.id, m);
       else if (m.type === 'batch') {
         // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
@@ -224,7 +226,10 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const parts = evaluationParts(config);
     const remote: EvalPart[] = parts.filter((p) => p !== 'sampled');
     const snapshot = [...policies.values()].map(weightsOf);
-    endpoint.send({ type: 'evaluate', at, parts: remote, policies: snapshot }, snapshot.map((w) => w.weights.buffer as ArrayBuffer));
+    // The fixed set's judging and repairs (after the first evaluation, which makes the set) go
+    // there too: that evens the two shares (the sampled chains here are the larger part).
+    const fixed = run.fixedSet() ?? undefined;
+    endpoint.send({ type: 'evaluate', at, parts: remote, policies: snapshot, fixed }, snapshot.map((w) => w.weights.buffer as ArrayBuffer));
     await endpoint.flush?.();
     const startedAt = Date.now();
     const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
@@ -233,9 +238,10 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     while (!evaluated.has(at)) {
       if (!(await pump())) return false;
     }
-    Object.assign(chains, evaluated.get(at));
+    const answer = evaluated.get(at)!;
     evaluated.delete(at);
-    run.recordEvaluation(at, evaluationMetrics(config, chains), startedAt, endedAt);
+    Object.assign(chains, answer.chains);
+    run.recordEvaluation(at, evaluationMetrics(config, chains), startedAt, endedAt, answer.fixedMetrics);
     return true;
   };
 

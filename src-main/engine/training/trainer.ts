@@ -136,14 +136,15 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     // that a resumed run judges the same answers.
     let fixedSet = (store.events.latestOfKind(runId, FIXED_SET_EVENT)?.data?.solutions as FixedSolution[] | undefined) ?? null;
     /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
-    const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number) => {
-      if (config.rollout.rounds > 0) {
+    const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => {
+      if (fixedMetrics) Object.assign(result.metrics, fixedMetrics);
+      else if (config.rollout.rounds > 0) {
         if (!fixedSet) {
           fixedSet = fixedSetFrom(evalSet.problems, result.sampledChains);
           store.events.log(runId, 'info', FIXED_SET_EVENT, `fixed judged set: the Solver's ${fixedSet.length} sampled answers to the held-out problems at step ${at}`, { solutions: fixedSet }, at);
         }
         const fixedStart = Date.now();
-        Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed + 31));
+        Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed));
         // Evaluation time like the rest (the pipeline bench's RL clock starts after it).
         writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt: fixedStart, endedAt: Date.now(), tokens: 0 });
       }
@@ -166,6 +167,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
         store, runId, config, writer, worker, data, problemIds, policies, checkpointRoot, signal, update, wallTime, cursor,
         evaluatePart: (part) => evaluatePart(evalContext, evalSet.problems, evalSet.seed, part),
         recordEvaluation,
+        fixedSet: () => fixedSet,
         startStep: cursor.step,
         endpoint: options.rollout ?? null,
         onStep: (at, metrics) => progress({ phase: 'rl', step: at + 1, totalSteps: config.optimization.steps, metrics }),
