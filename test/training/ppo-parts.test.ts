@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createPolicy } from '../../src-main/engine/training/policies';
-import { applyPpoParts, flattenGradients, ppoPartGradients, ppoStep, responseTokenCount, type PolicySample, type PpoOptions } from '../../src-main/engine/training/ppo';
+import { applyPpoParts, flattenGradients, ppoPartGradients, ppoStep, responseTokenCount, type PolicySample, type PpoOptions, type PpoRemotePart } from '../../src-main/engine/training/ppo';
 import { loadTaskData, minibatchStep, splitByTokens, type GradientOffload } from '../../src-main/engine/training/run-support';
 import { promptTokens } from '../../src-main/engine/training/sequences';
 import { solverPrompt } from '../../src-main/engine/agents';
@@ -122,47 +122,66 @@ describe('a minibatch gradient computed in parts (the pipeline rollout computes 
   });
 });
 
-describe('minibatchStep with an idle other process (work sharing)', () => {
+describe('minibatchStep shares a minibatch with another process (work sharing)', () => {
   /**
-   * A stand-in for the rollout process: idle from its `idleFrom`-th question on; it computes the
-   * parts it is sent on its own copy of the weights, as the rollout does.
+   * A stand-in for the rollout process: at the trainer's n-th poll it starts (and at once finishes)
+   * the next offered part when `takes(n)`, on its own copy of the weights, as the rollout does.
+   * With `ignoresClaims` it also takes parts the trainer has claimed (the race of a claim crossing
+   * an announcement).
    */
-  function otherProcess(idleFrom: number) {
-    const sent: PolicySample[][] = [];
-    let asked = 0;
+  function otherProcess(takes: (poll: number) => boolean, ignoresClaims = false) {
+    const computed: PolicySample[][] = [];
     const offload: GradientOffload = {
       share: 0.5,
       parts: 6,
-      request: async ({ policy, samples: away, options: o, minibatchTokens }) => {
-        if (asked++ < idleFrom) return null;
-        sent.push(away);
+      offer: async ({ policy, parts, options: o, minibatchTokens }) => {
         const copy = createPolicy('solver', config.policies.solver, data.tokenizer, 1).policy;
         copy.adoptWeights(policy.model.getWeights(), policy.version);
-        const part = ppoPartGradients(copy.model, away, o, minibatchTokens);
-        const flatGrads = flattenGradients(copy.model, part.grads);
-        part.grads.forEach((g) => g.dispose());
-        copy.dispose();
-        return async () => ({ flatGrads, sums: part.sums });
+        let polls = 0;
+        let limit = parts.length;
+        const done: PpoRemotePart[] = [];
+        return {
+          poll: async () => {
+            polls++;
+            if (done.length < (ignoresClaims ? parts.length : limit) && takes(polls)) {
+              const part = ppoPartGradients(copy.model, parts[done.length], o, minibatchTokens);
+              computed.push(parts[done.length]);
+              done.push({ flatGrads: flattenGradients(copy.model, part.grads), sums: part.sums });
+              part.grads.forEach((g) => g.dispose());
+            }
+          },
+          started: () => done.length,
+          claimFrom: (from) => {
+            limit = Math.min(limit, from);
+          },
+          results: async (count) => {
+            copy.dispose();
+            return done.slice(0, count);
+          },
+        };
       },
     };
-    return { offload, sent, asked: () => asked };
+    return { offload, computed };
   }
 
+  // 6 parts, share 0.5: parts 5, 4, 3 are offered (in that order); this process computes 0, 1, 2
+  // with a poll after each, then meets the other process, claiming the highest part not started.
   it.each([
-    { idleFrom: 0, sentParts: 3, asked: 1 }, // idle at once: half of the 6 parts
-    { idleFrom: 1, sentParts: 2, asked: 2 }, // busy for the first part: half of the 5 left
-    { idleFrom: 99, sentParts: 0, asked: 5 }, // never idle: asked before each part that leaves two or more
-  ])('other process idle from question $idleFrom: sends the back $sentParts parts, and the update equals one ppoStep', async ({ idleFrom, sentParts, asked }) => {
+    { name: 'never free', takes: () => false, ignoresClaims: false, remote: [] as number[] },
+    { name: 'free from the start', takes: () => true, ignoresClaims: false, remote: [5, 4, 3] },
+    { name: 'free once, at the 3rd poll', takes: (n: number) => n === 3, ignoresClaims: false, remote: [5] },
+    { name: 'free from the 3rd poll, taking claimed parts too', takes: (n: number) => n >= 3, ignoresClaims: true, remote: [5, 4] },
+  ])('other process $name: it computes parts $remote, and the update equals one ppoStep', async ({ takes, ignoresClaims, remote }) => {
     const batch = samples(12);
     const pieces = splitByTokens(batch, 6);
     expect(pieces).toHaveLength(6);
     const whole = createPolicy('solver', config.policies.solver, data.tokenizer, 31).policy;
     const shared = createPolicy('solver', config.policies.solver, data.tokenizer, 31).policy;
     const one = ppoStep(whole.model, whole.optimizer, batch, options);
-    const other = otherProcess(idleFrom);
+    const other = otherProcess(takes, ignoresClaims);
     const result = await minibatchStep(shared, batch, options, 'solver', 0, other.offload);
-    expect(other.asked()).toBe(asked);
-    expect(other.sent.flat()).toEqual(pieces.slice(6 - sentParts).flat());
+    // Which parts it began (in the race, a part both began is counted once, from this process).
+    expect(other.computed.slice(0, remote.length)).toEqual(remote.map((i) => pieces[i]));
     expect(result.tokens).toBe(one.tokens);
     expect(result.loss).toBeCloseTo(one.loss, 5);
     expect(result.gradNorm).toBeCloseTo(one.gradNorm, 4);

@@ -6,15 +6,16 @@
  * IPC layer between processes).
  *
  *   rollout → trainer: `hello`; `ready` once the starting weights are in; then per step one
- *                      `batch` per agent as each finishes and one `step-done`; `waiting` when
- *                      it starts and stops waiting for weights; `failed` when the rollout
- *                      cannot go on.
+ *                      `batch` per agent as each finishes and one `step-done`; `failed` when
+ *                      the rollout cannot go on.
  *   trainer → rollout: `init` (every policy's weights and the first step), `weights` after every
  *                      trained batch, `evaluate` (its share of a held-out evaluation, with the
- *                      weights to evaluate), `gradients` (its share of a minibatch's gradient,
- *                      with the weights to differentiate), `stop` when the run ends for any reason.
- *   rollout → trainer: `evaluated` with the chains of its share; `gradients-done` with the
- *                      gradient of its share (one Float32Array laid out as the weights, moved).
+ *                      weights to evaluate), `gradients` (parts of a minibatch offered for their
+ *                      gradients, with the weights to differentiate) and `gradients-claimed`,
+ *                      `stop` when the run ends for any reason.
+ *   rollout → trainer: `evaluated` with the chains of its share; `gradients-started` and
+ *                      `gradients-done` per offered part it takes (the gradient as one
+ *                      Float32Array laid out as the weights, moved).
  */
 import type { Role } from '../config/schema';
 import type { GPTConfig } from '../model/gpt';
@@ -35,11 +36,19 @@ export interface PolicyWeights {
 export type TrainerToRollout =
   | { type: 'init'; startStep: number; policies: PolicyWeights[] }
   | ({ type: 'weights' } & PolicyWeights)
-  /** Run these parts of the evaluation at step `at` with exactly these weights. */
-  /** `fixed`: also judge and repair the run's fixed set (evaluate.ts fixedSetMetrics) once it exists. */
+  /**
+   * Run these parts of the evaluation at step `at` with exactly these weights; with `fixed`, also
+   * judge and repair the run's fixed set (evaluate.ts fixedSetMetrics).
+   */
   | { type: 'evaluate'; at: number; parts: EvalPart[]; policies: PolicyWeights[]; fixed?: FixedSolution[] }
-  /** Compute the PPO gradient of these samples, part of a minibatch of `minibatchTokens` response tokens. */
-  | { type: 'gradients'; id: number; agent: string; step: number; policy: PolicyWeights; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }
+  /**
+   * Parts of a minibatch of `minibatchTokens` response tokens offered for their PPO gradients, in
+   * the order to take them: the rollout takes them one at a time (`gradients-started` before each)
+   * until they are all done or the offer is withdrawn.
+   */
+  | { type: 'gradients'; id: number; agent: string; step: number; policy: PolicyWeights; parts: PolicySample[][]; options: PpoOptions; minibatchTokens: number }
+  /** The trainer computes the parts of offer `id` from index `from` on: take only those before it. */
+  | { type: 'gradients-claimed'; id: number; from: number }
   | { type: 'stop'; reason: string };
 
 /** One turn as sent to the trainer: its episode (index in the step's problems) and the turn. */
@@ -59,16 +68,6 @@ export type RolloutToTrainer =
   | { type: 'hello'; worker: string; pid: number }
   /** The starting weights are in: the rollout begins (the trainer may now evaluate). */
   | { type: 'ready' }
-  /**
-   * The rollout started (`idle: true`) or ended waiting for newer weights. While it waits it
-   * answers gradient requests at once; while it decodes, only between segments, so the trainer
-   * asks for a gradient share only while it waits. `policyId` and `heldSlot` say which policy's
-   * weights it waits for and which update of that policy it holds (absent once every step is
-   * sent: then it waits for nothing but the end). Weights the trainer sends past `heldSlot` may
-   * end the wait before this message is read, so the trainer counts the rollout as idle only
-   * while it has sent nothing newer; if they are not enough the rollout says `waiting` again.
-   */
-  | { type: 'waiting'; idle: boolean; policyId?: string; heldSlot?: number }
   | {
       type: 'batch';
       step: number;
@@ -96,7 +95,8 @@ export type RolloutToTrainer =
       gradientMs: number;
     }
   | { type: 'evaluated'; at: number; chains: Partial<Record<EvalPart, EvalChain[]>>; fixedMetrics?: Record<string, number> }
-  | { type: 'gradients-done'; id: number; flatGrads: Float32Array; sums: PpoPartSums }
+  | { type: 'gradients-started'; id: number; part: number }
+  | { type: 'gradients-done'; id: number; part: number; flatGrads: Float32Array; sums: PpoPartSums }
   | { type: 'failed'; message: string };
 
 /** One side of the trainer ↔ rollout channel. */

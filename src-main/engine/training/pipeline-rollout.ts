@@ -65,6 +65,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   let init: Extract<TrainerToRollout, { type: 'init' }> | null = null;
   const evaluations: Extract<TrainerToRollout, { type: 'evaluate' }>[] = [];
   const gradientRequests: Extract<TrainerToRollout, { type: 'gradients' }>[] = [];
+  /** Per offer: the trainer computes the parts from this index on. */
+  const claimedFrom = new Map<number, number>();
   const receive = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'stop') {
@@ -73,6 +75,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       } else if (m.type === 'init') init = m;
       else if (m.type === 'evaluate') evaluations.push(m);
       else if (m.type === 'gradients') gradientRequests.push(m);
+      else if (m.type === 'gradients-claimed') claimedFrom.set(m.id, Math.min(m.from, claimedFrom.get(m.id) ?? m.from));
       else if (m.type === 'weights') {
         const held = mailbox.get(m.policyId);
         if (!held || m.slot > held.slot) mailbox.set(m.policyId, m);
@@ -129,22 +132,34 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         await endpoint.flush?.();
       }
     };
-    /** Compute the gradient shares the trainer asked for, with the weights it sent. */
+    /**
+     * Take the offered parts one at a time, with the weights sent, until the offer runs out or the
+     * trainer claims the rest; each is announced before it is computed, so the trainer never
+     * computes a part this process has begun (a claim crossing an announcement costs one part twice).
+     */
     let gradientMs = 0;
     const serveGradients = async () => {
       while (gradientRequests.length > 0) {
         const request = gradientRequests.shift()!;
-        const startedAt = Date.now();
         const copy = copyWith(request.policy);
-        const part = ppoPartGradients(copy.model, request.samples, request.options, request.minibatchTokens);
-        const flatGrads = flattenGradients(copy.model, part.grads);
-        for (const g of part.grads) g.dispose();
-        const endedAt = Date.now();
-        gradientMs += endedAt - startedAt;
-        // Like the trainer's update spans, it carries the version the update produces.
-        options.timeline?.({ kind: 'update', agent: request.agent, worker: options.worker, step: request.step, policyVersion: request.policy.version + 1, startedAt, endedAt, tokens: part.sums.tokens });
-        endpoint.send({ type: 'gradients-done', id: request.id, flatGrads, sums: part.sums }, [flatGrads.buffer as ArrayBuffer]);
-        await endpoint.flush?.();
+        for (let part = 0; ; part++) {
+          await yieldToEventLoop();
+          receive();
+          if (part >= Math.min(request.parts.length, claimedFrom.get(request.id) ?? Infinity)) break;
+          endpoint.send({ type: 'gradients-started', id: request.id, part });
+          await endpoint.flush?.();
+          const startedAt = Date.now();
+          const result = ppoPartGradients(copy.model, request.parts[part], request.options, request.minibatchTokens);
+          const flatGrads = flattenGradients(copy.model, result.grads);
+          for (const g of result.grads) g.dispose();
+          const endedAt = Date.now();
+          gradientMs += endedAt - startedAt;
+          // Like the trainer's update spans, it carries the version the update produces.
+          options.timeline?.({ kind: 'update', agent: request.agent, worker: options.worker, step: request.step, policyVersion: request.policy.version + 1, startedAt, endedAt, tokens: result.sums.tokens });
+          endpoint.send({ type: 'gradients-done', id: request.id, part, flatGrads, sums: result.sums }, [flatGrads.buffer as ArrayBuffer]);
+          await endpoint.flush?.();
+        }
+        claimedFrom.delete(request.id);
       }
     };
     /** Serve the trainer's requests; returns the milliseconds spent. */
@@ -216,19 +231,12 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           const waitStart = Date.now();
           const versionBefore = pause.policy.version;
           let servedMs = 0;
-          endpoint.send({ type: 'waiting', idle: true, policyId: id, heldSlot: slots.get(id)! });
           while (!planner.mayDecode(id, batchSlot, slots.get(id)!)) {
             await inbox.wait(abort.signal);
             receive();
             servedMs += await serveRequests();
-            const held = slots.get(id)!;
             adopt(id);
-            // Newer weights that are not yet enough: say so, the trainer took them as the end of the wait.
-            if (slots.get(id)! !== held && !planner.mayDecode(id, batchSlot, slots.get(id)!)) {
-              endpoint.send({ type: 'waiting', idle: true, policyId: id, heldSlot: slots.get(id)! });
-            }
           }
-          endpoint.send({ type: 'waiting', idle: false });
           const waitEnd = Date.now();
           // Time spent on the trainer's requests meanwhile is theirs, not waiting.
           waitMs += waitEnd - waitStart - servedMs;
@@ -248,7 +256,6 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       });
     }
     // Everything is sent; stay until the trainer ends the run (it may still be training).
-    endpoint.send({ type: 'waiting', idle: true });
     for (;;) {
       receive();
       await serveRequests();

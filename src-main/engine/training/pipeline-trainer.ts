@@ -23,6 +23,7 @@
  */
 import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type EvaluationResult, type FixedSolution } from './evaluate';
 import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
+import type { PpoRemotePart } from './ppo';
 import { runRolloutLoop } from './pipeline-rollout';
 import type { PolicyRuntime } from './policies';
 import { scoringScope, TrainingQueues } from './queues';
@@ -101,12 +102,9 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const slots = new Map<string, number>([...policies].map(([id, p]) => [id, p.version]));
   let rolloutWorker: string | null = null;
   let rolloutReady = false;
-  /** The rollout's last `waiting` message: it answers a gradient request at once while it waits. */
-  let rolloutWait: Extract<RolloutToTrainer, { type: 'waiting' }> = { type: 'waiting', idle: false };
-  /** The rollout waits now: for nothing, or for a policy whose newer weights have not been sent. */
-  const rolloutIdle = () => rolloutWait.idle && (rolloutWait.policyId === undefined || slots.get(rolloutWait.policyId) === rolloutWait.heldSlot);
+  /** Gradient offers not yet settled: how many parts the rollout has started, and the parts it has done. */
+  const openOffers = new Map<number, { started: number; done: Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>> }>();
   const evaluated = new Map<number, Extract<RolloutToTrainer, { type: 'evaluated' }>>();
-  const gradientsDone = new Map<number, Extract<RolloutToTrainer, { type: 'gradients-done' }>>();
   let nextGradientId = 0;
   let failure: string | null = null;
   let idleMs = 0;
@@ -116,9 +114,11 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     for (const m of inbox.drain()) {
       if (m.type === 'hello') rolloutWorker = m.worker;
       else if (m.type === 'ready') rolloutReady = true;
-      else if (m.type === 'waiting') rolloutWait = m;
       else if (m.type === 'evaluated') evaluated.set(m.at, m);
-      else if (m.type === 'gradients-done') gradientsDone.set(m.id, m);
+      else if (m.type === 'gradients-started') {
+        const offer = openOffers.get(m.id);
+        if (offer) offer.started = Math.max(offer.started, m.part + 1);
+      } else if (m.type === 'gradients-done') openOffers.get(m.id)?.done.set(m.part, m);
       else if (m.type === 'batch') {
         // The turns join their episodes on arrival: episode-scoped scoring reads every agent's.
         const s = stateOf(m.step);
@@ -168,23 +168,37 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       ? {
           share: config.pipeline.gradient_share,
           parts: config.pipeline.gradient_parts,
-          request: async ({ agent, step, policy, samples, options, minibatchTokens }) => {
-            // A decoding rollout would answer only after its current segment, while this
-            // process waits: then it computes the whole minibatch itself.
-            handle();
-            if (!rolloutIdle()) return null;
+          offer: async ({ agent, step, policy, parts, options, minibatchTokens }) => {
             const id = nextGradientId++;
             const w = weightsOf(policy);
-            endpoint.send({ type: 'gradients', id, agent, step, policy: w, samples, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);
+            openOffers.set(id, { started: 0, done: new Map() });
+            endpoint.send({ type: 'gradients', id, agent, step, policy: w, parts, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);
             await endpoint.flush?.();
-            // The answer is awaited taking in every other message (batches, finished steps) meanwhile.
-            return async () => {
-              while (!gradientsDone.has(id)) {
-                if (!(await pump())) throw new PipelineStopped();
-              }
-              const done = gradientsDone.get(id)!;
-              gradientsDone.delete(id);
-              return { flatGrads: done.flatGrads, sums: done.sums };
+            const state = openOffers.get(id)!;
+            return {
+              poll: async () => {
+                await yieldToEventLoop();
+                handle();
+              },
+              started: () => state.started,
+              claimFrom: (from) => endpoint.send({ type: 'gradients-claimed', id, from }),
+              // Awaited taking in every other message (batches, finished steps) meanwhile.
+              results: async (count) => {
+                try {
+                  const out: PpoRemotePart[] = [];
+                  for (let part = 0; part < count; part++) {
+                    while (!state.done.has(part)) {
+                      if (!(await pump())) throw new PipelineStopped();
+                    }
+                    const done = state.done.get(part)!;
+                    out.push({ flatGrads: done.flatGrads, sums: done.sums });
+                  }
+                  return out;
+                } finally {
+                  // Parts both processes began in the same moment come back later: dropped.
+                  openOffers.delete(id);
+                }
+              },
             };
           },
         }

@@ -167,20 +167,28 @@ export interface RunContext {
 }
 
 /**
- * Computes part of a minibatch's gradient in another process (the pipeline's rollout worker,
- * while it would otherwise wait for weights), with exactly the weights `policy` has now.
+ * Parts of one minibatch offered to another process (the pipeline's rollout worker), which takes
+ * them one at a time in the offered order, with exactly the weights `policy` had when offered.
  */
+export interface GradientOffer {
+  /** Let the other process's messages in. */
+  poll(): Promise<void>;
+  /** How many offered parts (from the first) the other process has started, as far as known here. */
+  started(): number;
+  /** This process computes the offered parts from index `from` on: the other one takes only those before it. */
+  claimFrom(from: number): void;
+  /** The gradients of the first `count` offered parts (all started), as they arrive. */
+  results(count: number): Promise<PpoRemotePart[]>;
+}
+
+/** Computes parts of minibatch gradients in another process while it would otherwise wait. */
 export interface GradientOffload {
-  /** Most of a minibatch's parts sent away (pipeline.gradient_share, 0 < share < 1). */
+  /** Most of a minibatch's parts offered (pipeline.gradient_share, 0 < share < 1). */
   share: number;
   /** Parts a minibatch is cut into (pipeline.gradient_parts, ≥ 2). */
   parts: number;
-  /**
-   * Sends parts away; resolves once the request has left this process (so that the other one
-   * computes while this one does), with a function that waits for the answer; or with null when
-   * the other process cannot take them now (they are then computed here).
-   */
-  request(request: { agent: string; step: number; policy: PolicyRuntime; samples: PolicySample[]; options: PpoOptions; minibatchTokens: number }): Promise<(() => Promise<PpoRemotePart>) | null>;
+  /** Offers parts; resolves once the offer has left this process, or with null when there is no one to offer to. */
+  offer(request: { agent: string; step: number; policy: PolicyRuntime; parts: PolicySample[][]; options: PpoOptions; minibatchTokens: number }): Promise<GradientOffer | null>;
 }
 
 /**
@@ -206,40 +214,49 @@ export function splitByTokens(samples: readonly PolicySample[], parts: number): 
 }
 
 /**
- * One minibatch, shared with the other process when it is idle (work sharing, issue #5). The
- * minibatch is cut into parts; this process computes them from the front, and before each part,
- * if the other process reports that it waits and holds none of this minibatch yet, it is sent half
- * of the parts not started, from the back (both then finish at about the same time), up to
- * `share` of all parts. The parts' gradients add up to the minibatch's (ppo.ts), so the update is
- * the same wherever the parts were computed.
+ * One minibatch, shared with the other process (work sharing, issue #5). The minibatch is cut into
+ * parts; the back `share` of them are offered, last part first, and the other process takes them
+ * one at a time whenever it would otherwise wait (between its segments, or at once when it waits
+ * for weights), while this process computes from the front. Where they meet this process claims
+ * each offered part the other has not started before computing it, so it never waits for work
+ * that has not begun: at most for the one part the other is computing. A part both started in the
+ * same moment is computed twice and counted once (this process's). The parts' gradients add up to
+ * the minibatch's (ppo.ts), so the update is the same wherever they were computed.
  */
 export async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], options: PpoOptions, agent: string, step: number, offload: GradientOffload | undefined): Promise<PpoStepResult> {
   const pieces = offload ? splitByTokens(batch, offload.parts) : [batch];
-  const mostAway = offload ? Math.floor(offload.share * pieces.length) : 0;
-  if (mostAway === 0) return ppoStep(policy.model, policy.optimizer, batch, options);
+  const offered = offload ? Math.min(Math.floor(offload.share * pieces.length), pieces.length - 1) : 0;
+  if (offered < 1) return ppoStep(policy.model, policy.optimizer, batch, options);
   const minibatchTokens = responseTokenCount(batch);
-  let front = 0;
-  let back = pieces.length;
-  let answer: (() => Promise<PpoRemotePart>) | null = null;
+  // Offer index j is piece P − 1 − j: the other process works down from the last piece.
+  const pieceOf = (j: number) => pieces[pieces.length - 1 - j];
+  const offer = await offload!.offer({ agent, step, policy, parts: Array.from({ length: offered }, (_, j) => pieceOf(j)), options, minibatchTokens });
   let own: PpoPart | null = null;
+  const compute = (piece: PolicySample[]) => {
+    const part = ppoPartGradients(policy.model, piece, options, minibatchTokens);
+    own = own ? addPpoParts(own, part) : part;
+  };
   let away: PpoRemotePart[] = [];
   try {
-    while (front < back) {
-      // Half of what is left; an odd part stays here (the other process's answer has a trip to make).
-      const give = Math.min(mostAway, Math.floor((back - front) / 2));
-      if (answer === null && give > 0) {
-        // The request leaves before the next local part starts, so both processes compute at once.
-        answer = await offload!.request({ agent, step, policy, samples: pieces.slice(back - give, back).flat(), options, minibatchTokens });
-        if (answer) back -= give;
-      }
-      const part = ppoPartGradients(policy.model, pieces[front++], options, minibatchTokens);
-      own = own ? addPpoParts(own, part) : part;
-      // Let the other process's messages in: it may have begun to wait meanwhile.
-      if (answer === null && front < back) await yieldToEventLoop();
+    const ownParts = pieces.length - (offer ? offered : 0);
+    for (let i = 0; i < ownParts; i++) {
+      compute(pieces[i]);
+      if (offer) await offer.poll();
     }
-    if (answer) away = [await answer()];
+    if (offer) {
+      // The meeting: claim the highest offer index not started, until the other process holds the rest.
+      let limit = offered;
+      for (;;) {
+        await offer.poll();
+        if (offer.started() >= limit) break;
+        limit -= 1;
+        offer.claimFrom(limit);
+        compute(pieceOf(limit));
+      }
+      away = await offer.results(limit);
+    }
   } catch (error) {
-    for (const g of own?.grads ?? []) g.dispose();
+    for (const g of (own as PpoPart | null)?.grads ?? []) g.dispose();
     throw error;
   }
   return applyPpoParts(policy.model, policy.optimizer, own!, away);
