@@ -5,7 +5,7 @@
  * The same config and seed trained in `sync` mode (one worker process: every agent's rollouts,
  * then the updates) and in `pipeline` mode (a rollout worker and a trainer worker, each agent's
  * turns trained as soon as the agent finishes, and the rollout worker computing
- * the trainer's minibatch gradients in parts whenever it would wait: pipeline.gradient_share, gradient_parts), back to back, through the run manager as
+ * parts of the trainer's minibatch gradients between its segments: pipeline.gradient_share, gradient_parts), back to back, through the run manager as
  * `marsrl run` starts them, for the same number of steps (so the same number of Solver samples).
  * The preset's runs start from its shipped checkpoints; evaluation runs at the start and the end
  * only (eval.every = 0), on the preset's held-out problems.

@@ -130,14 +130,14 @@ export const PipelineSchema = z.strictObject({
     .min(0)
     .max(0.9)
     .default(0.5)
-    .describe('Pipeline mode: the most of each minibatch’s parts whose gradient the rollout process computes while it would wait for weights; the trainer computes the rest and the parts add up to the same gradient. 0 keeps all training in the trainer.'),
+    .describe('Pipeline mode: the share of each minibatch’s parts offered to the rollout process, which computes their gradients between its segments or while it waits for weights; the trainer computes the rest, and any offered part not yet begun when it gets there; the parts add up to the same gradient. 0 keeps all training in the trainer.'),
   gradient_parts: z
     .number()
     .int()
     .min(2)
     .max(64)
     .default(12)
-    .describe('Pipeline mode: parts of about equal tokens a minibatch is cut into for sharing its gradient; whenever the rollout process waits it is sent half of the parts not yet started.'),
+    .describe('Pipeline mode: parts of about equal tokens a minibatch is cut into for sharing its gradient (see gradient_share); the trainer waits at most for the one part the rollout is computing.'),
 });
 
 export const EvalSchema = z.strictObject({

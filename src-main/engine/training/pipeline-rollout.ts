@@ -15,9 +15,10 @@
  *
  * It also runs the trainer's requested share of each held-out evaluation (evaluate.ts parts, with
  * the exact weights the trainer sends), between segments, so evaluations take both cores too; and
- * the parts of a minibatch's gradient the trainer sends it (`pipeline.gradient_share`,
- * `gradient_parts`) while it waits for weights: an update costs the trainer about twice what a rollout of the same turns
- * costs this process, so without help the trainer is the bottleneck and this process waits.
+ * the parts of a minibatch's gradient the trainer offers (`pipeline.gradient_share`,
+ * `gradient_parts`), between segments and while it waits for weights: an update costs the trainer
+ * about twice what a rollout of the same turns costs this process, so without help the trainer is
+ * the bottleneck and this process waits.
  *
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.

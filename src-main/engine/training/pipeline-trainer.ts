@@ -14,8 +14,8 @@
  * A step ends (in arrival order, after its last batch): its episodes, turns, segments, rewards and
  * advantages are written in one batch, then its metrics, then evaluation and checkpoint when due,
  * as in the synchronous loop. Evaluations are split between the two processes (evaluateSplit), and
- * so is each minibatch's gradient when `pipeline.gradient_share` > 0: whenever the rollout waits for
- * weights it is sent half of the minibatch's parts not yet started (run-support.ts minibatchStep)
+ * so is each minibatch's gradient when `pipeline.gradient_share` > 0: its back parts are offered to
+ * the rollout, which takes them between segments or while it waits (run-support.ts minibatchStep)
  * and computes them with a copy of the exact current weights while this process computes the rest;
  * the parts add up to the whole minibatch's gradient (ppo.ts). Off-policy segments are not dropped: PPO's ratio uses each token's
  * stored behaviour log-probability, and the staleness of every batch is logged
