@@ -44,7 +44,7 @@ export type TrainerToRollout =
   /**
    * Parts of a minibatch of `minibatchTokens` response tokens offered for their PPO gradients, in
    * the order to take them: the rollout takes them one at a time (`gradients-started` before each)
-   * until they are all done or the offer is withdrawn.
+   * until they are all done or the trainer has claimed the rest (`gradients-claimed`).
    */
   | { type: 'gradients'; id: number; agent: string; step: number; policy: PolicyWeights; parts: PolicySample[][]; options: PpoOptions; minibatchTokens: number }
   /** The trainer computes the parts of offer `id` from index `from` on: take only those before it. */

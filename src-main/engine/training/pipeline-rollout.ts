@@ -66,8 +66,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   let init: Extract<TrainerToRollout, { type: 'init' }> | null = null;
   const evaluations: Extract<TrainerToRollout, { type: 'evaluate' }>[] = [];
   const gradientRequests: Extract<TrainerToRollout, { type: 'gradients' }>[] = [];
-  /** Per offer: the trainer computes the parts from this index on. */
-  const claimedFrom = new Map<number, number>();
+  /** Per offer not yet finished: the parts before this index are this process's to take. */
+  const takeBefore = new Map<number, number>();
   const receive = () => {
     for (const m of inbox.drain()) {
       if (m.type === 'stop') {
@@ -75,8 +75,10 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         abort.abort();
       } else if (m.type === 'init') init = m;
       else if (m.type === 'evaluate') evaluations.push(m);
-      else if (m.type === 'gradients') gradientRequests.push(m);
-      else if (m.type === 'gradients-claimed') claimedFrom.set(m.id, Math.min(m.from, claimedFrom.get(m.id) ?? m.from));
+      else if (m.type === 'gradients') {
+        gradientRequests.push(m);
+        takeBefore.set(m.id, m.parts.length);
+      } else if (m.type === 'gradients-claimed' && takeBefore.has(m.id)) takeBefore.set(m.id, Math.min(m.from, takeBefore.get(m.id)!));
       else if (m.type === 'weights') {
         const held = mailbox.get(m.policyId);
         if (!held || m.slot > held.slot) mailbox.set(m.policyId, m);
@@ -146,7 +148,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         for (let part = 0; ; part++) {
           await yieldToEventLoop();
           receive();
-          if (part >= Math.min(request.parts.length, claimedFrom.get(request.id) ?? Infinity)) break;
+          if (part >= takeBefore.get(request.id)!) break;
           endpoint.send({ type: 'gradients-started', id: request.id, part });
           await endpoint.flush?.();
           const startedAt = Date.now();
@@ -160,7 +162,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           endpoint.send({ type: 'gradients-done', id: request.id, part, flatGrads, sums: result.sums }, [flatGrads.buffer as ArrayBuffer]);
           await endpoint.flush?.();
         }
-        claimedFrom.delete(request.id);
+        takeBefore.delete(request.id);
       }
     };
     /** Serve the trainer's requests; returns the milliseconds spent. */
