@@ -135,6 +135,8 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     // The fixed judged set (evaluate.ts): made by the run's first evaluation, kept in the store so
     // that a resumed run judges the same answers.
     let fixedSet = (store.events.latestOfKind(runId, FIXED_SET_EVENT)?.data?.solutions as FixedSolution[] | undefined) ?? null;
+    const evalSpan = (at: number, startedAt: number, endedAt: number) =>
+      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
     /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
     const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => {
       if (fixedMetrics) Object.assign(result.metrics, fixedMetrics);
@@ -146,10 +148,10 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
         const fixedStart = Date.now();
         Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed));
         // Evaluation time like the rest (the pipeline bench's RL clock starts after it).
-        writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt: fixedStart, endedAt: Date.now(), tokens: 0 });
+        evalSpan(at, fixedStart, Date.now());
       }
       for (const [key, value] of Object.entries(result.metrics)) writer.metric({ runId, step: at, wallTime: wallTime(), key, value });
-      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
+      evalSpan(at, startedAt, endedAt);
       logEvalEpisodes(writer, problemIds, runId, at, result.greedyChains);
       writer.flush();
       progress({ phase: 'eval', step: at, totalSteps: config.optimization.steps, metrics: result.metrics });
