@@ -187,8 +187,8 @@ export interface GradientOffload {
   share: number;
   /** Parts a minibatch is cut into (pipeline.gradient_parts, ≥ 2). */
   parts: number;
-  /** Offers parts; resolves once the offer has left this process, or with null when there is no one to offer to. */
-  offer(request: { agent: string; step: number; policy: PolicyRuntime; parts: PolicySample[][]; options: PpoOptions; minibatchTokens: number }): Promise<GradientOffer | null>;
+  /** Offers parts; resolves once the offer has left this process. */
+  offer(request: { agent: string; step: number; policy: PolicyRuntime; parts: PolicySample[][]; options: PpoOptions; minibatchTokens: number }): Promise<GradientOffer>;
 }
 
 /**
@@ -236,25 +236,22 @@ export async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[]
     const part = ppoPartGradients(policy.model, piece, options, minibatchTokens);
     own = own ? addPpoParts(own, part) : part;
   };
-  let away: PpoRemotePart[] = [];
+  let away: PpoRemotePart[];
   try {
-    const ownParts = pieces.length - (offer ? offered : 0);
-    for (let i = 0; i < ownParts; i++) {
+    for (let i = 0; i < pieces.length - offered; i++) {
       compute(pieces[i]);
-      if (offer) await offer.poll();
+      await offer.poll();
     }
-    if (offer) {
-      // The meeting: claim the highest offer index not started, until the other process holds the rest.
-      let limit = offered;
-      for (;;) {
-        await offer.poll();
-        if (offer.started() >= limit) break;
-        limit -= 1;
-        offer.claimFrom(limit);
-        compute(pieceOf(limit));
-      }
-      away = await offer.results(limit);
+    // The meeting: claim the highest offer index not started, until the other process holds the rest.
+    let limit = offered;
+    for (;;) {
+      await offer.poll();
+      if (offer.started() >= limit) break;
+      limit -= 1;
+      offer.claimFrom(limit);
+      compute(pieceOf(limit));
     }
+    away = await offer.results(limit);
   } catch (error) {
     for (const g of (own as PpoPart | null)?.grads ?? []) g.dispose();
     throw error;
