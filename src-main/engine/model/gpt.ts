@@ -19,6 +19,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
+import type { ParamSpec, PolicyModel } from './policy-model';
 import { registerMissingGradients } from './gradients';
 import {
   attentionDecodeStep,
@@ -63,15 +64,7 @@ export function validateConfig(c: GPTConfig): void {
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
-export interface ParamSpec {
-  name: string;
-  shape: number[];
-  /** Offset (in float32 elements) of this parameter in the flat weight buffer. */
-  offset: number;
-  size: number;
-  /** Whether AdamW weight decay applies (matrices and embeddings; not LayerNorm gains). */
-  decay: boolean;
-}
+export type { ParamSpec } from './policy-model';
 
 /** Parameter names and shapes in their fixed order (the order of the flat weight buffer). */
 export function paramSpecs(c: GPTConfig): ParamSpec[] {
@@ -184,7 +177,8 @@ export interface KVCache {
   js: Array<{ k: Float32Array; v: Float32Array }>;
 }
 
-export class GPT {
+export class GPT implements PolicyModel<KVCache> {
+  readonly family = 'gpt' as const;
   readonly config: GPTConfig;
   readonly specs: ParamSpec[];
   readonly variables: tf.Variable[];
@@ -231,6 +225,14 @@ export class GPT {
     this.lnf = get('lnf.g');
     this.head = get('head');
     this.lastDataIds = this.variables.map((v) => v.dataId);
+  }
+
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  get context(): number {
+    return this.config.context;
   }
 
   get numParams(): number {
@@ -627,6 +629,10 @@ export class GPT {
       v.assign(t);
       t.dispose();
     });
+  }
+
+  disposeCache(cache: KVCache): void {
+    disposeCache(cache);
   }
 
   dispose(): void {

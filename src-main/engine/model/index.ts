@@ -6,6 +6,7 @@ export { initBackend, currentBackendInfo, type BackendInfo, type BackendPreferen
 export { doctorReport, formatDoctorReport, memoryReport, type DoctorReport } from './doctor';
 export { registerMissingGradients, GRADIENT_KERNELS } from './gradients';
 export { Tokenizer, DEFAULT_CHARSET, DEFAULT_SPECIALS, PAD, BOS, EOS, ROLE_TOKENS, type TokenizerJSON } from './tokenizer';
+export type { PolicyModel, PolicyTokenizer, DecodeCache, ChatMessage, ModelFamily } from './policy-model';
 export { GPT, createModel, paramSpecs, validateConfig, type GPTConfig, type ParamSpec, type CreateModelOptions, type KVCache } from './gpt';
 export { strategyForBackend, WASM_STRATEGY, PLAIN_STRATEGY, type KernelStrategy } from './ops';
 export {
