@@ -152,6 +152,8 @@ export interface TurnQuery {
   correct?: boolean;
   minReward?: number;
   maxReward?: number;
+  /** Also turns of killed attempts whose steps a resume redid (left out by default). */
+  includeSuperseded?: boolean;
 }
 
 export interface Turn {
@@ -178,6 +180,10 @@ export interface Turn {
   rewardComponents: Record<string, number> | null;
   advantage: number | null;
   advantageMode: string | null;
+  /** The run attempt that wrote this turn (1, then one more per resume). */
+  attempt: number;
+  /** The attempt that redid this turn's step after a resume; null for the live attempt's rows. */
+  supersededBy: number | null;
 }
 
 export interface Segment {
@@ -204,6 +210,10 @@ export interface EpisodeSummary {
   correct: boolean | null;
   rounds: number;
   turnCount: number;
+  /** The run attempt that wrote this episode (1, then one more per resume). */
+  attempt: number;
+  /** The attempt that redid this episode's step after a resume; null for live rows. */
+  supersededBy: number | null;
 }
 
 export interface EpisodeQuery {
@@ -212,6 +222,8 @@ export interface EpisodeQuery {
   split?: 'train' | 'test';
   afterId?: number;
   limit?: number;
+  /** Also episodes of killed attempts whose steps a resume redid (left out by default). */
+  includeSuperseded?: boolean;
 }
 
 export interface EpisodeDetail {
@@ -271,6 +283,8 @@ export interface ExportRequest {
     formatValid?: boolean | 'any';
     minReward?: number;
     maxReward?: number;
+    /** Also turns of killed attempts whose steps a resume redid (left out by default). */
+    includeSuperseded?: boolean;
   };
 }
 

@@ -50,6 +50,7 @@ const TurnQuerySchema = z.strictObject({
   correct: z.boolean().optional(),
   minReward: z.number().finite().optional(),
   maxReward: z.number().finite().optional(),
+  includeSuperseded: z.boolean().optional(),
 });
 
 const EpisodeQuerySchema = z.strictObject({
@@ -58,6 +59,7 @@ const EpisodeQuerySchema = z.strictObject({
   split: z.enum(['train', 'test']).optional(),
   afterId: optionalCursor,
   limit: z.number().int().min(1).max(1000).optional(),
+  includeSuperseded: z.boolean().optional(),
 });
 
 const ExportRequestSchema = z.strictObject({
@@ -77,6 +79,7 @@ const ExportRequestSchema = z.strictObject({
       formatValid: z.union([z.boolean(), z.literal('any')]).optional(),
       minReward: z.number().finite().optional(),
       maxReward: z.number().finite().optional(),
+      includeSuperseded: z.boolean().optional(),
     })
     .optional(),
 });

@@ -54,6 +54,8 @@ function toEpisodeSummary(e: EpisodeListItem): EpisodeSummary {
     correct: e.correct,
     rounds: e.rounds,
     turnCount: e.turnCount,
+    attempt: e.attempt,
+    supersededBy: e.supersededBy,
   };
 }
 

@@ -220,7 +220,11 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       if (!store.events.latestCheckpoint(runId)) {
         throw new StudioError('conflict', `run ${runId} has no checkpoint yet (it stopped before the first one); start a new run instead`);
       }
-      store.runs.setStatus(runId, 'queued', null);
+      // Another process (a second `marsrl resume`, the app) may be resuming it right now.
+      if (!store.runs.claimForResume(runId)) {
+        const now = store.runs.get(runId);
+        throw new StudioError('conflict', `run ${runId} is being resumed by another process (it is ${now?.status ?? 'gone'}); wait for it, or stop it first`);
+      }
       launch(runId, true);
     },
 

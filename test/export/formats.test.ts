@@ -340,6 +340,7 @@ describe('filters', () => {
       const pages = new TurnPages(fx.store.db, alpha, {
         agents: filters.agents ?? null, stepFrom: filters.stepFrom ?? null, stepTo: filters.stepTo ?? null, split: filters.split ?? null,
         correct: filters.correct ?? 'any', formatValid: filters.formatValid ?? 'any', minReward: filters.minReward ?? null, maxReward: filters.maxReward ?? null,
+        includeSuperseded: false,
       });
       const { sql, params } = pages.pageQuery;
       const plan = (fx.store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((r) => r.detail).join('\n');

@@ -66,11 +66,18 @@ describe('migrations', () => {
     expect(store.schemaVersion).toBe(LATEST_SCHEMA_VERSION);
 
     for (const table of TABLES.filter((t) => t !== 'metrics' && t !== 'runs')) {
-      expect(store.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all(), table).toEqual(before[table]);
+      // v5 gave episodes and turns their attempt (1: these runs were never resumed).
+      const rows = (store.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all() as Record<string, unknown>[]).map((row) => {
+        if (table !== 'episodes' && table !== 'turns') return row;
+        const { attempt, superseded_by, ...rest } = row;
+        expect([attempt, superseded_by], table).toEqual([1, null]);
+        return rest;
+      });
+      expect(rows, table).toEqual(before[table]);
     }
-    // runs gained tags and worker columns; everything it had is unchanged.
+    // runs gained tags, worker and attempt columns; everything it had is unchanged.
     const runsAfter = store.db.prepare('SELECT * FROM runs ORDER BY id').all() as Record<string, unknown>[];
-    expect(runsAfter.map(({ tags_json, worker_pid, heartbeat_at, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at]).toEqual(['[]', null, null]), rest))).toEqual(before.runs);
+    expect(runsAfter.map(({ tags_json, worker_pid, heartbeat_at, attempt, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at, attempt]).toEqual(['[]', null, null, 1]), rest))).toEqual(before.runs);
 
     // metrics moved to the key dictionary: every (run, key, step, wall time, value) survives.
     const metricsAfter = store.db

@@ -29,6 +29,8 @@ Filters:
   --correct true|false|any        correctness (sft default: true)
   --format-valid true|false|any   output parsed (sft default: true)
   --min-reward X / --max-reward X reward range, inclusive (drops unrewarded turns)
+  --include-superseded  also turns of killed attempts whose steps a resume redid
+                        (left out by default; every row names its attempt)
   --dedupe            drop rows whose content repeats an earlier one
   --no-system         no system message in sft/pairs/verl prompts
   --force             replace an existing PATH (and its card)`;
@@ -48,6 +50,7 @@ const OPTIONS = {
   dedupe: { type: 'boolean', default: false },
   'no-system': { type: 'boolean', default: false },
   force: { type: 'boolean', default: false },
+  'include-superseded': { type: 'boolean', default: false },
 } as const;
 
 function triFlag(name: string, raw: string | undefined): boolean | 'any' | undefined {
@@ -155,6 +158,7 @@ export const exportCommand: Command = {
         formatValid: triFlag('format-valid', values['format-valid']),
         minReward: numberFlag('min-reward', values['min-reward']),
         maxReward: numberFlag('max-reward', values['max-reward']),
+        includeSuperseded: values['include-superseded'],
       },
     };
 

@@ -115,6 +115,7 @@ function filterSummary(f: ResolvedFilters): Record<string, unknown> {
     correct: f.correct,
     format_valid: f.formatValid,
     reward: f.minReward === null && f.maxReward === null ? 'any' : `${f.minReward ?? '-inf'}..${f.maxReward ?? '+inf'} (inclusive; unrewarded turns excluded)`,
+    attempts: f.includeSuperseded ? 'all, including superseded attempts of steps a resume redid' : 'live attempt only',
   };
 }
 

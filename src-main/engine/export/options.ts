@@ -41,6 +41,11 @@ export interface ExportFilters {
   minReward?: number;
   /** Highest reward included (inclusive); turns without a reward are then left out. */
   maxReward?: number;
+  /**
+   * Also turns of killed attempts whose steps a resume redid (issue #17). Off by default: those
+   * turns came from weights that were thrown away. Each row names its `attempt` either way.
+   */
+  includeSuperseded?: boolean;
 }
 
 export interface ExportOptions {
@@ -89,6 +94,7 @@ export interface ResolvedFilters {
   formatValid: boolean | 'any';
   minReward: number | null;
   maxReward: number | null;
+  includeSuperseded: boolean;
 }
 
 export interface ValidatedOptions {
@@ -253,6 +259,10 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
   const sftDefault = fmt === 'sft';
   const correct = triState('filters.correct', f.correct, sftDefault ? true : 'any');
   const formatValid = triState('filters.formatValid', f.formatValid, sftDefault ? true : 'any');
+  if (f.includeSuperseded !== undefined && f.includeSuperseded !== null && typeof f.includeSuperseded !== 'boolean') {
+    throw invalid('filters.includeSuperseded', `must be true or false (got ${JSON.stringify(f.includeSuperseded)})`);
+  }
+  const includeSuperseded = f.includeSuperseded === true;
 
   const rowGroupRows = raw.rowGroupRows ?? 10_000;
   if (!Number.isInteger(rowGroupRows) || rowGroupRows < 1) throw invalid('rowGroupRows', `must be a whole number ≥ 1 (got ${rowGroupRows})`);
@@ -270,7 +280,7 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
     out,
     card,
     force,
-    filters: { agents, stepFrom, stepTo, split, correct, formatValid, minReward, maxReward },
+    filters: { agents, stepFrom, stepTo, split, correct, formatValid, minReward, maxReward, includeSuperseded },
     dedupe: raw.dedupe === true,
     systemPrompt: raw.systemPrompt !== false,
     rowGroupRows,

@@ -54,7 +54,7 @@ export interface SourceRun {
 const TURN_COLUMNS = `t.id, t.run_id, t.episode_id, t.step, t.agent, t.policy_id, t.round, t.group_id, t.parent_turn_id,
   t.sample_index, t.prompt, t.text, t.token_count, t.parsed, t.correct, t.format_valid, t.policy_version_min,
   t.policy_version_max, t.created_at, e.split, e.problem_id, p.problem_key, p.family, e.correct,
-  r.value, r.components_json, r.scheme, a.value, a.mode, a.group_key, a.mu, a.sigma`;
+  r.value, r.components_json, r.scheme, a.value, a.mode, a.group_key, a.mu, a.sigma, t.attempt, t.superseded_by`;
 
 /**
  * Pages are read as arrays (better-sqlite3 `raw` mode) and turned into records here: building a
@@ -95,6 +95,8 @@ function toTurnRecord(r: unknown[]): TurnRecord {
     advantage_group_key: r[29] as string | null,
     advantage_mu: r[30] as number | null,
     advantage_sigma: r[31] as number | null,
+    attempt: r[32] as number,
+    superseded_by: r[33] as number | null,
   };
 }
 
@@ -166,6 +168,9 @@ export function checkAgents(db: Database, runs: SourceRun[], agents: string[] | 
 function turnFilterSql(filters: ResolvedFilters): { clauses: string[]; params: Record<string, unknown>; needs: { episode: boolean; reward: boolean } } {
   const clauses: string[] = [];
   const params: Record<string, unknown> = {};
+  // Turns of a killed attempt whose step a resume redid came from weights that were thrown away
+  // (issue #17): a dataset holds the live attempt only unless asked.
+  if (!filters.includeSuperseded) clauses.push('+t.superseded_by IS NULL');
   if (filters.agents !== null) {
     clauses.push('+t.agent IN (SELECT value FROM json_each(@agents))');
     params.agents = JSON.stringify(filters.agents);
@@ -269,6 +274,7 @@ export class EpisodeTurnPages {
     this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId, maxEpisode: source.maxEpisodeId };
     const episodeWhere = ['run_id = @runId', 'id <= @maxEpisode', 'id > @after'];
     if (filters.split !== null) episodeWhere.push('+split = @split');
+    if (!filters.includeSuperseded) episodeWhere.push('+superseded_by IS NULL');
     this.episodes = db.prepare(`SELECT id FROM episodes WHERE ${episodeWhere.join(' AND ')} ORDER BY id LIMIT @limit`);
     const turnWhere = ['t.episode_id IN (SELECT value FROM json_each(@episodes))', '+t.run_id = @runId', '+t.id <= @maxId', ...clauses];
     this.turns = db.prepare(`SELECT ${TURN_COLUMNS} FROM turns t ${TURN_JOINS} WHERE ${turnWhere.join(' AND ')} ORDER BY t.episode_id, t.group_id, t.agent, t.id`).raw(true);

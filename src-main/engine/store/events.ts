@@ -2,6 +2,7 @@
 import { keysetPage } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { parseJsonColumn, toJsonColumn } from './json';
+import { CURRENT_ATTEMPT } from './trajectories';
 import type { CheckpointRow, EventLevel, EventRow, KeysetPage, TimelineRow } from './types';
 
 export class EventsRepo {
@@ -22,13 +23,13 @@ export class EventsRepo {
       'INSERT INTO checkpoints (run_id, step, policy_id, path, created_at, metrics_json) VALUES (@runId, @step, @policyId, @path, @createdAt, @metrics)',
     );
     this.insertTimeline = db.prepare(
-      `INSERT INTO timeline (run_id, kind, agent, worker, step, policy_version, started_at, ended_at, tokens)
-       VALUES (@runId, @kind, @agent, @worker, @step, @policyVersion, @startedAt, @endedAt, @tokens)`,
+      `INSERT INTO timeline (run_id, kind, agent, worker, step, policy_version, started_at, ended_at, tokens, attempt)
+       VALUES (@runId, @kind, @agent, @worker, @step, @policyVersion, @startedAt, @endedAt, @tokens, ${CURRENT_ATTEMPT})`,
     );
     this.page = db.prepare('SELECT * FROM events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?');
     this.checkpointsOfRun = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step, id');
     this.latestCheckpointStmt = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1');
-    this.timelineOfRun = db.prepare('SELECT * FROM timeline WHERE run_id = ? AND started_at >= ? ORDER BY started_at LIMIT ?');
+    this.timelineOfRun = db.prepare('SELECT * FROM timeline WHERE run_id = ? AND started_at >= ? AND superseded_by IS NULL ORDER BY started_at LIMIT ?');
     this.latestOfKindStmt = db.prepare('SELECT * FROM events WHERE run_id = ? AND kind = ? ORDER BY id DESC LIMIT 1');
   }
 

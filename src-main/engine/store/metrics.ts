@@ -1,6 +1,7 @@
 /** Metrics: slash-named scalar series per run (`solver/grad_norm`, `eval/system/accuracy`, …). */
 import { keysetPage } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
+import { CURRENT_ATTEMPT } from './trajectories';
 import type { KeysetPage, MetricPoint } from './types';
 
 export interface SeriesPoint {
@@ -23,7 +24,7 @@ export class MetricsRepo {
     this.selectKeyId = db.prepare('SELECT id FROM metric_keys WHERE key = ?');
     this.insertKey = db.prepare('INSERT OR IGNORE INTO metric_keys(key) VALUES (?)');
     this.insertPoint = db.prepare(
-      'INSERT OR REPLACE INTO metrics(run_id, key_id, step, wall_time, value) VALUES (@runId, @keyId, @step, @wallTime, @value)',
+      `INSERT OR REPLACE INTO metrics(run_id, key_id, step, wall_time, value, attempt) VALUES (@runId, @keyId, @step, @wallTime, @value, ${CURRENT_ATTEMPT})`,
     );
     this.seriesPage = db.prepare(
       `SELECT step, wall_time AS wallTime, value FROM metrics

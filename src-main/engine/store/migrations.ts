@@ -295,7 +295,115 @@ const v4Studies: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies];
+/**
+ * v5 (issue #17): attempts. `marsrl resume` continues from the newest checkpoint and redoes the
+ * steps after it; the killed attempt's rows of those steps came from weights that were thrown
+ * away, so they are kept for the record but marked `superseded_by` the attempt that redid them,
+ * and every reader leaves them out unless asked. Each row carries the attempt that wrote it.
+ * Metrics are keyed (run, key, step), so a redo replaces a redone step's value; the killed
+ * attempt's values of steps the redo has not reached yet move to `superseded_metrics`.
+ *
+ * Which rows a resume from the checkpoint of step k redoes (trainer.ts, pipeline-trainer.ts): the
+ * checkpoint of step k is written after step k's rows and after the evaluation at step k+1, so
+ * training rows (and step metrics) of steps ≥ k+1 and evaluation rows of steps > k+1 are redone.
+ *
+ * Databases written before v5 have no attempt column; the attempts are rebuilt from the `resumed`
+ * events (time, checkpoint step) and each row's own time (turns' created_at, timeline spans'
+ * started_at, metrics' run start + wall time; an episode takes its first turn's attempt).
+ */
+export const ATTEMPT_EVAL_PREFIX = 'eval/';
+export const ATTEMPT_KEPT_PREFIX = 'pretrain/';
+
+/** Mark `runId`'s rows redone by `attempt` (which resumed at `fromStep`) as superseded by it. */
+export function supersedeRedoneRows(db: Database, runId: number, attempt: number, fromStep: number): { turns: number; episodes: number; metrics: number } {
+  const params = { runId, attempt, fromStep };
+  const redone = (split: string) => `((${split} = 'train' AND step >= @fromStep) OR (${split} = 'test' AND step > @fromStep))`;
+  const episodes = db
+    .prepare(`UPDATE episodes SET superseded_by = @attempt WHERE run_id = @runId AND superseded_by IS NULL AND attempt < @attempt AND ${redone('split')}`)
+    .run(params).changes;
+  // A turn's split is its episode's; a turn outside any episode counts as training.
+  const turnSplit = "COALESCE((SELECT e.split FROM episodes e WHERE e.id = turns.episode_id), 'train')";
+  const turns = db
+    .prepare(`UPDATE turns SET superseded_by = @attempt WHERE run_id = @runId AND superseded_by IS NULL AND attempt < @attempt AND ${redone(turnSplit)}`)
+    .run(params).changes;
+  db.prepare(
+    `UPDATE timeline SET superseded_by = @attempt WHERE run_id = @runId AND superseded_by IS NULL AND attempt < @attempt
+       AND ${redone("CASE kind WHEN 'eval' THEN 'test' ELSE 'train' END")}`,
+  ).run(params);
+  const metricSplit = `CASE WHEN key_id IN (SELECT id FROM metric_keys WHERE key LIKE '${ATTEMPT_EVAL_PREFIX}%') THEN 'test' ELSE 'train' END`;
+  const metricRedone = `run_id = @runId AND attempt < @attempt AND key_id NOT IN (SELECT id FROM metric_keys WHERE key LIKE '${ATTEMPT_KEPT_PREFIX}%') AND ${redone(metricSplit)}`;
+  db.prepare(
+    `INSERT INTO superseded_metrics (run_id, key_id, step, wall_time, value, attempt, superseded_by)
+     SELECT run_id, key_id, step, wall_time, value, attempt, @attempt FROM metrics WHERE ${metricRedone}`,
+  ).run(params);
+  const metrics = db.prepare(`DELETE FROM metrics WHERE ${metricRedone}`).run(params).changes;
+  return { turns, episodes, metrics };
+}
+
+const v5Attempts: Migration = {
+  version: 5,
+  name: 'attempts: the attempt on every row, superseded rows of redone steps',
+  up(db) {
+    db.exec(`
+      ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+      CREATE TABLE run_attempts (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        -- The first step this attempt (re)did; NULL for a run's first attempt.
+        resumed_from_step INTEGER,
+        PRIMARY KEY (run_id, attempt)
+      ) WITHOUT ROWID;
+      ALTER TABLE episodes ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE episodes ADD COLUMN superseded_by INTEGER;
+      ALTER TABLE turns ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE turns ADD COLUMN superseded_by INTEGER;
+      ALTER TABLE timeline ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE timeline ADD COLUMN superseded_by INTEGER;
+      ALTER TABLE metrics ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+      CREATE TABLE superseded_metrics (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key_id INTEGER NOT NULL REFERENCES metric_keys(id),
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        value REAL NOT NULL,
+        attempt INTEGER NOT NULL,
+        superseded_by INTEGER NOT NULL
+      );
+      CREATE INDEX superseded_metrics_run ON superseded_metrics(run_id, key_id, step);
+      INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step)
+        SELECT id, 1, COALESCE(started_at, created_at), NULL FROM runs;
+    `);
+    // Rebuild the attempts of runs resumed before v5 from their `resumed` events.
+    const resumes = db.prepare("SELECT run_id AS runId, step, time FROM events WHERE kind = 'resumed' AND step IS NOT NULL ORDER BY run_id, id").all() as {
+      runId: number;
+      step: number;
+      time: number;
+    }[];
+    const byRun = new Map<number, { step: number; time: number }[]>();
+    for (const r of resumes) byRun.set(r.runId, [...(byRun.get(r.runId) ?? []), r]);
+    for (const [runId, list] of byRun) {
+      const run = db.prepare('SELECT created_at AS createdAt, started_at AS startedAt FROM runs WHERE id = ?').get(runId) as { createdAt: number; startedAt: number | null } | undefined;
+      if (!run) continue;
+      const runStart = run.startedAt ?? run.createdAt;
+      list.forEach((resume, i) => {
+        const attempt = i + 2;
+        db.prepare('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step) VALUES (?, ?, ?, ?)').run(runId, attempt, resume.time, resume.step + 1);
+        db.prepare('UPDATE turns SET attempt = ? WHERE run_id = ? AND created_at >= ?').run(attempt, runId, resume.time);
+        db.prepare('UPDATE timeline SET attempt = ? WHERE run_id = ? AND started_at >= ?').run(attempt, runId, resume.time);
+        db.prepare('UPDATE metrics SET attempt = ? WHERE run_id = ? AND ? + wall_time * 1000 >= ?').run(attempt, runId, runStart, resume.time);
+      });
+      db.prepare(
+        `UPDATE episodes SET attempt = COALESCE((SELECT t.attempt FROM turns t WHERE t.episode_id = episodes.id ORDER BY t.id LIMIT 1), attempt)
+         WHERE run_id = ?`,
+      ).run(runId);
+      db.prepare('UPDATE runs SET attempt = ? WHERE id = ?').run(list.length + 1, runId);
+      list.forEach((resume, i) => supersedeRedoneRows(db, runId, i + 2, resume.step + 1));
+    }
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

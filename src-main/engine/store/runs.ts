@@ -3,7 +3,8 @@ import { equalityFilters, keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { parseJsonColumn, toJsonColumn } from './json';
-import type { KeysetPage, NewRun, RunRow, RunStatus } from './types';
+import { supersedeRedoneRows } from './migrations';
+import type { KeysetPage, NewRun, RunAttemptRow, RunRow, RunStatus } from './types';
 
 interface RunRecord {
   id: number;
@@ -23,6 +24,7 @@ interface RunRecord {
   tags_json: string;
   worker_pid: number | null;
   heartbeat_at: number | null;
+  attempt?: number;
 }
 
 function toRun(r: RunRecord): RunRow {
@@ -44,6 +46,7 @@ function toRun(r: RunRecord): RunRow {
     tags: parseJsonColumn<string[]>(r.tags_json, []),
     workerPid: r.worker_pid,
     heartbeatAt: r.heartbeat_at,
+    attempt: r.attempt ?? 1,
   };
 }
 
@@ -108,7 +111,30 @@ export class RunsRepo {
       notes: run.notes ?? '',
       tags_json: JSON.stringify(run.tags ?? []),
     });
-    return Number(result.lastInsertRowid);
+    const id = Number(result.lastInsertRowid);
+    this.db.prepare('INSERT OR IGNORE INTO run_attempts (run_id, attempt, started_at, resumed_from_step) VALUES (?, 1, ?, NULL)').run(id, now);
+    return id;
+  }
+
+  /**
+   * A resume starts a new attempt that redoes the steps from `fromStep` (the step after the
+   * checkpoint it loaded): in one transaction the run's attempt goes up and every earlier
+   * attempt's rows of those steps are marked superseded by it (migrations.ts v5 says which). Rows
+   * the new attempt writes afterwards carry its number. Returns the new attempt.
+   */
+  beginAttempt(id: number, fromStep: number, now = Date.now()): { attempt: number; superseded: { turns: number; episodes: number; metrics: number } } {
+    return this.db.transaction(() => {
+      const current = (this.db.prepare('SELECT attempt FROM runs WHERE id = ?').get(id) as { attempt: number } | undefined)?.attempt;
+      if (current === undefined) throw new Error(`run ${id} does not exist`);
+      const attempt = current + 1;
+      this.db.prepare('UPDATE runs SET attempt = ? WHERE id = ?').run(attempt, id);
+      this.db.prepare('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step) VALUES (?, ?, ?, ?)').run(id, attempt, now, fromStep);
+      return { attempt, superseded: supersedeRedoneRows(this.db, id, attempt, fromStep) };
+    }).immediate();
+  }
+
+  attempts(id: number): RunAttemptRow[] {
+    return (this.db.prepare('SELECT run_id AS runId, attempt, started_at AS startedAt, resumed_from_step AS resumedFromStep FROM run_attempts WHERE run_id = ? ORDER BY attempt').all(id) as RunAttemptRow[]);
   }
 
   get(id: number): RunRow | null {
@@ -128,6 +154,14 @@ export class RunsRepo {
 
   setStatus(id: number, status: RunStatus, reason: string | null = null, now = Date.now()): void {
     this.setStatusStmt.run({ id, status, reason, now });
+  }
+
+  /**
+   * Take an interrupted or failed run for a resume: one conditional UPDATE, so of two processes
+   * resuming the same run at once exactly one wins; the other gets false and must refuse.
+   */
+  claimForResume(id: number): boolean {
+    return this.db.prepare("UPDATE runs SET status = 'queued', status_reason = NULL WHERE id = ? AND status IN ('interrupted', 'failed')").run(id).changes === 1;
   }
 
   setBackend(id: number, backend: string, info: Record<string, unknown>): void {

@@ -39,6 +39,9 @@ export interface TurnRecord {
   policy_version_min: number;
   policy_version_max: number;
   created_at: number;
+  /** Added by schema v5; absent from records read with an explicit column list that predates it. */
+  attempt?: number;
+  superseded_by?: number | null;
 }
 
 function toTurn(r: TurnRecord): TurnRow {
@@ -67,6 +70,10 @@ function toTurn(r: TurnRecord): TurnRow {
 
 /** A turn as the trajectory browser shows it: with its reward and advantage when logged. */
 export interface TurnView extends TurnRow {
+  /** The attempt of the run that wrote this turn (1, then one more per `marsrl resume`). */
+  attempt: number;
+  /** The attempt that redid this turn's step, when a resume did; such a turn is left out by default. */
+  supersededBy: number | null;
   reward: number | null;
   rewardComponents: Record<string, number> | null;
   advantage: number | null;
@@ -83,6 +90,8 @@ interface TurnViewRecord extends TurnRecord {
 function toTurnView(r: TurnViewRecord): TurnView {
   return {
     ...toTurn(r),
+    attempt: r.attempt ?? 1,
+    supersededBy: r.superseded_by ?? null,
     reward: r.reward,
     rewardComponents: parseJsonColumn(r.components_json, null),
     advantage: r.advantage,
@@ -101,10 +110,14 @@ export interface TurnPageQuery {
   correct?: boolean;
   minReward?: number;
   maxReward?: number;
+  /** Also turns of a killed attempt whose step a resume redid (left out by default). */
+  includeSuperseded?: boolean;
 }
 
 /** An episode with its problem and how many turns it has, for the episode list. */
 export interface EpisodeListItem extends EpisodeRow {
+  attempt: number;
+  supersededBy: number | null;
   question: string | null;
   reference: string | null;
   turnCount: number;
@@ -116,7 +129,16 @@ export interface EpisodePageQuery {
   split?: Split;
   afterId?: number;
   limit?: number;
+  /** Also episodes of a killed attempt whose step a resume redid (left out by default). */
+  includeSuperseded?: boolean;
 }
+
+/**
+ * The attempt a new row belongs to: the run's current one (runs.attempt, raised by each resume).
+ * Read inside the insert so every writer, in any process, tags its rows without being told; a row
+ * of a missing run still fails on its foreign key, not here.
+ */
+export const CURRENT_ATTEMPT = 'COALESCE((SELECT attempt FROM runs WHERE id = @runId), 1)';
 
 export class TrajectoriesRepo {
   readonly insertProblem: Statement;
@@ -141,16 +163,16 @@ export class TrajectoriesRepo {
        VALUES (@id, @runId, @split, @family, @problemKey, @question, @answer, @meta)`,
     );
     this.insertEpisode = db.prepare(
-      `INSERT INTO episodes (id, run_id, step, problem_id, split, final_answer, correct, rounds, meta_json)
-       VALUES (@id, @runId, @step, @problemId, @split, @finalAnswer, @correct, @rounds, @meta)`,
+      `INSERT INTO episodes (id, run_id, step, problem_id, split, final_answer, correct, rounds, meta_json, attempt)
+       VALUES (@id, @runId, @step, @problemId, @split, @finalAnswer, @correct, @rounds, @meta, ${CURRENT_ATTEMPT})`,
     );
     this.insertTurn = db.prepare(
       `INSERT INTO turns (id, run_id, episode_id, step, agent, policy_id, round, group_id, parent_turn_id,
          sample_index, prompt, text, token_count, parsed, correct, format_valid, policy_version_min,
-         policy_version_max, created_at)
+         policy_version_max, created_at, attempt)
        VALUES (@id, @runId, @episodeId, @step, @agent, @policyId, @round, @groupId, @parentTurnId,
          @sampleIndex, @prompt, @text, @tokenCount, @parsed, @correct, @formatValid, @policyVersionMin,
-         @policyVersionMax, @createdAt)`,
+         @policyVersionMax, @createdAt, ${CURRENT_ATTEMPT})`,
     );
     this.insertSegment = db.prepare(
       `INSERT INTO segments (id, turn_id, run_id, seg_index, token_start, token_end, text, finished,
@@ -227,7 +249,7 @@ export class TrajectoriesRepo {
     }));
   }
 
-  getEpisode(id: number): EpisodeRow | null {
+  getEpisode(id: number): (EpisodeRow & { attempt: number; supersededBy: number | null }) | null {
     const r = this.episodeById.get(id) as Record<string, unknown> | undefined;
     if (!r) return null;
     return {
@@ -240,6 +262,8 @@ export class TrajectoriesRepo {
       correct: boolColumn(r.correct as number | null),
       rounds: r.rounds as number,
       meta: parseJsonColumn(r.meta_json as string | null, null),
+      attempt: (r.attempt as number | undefined) ?? 1,
+      supersededBy: (r.superseded_by as number | null | undefined) ?? null,
     };
   }
 
@@ -264,6 +288,7 @@ export class TrajectoriesRepo {
     const where = ['e.run_id = @runId', 'e.id > @afterId'];
     const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
     equalityFilters(where, params, { step: { column: 'e.step', value: query.step }, split: { column: 'e.split', value: query.split } });
+    if (!query.includeSuperseded) where.push('e.superseded_by IS NULL');
     const sql = `SELECT e.*, p.question, p.answer AS reference, (SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id) AS turn_count
       FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(
@@ -277,6 +302,8 @@ export class TrajectoriesRepo {
         correct: boolColumn(r.correct as number | null),
         rounds: r.rounds as number,
         meta: parseJsonColumn(r.meta_json as string | null, null),
+        attempt: (r.attempt as number | undefined) ?? 1,
+        supersededBy: (r.superseded_by as number | null | undefined) ?? null,
         question: r.question as string | null,
         reference: r.reference as string | null,
         turnCount: r.turn_count as number,
@@ -300,6 +327,7 @@ export class TrajectoriesRepo {
       episodeId: { column: 't.episode_id', value: query.episodeId },
       correct: { column: 't.correct', value: query.correct },
     });
+    if (!query.includeSuperseded) where.push('t.superseded_by IS NULL');
     if (query.minReward !== undefined) {
       where.push('r.value >= @minReward');
       params.minReward = query.minReward;

@@ -24,6 +24,16 @@ export interface RunRow {
   workerPid: number | null;
   /** Last time that process reported (ms since the epoch). */
   heartbeatAt: number | null;
+  /** The run's current attempt: 1, then one more per `marsrl resume` (schema v5). */
+  attempt: number;
+}
+
+/** One attempt of a run: its first, or a resume that redid the steps from `resumedFromStep`. */
+export interface RunAttemptRow {
+  runId: number;
+  attempt: number;
+  startedAt: number;
+  resumedFromStep: number | null;
 }
 
 export interface NewRun {

@@ -23,7 +23,8 @@ import type { BatchWriter, Store } from '../store';
 import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
-import { createPolicy, loadPolicies, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
+import { loadNewestUsableCheckpoint } from './resume';
+import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
 import { pretrainPolicy, sampleSolverSolutions } from './pretrain';
 import { rolloutEpisodes, type RolloutTurn } from './rollout';
 import {
@@ -105,12 +106,20 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     const checkpointRoot = path.join(options.runDir, 'checkpoints');
 
     if (options.resume) {
-      const latest = store.events.latestCheckpoint(runId);
-      if (!latest) throw new Error(`run ${runId} has no checkpoint to resume from`);
-      const loaded = loadPolicies(path.dirname(latest.path), config);
+      const loaded = loadNewestUsableCheckpoint(store, runId, config);
       for (const [id, p] of loaded.policies) policies.set(id, p);
       cursor.step = loaded.step + 1;
-      store.events.log(runId, 'info', 'resumed', `resumed from the checkpoint of step ${loaded.step}`, { path: latest.path }, loaded.step);
+      // The steps after the checkpoint are redone by a new attempt; the killed attempt's rows of
+      // those steps are kept but marked superseded, so readers and exports show one attempt.
+      const { attempt, superseded } = store.runs.beginAttempt(runId, cursor.step);
+      store.events.log(
+        runId,
+        'info',
+        'resumed',
+        `resumed from the checkpoint of step ${loaded.step} as attempt ${attempt}; ${superseded.turns} turns of the steps it redoes are kept as superseded`,
+        { path: loaded.dir, attempt, superseded, skippedCheckpoints: loaded.skipped },
+        loaded.step,
+      );
     } else {
       const needWarmStart: PolicyRuntime[] = [];
       for (const id of usedPolicyIds(config)) {

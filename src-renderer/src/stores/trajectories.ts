@@ -31,6 +31,8 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
   const episodesLoaded = ref(false);
 
   const turnFilters = ref<TurnFilters>({ agent: null, correct: null, minReward: null, maxReward: null });
+  /** Also rows of killed attempts whose steps a resume redid (issue #17); both lists follow it. */
+  const includeSuperseded = ref(false);
   const turns = shallowRef<readonly Turn[]>([]);
   const turnsCursor = ref<number | null>(null);
   const turnsLoading = ref(false);
@@ -84,6 +86,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
         limit: EPISODE_PAGE,
         ...(step.value !== null ? { step: step.value } : {}),
         ...(more && episodesCursor.value !== null ? { afterId: episodesCursor.value } : {}),
+        ...(includeSuperseded.value ? { includeSuperseded: true } : {}),
       });
       if (mine !== episodesGen) return;
       episodes.value = markRaw(more ? [...episodes.value, ...page.items] : page.items);
@@ -107,6 +110,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
       ...(f.correct !== null ? { correct: f.correct } : {}),
       ...(f.minReward !== null ? { minReward: f.minReward } : {}),
       ...(f.maxReward !== null ? { maxReward: f.maxReward } : {}),
+      ...(includeSuperseded.value ? { includeSuperseded: true } : {}),
     };
   }
 
@@ -160,6 +164,12 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     return loadTurns();
   }
 
+  async function setIncludeSuperseded(next: boolean): Promise<void> {
+    includeSuperseded.value = next;
+    if (episodesLoaded.value || mode.value === 'episodes') await loadEpisodes();
+    if (turnsLoaded.value || mode.value === 'turns') await loadTurns();
+  }
+
   function setMode(next: 'episodes' | 'turns'): Promise<void> {
     mode.value = next;
     if (next === 'episodes' && !episodesLoaded.value) return loadEpisodes();
@@ -177,6 +187,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     episodesLoading,
     episodesLoaded,
     turnFilters,
+    includeSuperseded,
     turns,
     turnsCursor,
     turnsLoading,
@@ -195,6 +206,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     selectEpisode,
     setStep,
     setTurnFilters,
+    setIncludeSuperseded,
     setMode,
   };
 });

@@ -60,6 +60,8 @@ export interface ExportForm {
   correctness: Correctness | null;
   minReward: string;
   maxReward: string;
+  /** Also turns of killed attempts whose steps a resume redid (issue #17). */
+  includeSuperseded: boolean;
 }
 
 export function emptyForm(): ExportForm {
@@ -77,6 +79,7 @@ export function emptyForm(): ExportForm {
     correctness: null,
     minReward: '',
     maxReward: '',
+    includeSuperseded: false,
   };
 }
 
@@ -172,6 +175,7 @@ export function buildExportRequest(form: ExportForm): { request: ExportRequest |
     correct: correctness === 'any' ? 'any' : correctness === 'correct',
     ...(minReward !== undefined ? { minReward } : {}),
     ...(maxReward !== undefined ? { maxReward } : {}),
+    ...(form.includeSuperseded ? { includeSuperseded: true } : {}),
   };
   return {
     request: {
