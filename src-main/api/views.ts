@@ -1,6 +1,7 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
 import type { RunDetail, RunSummary } from '../../src-preload/api';
 import type { RunRow, Store } from '../engine/store';
+import { staleRunReason } from '../engine/store/liveness';
 
 /** The headline metrics shown next to every run in lists. */
 export const KEY_METRICS = [
@@ -21,11 +22,14 @@ function configValue(config: Record<string, unknown>, dotted: string): string {
 }
 
 export function toRunSummary(store: Store, run: RunRow): RunSummary {
+  // A run recorded `running` with no live process (every process SIGKILLed at once) reads as
+  // interrupted, with why, until the app or `marsrl serve` marks it so (issue #17).
+  const stale = staleRunReason(run);
   return {
     id: run.id,
     name: run.name,
-    status: run.status,
-    statusReason: run.statusReason,
+    status: stale === null ? run.status : 'interrupted',
+    statusReason: stale === null ? run.statusReason : `${stale}; resume it with \`marsrl resume ${run.id}\``,
     preset: run.preset,
     task: configValue(run.config, 'task.family'),
     rewardScheme: configValue(run.config, 'reward.scheme'),

@@ -20,6 +20,7 @@ import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig } fr
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import type { Store } from '../engine/store';
+import { staleRunReason } from '../engine/store/liveness';
 import { codeVersion } from '../engine/version';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
@@ -39,16 +40,6 @@ export interface RunManager extends RunController {
   stopAll(reason: string): Promise<void>;
   /** Runs left `running` by a process that no longer exists are marked interrupted. */
   recoverStaleRuns(): number[];
-}
-
-function isProcessAlive(pid: number | null): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A launch request → a resolved config and the preset it came from, or a field-level error. */
@@ -247,7 +238,17 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     },
 
     recoverStaleRuns() {
-      return store.runs.markStaleRunning('its worker process is gone (the app or machine stopped while it ran)', (run) => active.has(run.id) || isProcessAlive(run.workerPid));
+      const marked = store.runs.markStale((run) => {
+        if (active.has(run.id)) return null;
+        const why = staleRunReason(run);
+        return why === null ? null : `${why} (the app or machine stopped while it ran); resume it with \`marsrl resume ${run.id}\``;
+      });
+      for (const runId of marked) {
+        const run = store.runs.get(runId)!;
+        store.events.log(runId, 'warning', 'stale_run', `marked interrupted: ${run.statusReason}`);
+        publish({ type: 'run-status', runId, status: run.status, reason: run.statusReason });
+      }
+      return marked;
     },
   };
 }

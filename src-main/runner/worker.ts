@@ -118,6 +118,10 @@ async function main(): Promise<number> {
   store.runs.setStatus(args.runId, 'running', null);
   store.runs.heartbeat(args.runId, process.pid);
   post({ type: 'started', runId: args.runId, pid: process.pid, role });
+  // Between steps too (a long warm start or evaluation), so a live run never reads as stale
+  // (store/liveness.ts); the timer only fires when training yields, which it does every step.
+  const heartbeat = setInterval(() => store.runs.heartbeat(args.runId, process.pid), 30_000);
+  heartbeat.unref();
 
   const outcome = await trainRun({
     store,
@@ -134,6 +138,7 @@ async function main(): Promise<number> {
       post({ type: 'progress', runId: args.runId, progress });
     },
   });
+  clearInterval(heartbeat);
   const reason = outcome.status === 'done' ? null : outcome.reason;
   store.runs.setStatus(args.runId, outcome.status, reason);
   store.runs.heartbeat(args.runId, null);

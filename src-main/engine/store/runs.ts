@@ -220,6 +220,24 @@ export class RunsRepo {
     };
   }
 
+  /**
+   * Runs left `running` whose `reasonOf` says why nothing runs them any more are marked
+   * interrupted with that reason (see liveness.ts). Returns their ids.
+   */
+  markStale(reasonOf: (run: RunRow) => string | null): number[] {
+    const marked: number[] = [];
+    for (const run of (this.db.prepare("SELECT * FROM runs WHERE status = 'running'").all() as RunRecord[]).map(toRun)) {
+      const reason = reasonOf(run);
+      if (reason === null) continue;
+      // Only if it is still `running` (its worker may have finished it meanwhile).
+      const changed = this.db
+        .prepare("UPDATE runs SET status = 'interrupted', status_reason = ?, ended_at = ?, worker_pid = NULL WHERE id = ? AND status = 'running'")
+        .run(reason, Date.now(), run.id).changes;
+      if (changed) marked.push(run.id);
+    }
+    return marked;
+  }
+
   /** Runs left `running` by a process that no longer exists are marked interrupted. */
   markStaleRunning(reason: string, isAlive: (run: RunRow) => boolean): number[] {
     const stale = (this.db.prepare("SELECT * FROM runs WHERE status = 'running'").all() as RunRecord[])
