@@ -300,21 +300,27 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   });
 
+  // Every pushed event gets one sequence number for all clients (issue #17): a client sees a gap
+  // when it missed events (then it reloads what it shows) and can check their order.
+  let sequence = 0;
+  const unsubscribeHub = hub.subscribe((event) => {
+    const frame = JSON.stringify({ ...event, seq: ++sequence });
+    for (const ws of wss.clients) {
+      if (ws.readyState !== ws.OPEN) continue;
+      if (ws.bufferedAmount > MAX_WS_BUFFER) {
+        ws.terminate();
+        continue;
+      }
+      ws.send(frame);
+    }
+  });
+
   wss.on('connection', (ws: WebSocket) => {
     alive.set(ws, true);
     ws.on('pong', () => alive.set(ws, true));
     // Clients only listen; anything they send is ignored (maxPayload bounds it).
     ws.on('message', () => {});
     ws.on('error', () => ws.terminate());
-    const unsubscribe = hub.subscribe((event) => {
-      if (ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount > MAX_WS_BUFFER) {
-        ws.terminate();
-        return;
-      }
-      ws.send(JSON.stringify(event));
-    });
-    ws.on('close', unsubscribe);
   });
 
   const heartbeat = setInterval(() => {
@@ -332,6 +338,7 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       server.off('listening', onListening);
+      unsubscribeHub();
       if (error.code === 'EADDRINUSE') reject(new Error(`port ${options.port} on ${host} is already in use; choose another with --port (0 picks a free one)`));
       else if (error.code === 'EADDRNOTAVAIL') reject(new Error(`cannot bind ${host}: no such address on this machine`));
       else reject(error);
@@ -358,6 +365,7 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
     close() {
       closing ??= new Promise<void>((resolve) => {
         clearInterval(heartbeat);
+        unsubscribeHub();
         for (const ws of wss.clients) ws.terminate();
         wss.close();
         server.close(() => resolve());

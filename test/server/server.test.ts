@@ -176,7 +176,8 @@ describe('marsrl serve: the StudioApi over HTTP', () => {
     const received = new Promise<StudioEvent>((resolve) => socket.once('message', (data) => resolve(JSON.parse(String(data)) as StudioEvent)));
     const event: StudioEvent = { type: 'run-progress', runId: seeded.running.id, step: 24, totalSteps: 60, metrics: { 'system/accuracy': 0.61 } };
     hub.publish(event);
-    expect(await received).toEqual(event);
+    // Each pushed event carries the server's sequence number.
+    expect(await received).toEqual({ ...event, seq: expect.any(Number) });
     socket.close();
   });
 
@@ -241,7 +242,7 @@ describe('marsrl serve: off loopback', () => {
       expect(status).toBe(101);
       const received = new Promise<StudioEvent>((resolve) => socket.once('message', (data) => resolve(JSON.parse(String(data)) as StudioEvent)));
       hub2.publish({ type: 'run-created', runId: 42 });
-      expect(await received).toEqual({ type: 'run-created', runId: 42 });
+      expect(await received).toEqual({ type: 'run-created', runId: 42, seq: 1 });
       socket.close();
     } finally {
       await guarded.close();
