@@ -365,7 +365,13 @@ export interface CompareSeriesResult {
   xAxis: CompareXAxis;
   lines: { runId: number; name: string; group: string | null; points: [number, number][]; totalPoints: number }[];
   /** One per group when groupBy is given: mean and band per step (x = mean x of its runs). */
-  bands: { group: string; runIds: number[]; points: { x: number; step: number; mean: number; lo: number; hi: number; n: number }[] }[];
+  bands: {
+    group: string;
+    runIds: number[];
+    points: { x: number; step: number; mean: number; lo: number; hi: number; n: number }[];
+    /** The metric's range the band edges were clipped to (a share: [0, 1]); null when unbounded. */
+    clippedTo: [number, number] | null;
+  }[];
 }
 
 export interface StudyProgressInfo {

@@ -8,6 +8,7 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
+import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
 import { seedStudio, type Seeded } from './seed';
 import { studioInChromium } from './studio-session';
@@ -16,6 +17,7 @@ const POLL = { timeout: 20_000, interval: 100 };
 
 let store: Store;
 let seeded: Seeded;
+let study: SeededStudy;
 let page: Page;
 
 /** Timings and the fixed judged set, as the pipeline trainer and the evaluator log them. */
@@ -40,6 +42,7 @@ const session = studioInChromium({
   seed: (db) => {
     seeded = seedStudio(db);
     addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
+    study = seedStudy(db, { steps: 12 });
   },
 });
 beforeAll(() => {
@@ -110,5 +113,31 @@ describe('numbers shown are the numbers (issue 18)', () => {
     expect(await margin.locator('.panel__title').getAttribute('title')).toContain('minus the Solver alone');
     const corrector = panel('train:corrector1');
     expect(await corrector.locator('.panel__title').textContent()).toContain('Corrector fix rate');
+  });
+});
+
+describe("compare's bands say what they stand on (issue 18)", () => {
+  it('names the seeds under a 95% CI, warns at two, clips it to the metric range, and explains the metric', async () => {
+    await session.open(`#/compare?study=${study.studyId}`, { fresh: true });
+    await page.getByTestId('group-table').waitFor();
+    await page.getByLabel('Metric').selectOption('eval/system/accuracy');
+    await page.getByRole('radio', { name: '95% CI' }).click();
+    const notes = page.getByTestId('band-notes').locator('li');
+    await expect.poll(() => notes.count(), POLL).toBe(4);
+    for (const text of await notes.allInnerTexts()) {
+      expect(text).toMatch(/95% CI \(Student t\) over n = 2 seeds · too few seeds for a meaningful interval; use 3\+ seeds or min–max · clipped to the metric's range \[0, 1\]/);
+    }
+    expect(await page.getByTestId('band-notes').getByRole('alert').count()).toBe(4);
+    // min–max needs no warning; the seeds are still named.
+    await page.getByRole('radio', { name: 'min–max' }).click();
+    await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(0);
+    expect(await notes.first().innerText()).toContain('min–max over n = 2 seeds');
+    // The metric picker and the line under it say what the metric is, from the catalog.
+    expect(await page.getByLabel('Metric').locator('option:checked').innerText()).toBe('eval/system/accuracy — Accuracy');
+    expect(await page.getByTestId('metric-description').innerText()).toContain('Held-out evaluation (for the whole chain)');
+    await page.getByRole('radio', { name: '95% CI' }).click();
+    await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(4);
+    await page.waitForTimeout(300);
+    await screenshot(page, 'compare-warning-band');
   });
 });

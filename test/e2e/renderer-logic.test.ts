@@ -11,6 +11,7 @@ import type { EpisodeDetail, StudioEvent } from '../../src-preload/api';
 import { STUDIO_METHODS } from '../../src-preload/api';
 import { ganttModel, initialWindow } from '../../src-renderer/src/charts/ganttOption';
 import { describeMetric } from '../../src-main/engine/metrics/catalog';
+import { bandNote, compareChartOption } from '../../src-renderer/src/charts/compareOption';
 import { lineChartOption, MIN_SMOOTHED_POINTS } from '../../src-renderer/src/charts/lineOption';
 import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
@@ -153,6 +154,20 @@ describe('chart options', () => {
     const few = lineChartOption({ lines, data: new Map([['solver/grad_norm', points.slice(0, 4)]]), smoothing: 0.6, xAxis: 'step' }) as unknown as Option;
     expect(few.series.map((s) => s.id)).toEqual(['solver/grad_norm']);
     expect(few.tooltip.formatter([{ seriesId: 'solver/grad_norm', seriesName: 'solver', dataIndex: 1, value: [1, 5] }])).toBe('step 1\nsolver   value 5');
+  });
+
+  it("says how many seeds a band stands on, warns under three, and ends a share's axis at its range", () => {
+    const point = (n: number) => ({ x: 0, step: 0, mean: 0.5, lo: 0, hi: 1, n });
+    const band = { group: 'decoupled', runIds: [1, 2], points: [point(2), point(2)], clippedTo: [0, 1] as [number, number] };
+    expect(bandNote(band, 'ci95')).toEqual({ warn: true, text: "decoupled: 95% CI (Student t) over n = 2 seeds · too few seeds for a meaningful interval; use 3+ seeds or min–max · clipped to the metric's range [0, 1]" });
+    expect(bandNote({ ...band, points: [point(3), point(5)], clippedTo: null }, 'std')).toEqual({ warn: false, text: 'decoupled: ± 1 std over n = 3–5 seeds per step' });
+    expect(bandNote(band, 'minmax').warn).toBe(false);
+    type Axis = { name: string; min(v: { min: number; max: number }): number | null; max(v: { min: number; max: number }): number | null };
+    const option = compareChartOption({ data: { key: 'eval/system/accuracy', xAxis: 'step', lines: [], bands: [band] }, smoothing: 0, grouped: true }) as unknown as { yAxis: Axis };
+    expect(option.yAxis.name).toBe('share (0–1)');
+    expect(option.yAxis.max({ min: 0.4, max: 0.98 })).toBe(1);
+    expect(option.yAxis.max({ min: 0.4, max: 0.7 })).toBeNull();
+    expect(option.yAxis.min({ min: 0.01, max: 0.7 })).toBe(0);
   });
 
   it('lays the timeline out in lanes per agent and activity, opening on the last steps', () => {
