@@ -14,7 +14,7 @@ import type {
   TurnQuery,
 } from '../../src-preload/api';
 import { configSchemaInfo } from '../engine/config/fields';
-import { listPresets, presetDocument, resolveConfig, validateConfig } from '../engine/config/load';
+import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { packageVersion } from '../engine/version';
@@ -116,7 +116,10 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async validateConfig(config) {
       const result = validateConfig(config);
-      return result.ok ? { ok: true, config: result.config as unknown as Record<string, unknown> } : result;
+      if (!result.ok) return result;
+      // The form hears about a missing task file before it offers to start the run.
+      const fileIssues = taskFileIssues(result.config);
+      return fileIssues.length ? { ok: false, issues: fileIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
     },
 
     async configSchema() {
