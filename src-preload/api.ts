@@ -19,6 +19,8 @@ export interface AppInfo {
   schemaVersion: number;
   /** 'electron' inside the desktop app, 'http' through `marsrl serve`. */
   transport: 'electron' | 'http' | 'direct';
+  /** Where exports given a relative path are written (the per-user exports folder). */
+  exportsDir: string;
 }
 
 export interface RunSummary {
@@ -452,7 +454,8 @@ export interface StudioApi {
   listEvents(runId: number, afterId?: number): Promise<Page<RunEvent>>;
   getTimeline(runId: number): Promise<TimelineSpan[]>;
   /** Start exporting runs as a dataset; progress and the end arrive as pushed events. */
-  startExport(request: ExportRequest): Promise<{ exportId: string }>;
+  /** `out` is the absolute path written: a relative request path is resolved against AppInfo.exportsDir. */
+  startExport(request: ExportRequest): Promise<{ exportId: string; out: string }>;
   /** Cancel an export; nothing it wrote is left behind. */
   cancelExport(exportId: string): Promise<void>;
   /** Summary table per run and per group, deltas against a baseline, diff-only config. */

@@ -4,6 +4,8 @@
  * series drawn as logged, one unit per axis, titles that say what a panel holds). Screenshots
  * land in test-results/screenshots/ (the ones the issue names are copied to docs/screenshots/).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src-main/engine/store';
@@ -139,5 +141,40 @@ describe("compare's bands say what they stand on (issue 18)", () => {
     await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(4);
     await page.waitForTimeout(300);
     await screenshot(page, 'compare-warning-band');
+  });
+});
+
+describe('exports from the browser land in the documented exports folder (issue 18)', () => {
+  it('resolves a relative path against the per-user exports folder, shows the full path, and words errors for the form', async () => {
+    const run = seeded.done;
+    const exportsFolder = path.join(session.dir, 'home', 'exports');
+    await session.open('#/runs', { fresh: true });
+    const row = page.locator(`[role="rowgroup"] [data-run-id="${run.id}"]`);
+    await row.hover();
+    await row.getByTestId('row-export').click();
+    const dialog = page.getByTestId('export-dialog');
+    await dialog.waitFor();
+    // The default name is unique per run: it carries the run id.
+    expect(await dialog.getByTestId('export-out').inputValue()).toContain(`-run${run.id}-`);
+    await dialog.locator('[data-format="sft"]').click();
+    await dialog.getByTestId('export-out').fill('relative-sft.jsonl');
+    const full = path.join(exportsFolder, 'relative-sft.jsonl');
+    await expect.poll(() => dialog.getByTestId('export-out-resolved').innerText(), POLL).toBe(`Writes ${full}`);
+    await dialog.getByTestId('export-start').click();
+    await dialog.getByTestId('export-result').waitFor({ timeout: POLL.timeout });
+    expect((await dialog.getByTestId('export-out-path').innerText()).trim()).toBe(full);
+    expect(fs.existsSync(full)).toBe(true);
+    // The server's working directory (the checkout) got nothing.
+    expect(fs.existsSync(path.resolve('relative-sft.jsonl'))).toBe(false);
+
+    // The same file again: the advice names the dialog's button, not a CLI flag.
+    await dialog.getByTestId('export-again').click();
+    await dialog.getByTestId('export-start').click();
+    const issue = dialog.locator('[data-issue-path="out"]');
+    await issue.waitFor();
+    expect(await issue.innerText()).toContain('press "Replace it (force)" to overwrite it');
+    expect(await issue.innerText()).not.toContain('--force');
+    // The refused call is logged by the browser as a failed request.
+    session.problems.errors = session.problems.errors.filter((e) => !/status of 400/.test(e));
   });
 });

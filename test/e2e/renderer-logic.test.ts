@@ -344,8 +344,11 @@ describe('export dialog form', () => {
   });
 
   it('suggests an output path beside the database, named after the run and format', () => {
-    expect(suggestedOutPath(folderOf('/home/me/.marsrl/studio.db'), ['sort8 decoupled/agentwise'], 'trajectories', 'parquet')).toBe('/home/me/.marsrl/sort8-decoupled-agentwise-trajectories.parquet');
-    expect(suggestedOutPath(folderOf('C:\\Users\\me\\studio.db'), ['A', 'B', 'C'], 'sft', 'jsonl')).toBe('C:\\Users\\me\\a-and-2-more-sft.jsonl');
+    expect(suggestedOutPath(folderOf('/home/me/.marsrl/studio.db'), [{ id: 3, name: 'sort8 decoupled/agentwise' }], 'trajectories', 'parquet')).toBe('/home/me/.marsrl/sort8-decoupled-agentwise-run3-trajectories.parquet');
+    expect(suggestedOutPath(folderOf('C:\\Users\\me\\studio.db'), [{ id: 1, name: 'A' }, { id: 2, name: 'B' }, { id: 4, name: 'C' }], 'sft', 'jsonl')).toBe('C:\\Users\\me\\a-run1-and-2-more-sft.jsonl');
+    // Two seeds whose names differ only past the cut still get two names (issue 18).
+    const long = 'sort8 decoupled/agentwise lr 1e-4 warm start 400 steps rounds 2 seed ';
+    expect(suggestedOutPath('/x', [{ id: 7, name: `${long}1` }], 'sft', 'jsonl')).not.toBe(suggestedOutPath('/x', [{ id: 8, name: `${long}2` }], 'sft', 'jsonl'));
     expect(suggestedOutPath('', [], 'pairs', 'jsonl')).toBe('runs-pairs.jsonl');
     expect(joinPath('/', 'x.jsonl')).toBe('/x.jsonl');
     expect(formatBytes(512)).toBe('512 B');
