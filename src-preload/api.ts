@@ -19,6 +19,8 @@ export interface AppInfo {
   schemaVersion: number;
   /** 'electron' inside the desktop app, 'http' through `marsrl serve`. */
   transport: 'electron' | 'http' | 'direct';
+  /** Where exports given a relative path are written (the per-user exports folder). */
+  exportsDir: string;
 }
 
 export interface RunSummary {
@@ -379,7 +381,13 @@ export interface CompareSeriesResult {
   xAxis: CompareXAxis;
   lines: { runId: number; name: string; group: string | null; points: [number, number][]; totalPoints: number }[];
   /** One per group when groupBy is given: mean and band per step (x = mean x of its runs). */
-  bands: { group: string; runIds: number[]; points: { x: number; step: number; mean: number; lo: number; hi: number; n: number }[] }[];
+  bands: {
+    group: string;
+    runIds: number[];
+    points: { x: number; step: number; mean: number; lo: number; hi: number; n: number }[];
+    /** The metric's range the band edges were clipped to (a share: [0, 1]); null when unbounded. */
+    clippedTo: [number, number] | null;
+  }[];
 }
 
 export interface StudyProgressInfo {
@@ -460,7 +468,8 @@ export interface StudioApi {
   listEvents(runId: number, afterId?: number): Promise<Page<RunEvent>>;
   getTimeline(runId: number): Promise<TimelineSpan[]>;
   /** Start exporting runs as a dataset; progress and the end arrive as pushed events. */
-  startExport(request: ExportRequest): Promise<{ exportId: string }>;
+  /** `out` is the absolute path written: a relative request path is resolved against AppInfo.exportsDir. */
+  startExport(request: ExportRequest): Promise<{ exportId: string; out: string }>;
   /** Cancel an export; nothing it wrote is left behind. */
   cancelExport(exportId: string): Promise<void>;
   /** Summary table per run and per group, deltas against a baseline, diff-only config. */

@@ -13,10 +13,13 @@ import type {
   StudioApi,
   TurnQuery,
 } from '../../src-preload/api';
+import fs from 'node:fs';
+import path from 'node:path';
 import { configSchemaInfo } from '../engine/config/fields';
-import { listPresets, presetDocument, resolveConfig, validateConfig } from '../engine/config/load';
+import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
+import { exportsDir } from '../engine/paths';
 import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
@@ -59,6 +62,19 @@ function toEpisodeSummary(e: EpisodeListItem): EpisodeSummary {
   };
 }
 
+/**
+ * The export engine words its errors for the CLI (`pass --force`); the app's callers fill in a
+ * form, so the same advice names the form's controls (issue 18).
+ */
+export function inFormWords(message: string): string {
+  return message
+    .replace(/pass --force \(force: true\) to replace it/g, 'press "Replace it (force)" to overwrite it')
+    .replace(/ \(e\.g\. --out ([^)]+)\)/g, ' (e.g. $1)')
+    .replace(/--correct any/g, 'Correctness: any')
+    .replace(/--format-valid any/g, 'Format: any')
+    .replace(/list runs with `marsrl runs` or in the runs table/g, 'choose runs in the runs table');
+}
+
 export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
   const exports = new Map<string, AbortController>();
   let exportCounter = 0;
@@ -74,7 +90,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
   return {
     async appInfo() {
-      return { version: packageVersion(), databasePath, schemaVersion: store.schemaVersion, transport };
+      return { version: packageVersion(), databasePath, schemaVersion: store.schemaVersion, transport, exportsDir: exportsDir() };
     },
 
     async listRuns(query: ListRunsQuery = {}) {
@@ -118,7 +134,10 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async validateConfig(config) {
       const result = validateConfig(config);
-      return result.ok ? { ok: true, config: result.config as unknown as Record<string, unknown> } : result;
+      if (!result.ok) return result;
+      // The form hears about a missing task file before it offers to start the run.
+      const fileIssues = taskFileIssues(result.config);
+      return fileIssues.length ? { ok: false, issues: fileIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
     },
 
     async configSchema() {
@@ -195,6 +214,11 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       // Loaded on first use: the Parquet writer is not needed to browse runs.
       const { runExport, ExportError } = await import('../engine/export');
       for (const id of request.runs) requireRun(id);
+      // A relative path means the exports folder, never this process's working directory; the
+      // folder itself is the app's and is made on first use (a folder the user names must exist).
+      const out = typeof request.out === 'string' && request.out.trim() !== '' && !path.isAbsolute(request.out) ? path.join(exportsDir(), request.out) : request.out;
+      if (out !== request.out) fs.mkdirSync(exportsDir(), { recursive: true });
+      request = { ...request, out };
       const exportId = `export-${++exportCounter}`;
       const controller = new AbortController();
       exports.set(exportId, controller);
@@ -214,14 +238,15 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       const early = await Promise.race([running.then(() => null, (error: unknown) => error), new Promise((resolve) => setTimeout(() => resolve(null), 50))]);
       if (early instanceof ExportError) {
         exports.delete(exportId);
-        throw new StudioError('invalid_request', early.message, early.field ? [{ path: early.field, message: early.message }] : undefined);
+        const message = inFormWords(early.message);
+        throw new StudioError('invalid_request', message, early.field ? [{ path: early.field, message }] : undefined);
       }
       running.then(
         (result) => hub?.publish({ type: 'export-finished', exportId, status: 'done', error: null, result: { out: result.out, card: result.card, rows: result.rows, bytes: result.bytes, seconds: result.seconds, duplicatesDropped: result.duplicatesDropped } }),
         (error: unknown) =>
-          hub?.publish({ type: 'export-finished', exportId, status: controller.signal.aborted ? 'cancelled' : 'failed', result: null, error: error instanceof Error ? error.message : String(error) }),
+          hub?.publish({ type: 'export-finished', exportId, status: controller.signal.aborted ? 'cancelled' : 'failed', result: null, error: inFormWords(error instanceof Error ? error.message : String(error)) }),
       ).finally(() => exports.delete(exportId));
-      return { exportId };
+      return { exportId, out: path.resolve(out) };
     },
 
     async cancelExport(exportId) {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
 import { createStudioService } from '../api/service';
@@ -17,9 +18,29 @@ export interface Command {
   run(argv: string[], ctx: CommandContext): Promise<number>;
 }
 
-/** The store and service a command works on: `--db PATH` beats MARSRL_DB beats the per-user default. */
+/**
+ * Refuses a database a read-only command was pointed at but that is not there (issue 18: `runs
+ * --db typo.db` created an empty database and its folders, then answered "No runs"), and an empty
+ * file (SQLite would silently make it a database). The per-user default is created on first use:
+ * that is the app's "no set-up" promise; a path the user typed is not.
+ */
+export function assertDatabaseExists(databasePath: string, explicit: boolean): void {
+  const stat = fs.statSync(databasePath, { throwIfNoEntry: false });
+  if (!stat) {
+    if (explicit) throw new Error(`No database at ${databasePath}: check the path, or start a run first (marsrl run --db PATH). Nothing was created.`);
+    return;
+  }
+  if (!stat.isFile()) throw new Error(`No database at ${databasePath}: it is a ${stat.isDirectory() ? 'folder' : 'special file'}, not a database file.`);
+  if (stat.size === 0) throw new Error(`No database at ${databasePath}: the file is empty (0 bytes), not a MarsRL Studio database. It was left as it is.`);
+}
+
+/**
+ * The store and service a read-only command (runs, show, compare, export) works on: `--db PATH`
+ * beats MARSRL_DB beats the per-user default. A path given by flag or variable must exist.
+ */
 export function openCliStudio(dbFlag: string | undefined, env: NodeJS.ProcessEnv): { store: Store; service: StudioApi; databasePath: string } {
   const databasePath = resolveDatabasePath(dbFlag, env);
+  assertDatabaseExists(databasePath, Boolean(dbFlag || env.MARSRL_DB));
   const store = openStore(databasePath);
   return { store, service: createStudioService({ store, databasePath, transport: 'direct' }), databasePath };
 }

@@ -22,6 +22,14 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.MARSRL_HOME ?? path.join(appDataDir(env), PRODUCT_NAME);
 }
 
+/**
+ * The per-user exports folder: where an export the app or `marsrl serve` is asked to write to a
+ * relative path lands (issue 18: it landed in the server's working directory, a checkout).
+ */
+export function exportsDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(defaultDataDir(env), 'exports');
+}
+
 /** `--db PATH` beats MARSRL_DB, which beats the per-user default. */
 export function resolveDatabasePath(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   if (explicit) return path.resolve(explicit);

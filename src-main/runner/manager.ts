@@ -16,7 +16,7 @@ import type { StartRunRequest, StudioEvent } from '../../src-preload/api';
 import { StudioError } from '../api/errors';
 import type { EventHub } from '../api/hub';
 import type { RunController } from '../api/service';
-import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig } from '../engine/config/load';
+import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import type { Store } from '../engine/store';
@@ -54,7 +54,11 @@ export function resolveLaunchConfig(request: StartRunRequest): { config: RunConf
     }
     if (request.config) doc = deepMerge(doc, request.config);
     if (request.name) doc = { ...doc, name: request.name };
-    return { config: resolveConfig(doc), preset: request.preset ?? null };
+    const config = resolveConfig(doc);
+    // A file the run needs is checked before the run exists, and pinned to an absolute path.
+    const fileIssues = taskFileIssues(config);
+    if (fileIssues.length) throw new ConfigError(fileIssues);
+    return { config: withAbsoluteTaskPaths(config), preset: request.preset ?? null };
   } catch (error) {
     if (error instanceof ConfigError) throw new StudioError('invalid_request', error.message, error.issues);
     throw error;

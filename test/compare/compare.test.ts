@@ -221,5 +221,19 @@ describe('series for charts', () => {
     const std = groupBand(runs.slice(0, 2), 'solver/grad_norm', 'wall', 'std', 'g');
     expect(std.points[0].x).toBe(0);
     expect(std.points[0].lo).toBeCloseTo(1.5 - Math.SQRT1_2, 12);
+    expect(band.clippedTo).toBeNull();
+  });
+
+  it("clips a band to the metric's range: a 95% CI over two seeds of an accuracy stays in [0, 1] (issue 18)", () => {
+    const accuracy = (values: number[]) => ({ 'eval/system/accuracy': pts(values) });
+    const runs = [run(1, 1, 'decoupled', 'agentwise', accuracy([0.1, 0.5])), run(2, 2, 'decoupled', 'agentwise', accuracy([0.9, 0.5]))];
+    const band = groupBand(runs, 'eval/system/accuracy', 'step', 'ci95', 'g');
+    // Unclipped: 0.5 ± 12.706 · 0.5657 / √2 = 0.5 ± 5.08.
+    expect(band.points[0]).toMatchObject({ mean: 0.5, lo: 0, hi: 1, n: 2 });
+    expect(band.points[1]).toMatchObject({ mean: 0.5, lo: 0.5, hi: 0.5 });
+    expect(band.clippedTo).toEqual([0, 1]);
+    // A margin may be negative: its range is [−1, 1].
+    const margin = groupBand([run(1, 1, 'd', 'a', { 'eval/system/margin': pts([-0.3]) }), run(2, 2, 'd', 'a', { 'eval/system/margin': pts([0.3]) })], 'eval/system/margin', 'step', 'ci95', 'g');
+    expect(margin.points[0]).toMatchObject({ lo: -1, hi: 1 });
   });
 });

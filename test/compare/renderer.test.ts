@@ -12,8 +12,8 @@ const data: CompareSeriesResult = {
     { runId: 2, name: 'b', group: 'shared', points: [[0, 2], [1, 4]], totalPoints: 2 },
   ],
   bands: [
-    { group: 'decoupled', runIds: [1], points: [{ x: 0, step: 0, mean: 1, lo: 0.5, hi: 1.5, n: 1 }, { x: 1, step: 1, mean: 3, lo: 2, hi: 4, n: 1 }] },
-    { group: 'shared', runIds: [2], points: [{ x: 0, step: 0, mean: 2, lo: 2, hi: 2, n: 1 }] },
+    { group: 'decoupled', runIds: [1], points: [{ x: 0, step: 0, mean: 1, lo: 0.5, hi: 1.5, n: 1 }, { x: 1, step: 1, mean: 3, lo: 2, hi: 4, n: 1 }], clippedTo: null },
+    { group: 'shared', runIds: [2], points: [{ x: 0, step: 0, mean: 2, lo: 2, hi: 2, n: 1 }], clippedTo: null },
   ],
 };
 

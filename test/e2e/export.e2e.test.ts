@@ -104,7 +104,7 @@ describe('export dialog in Chromium against marsrl serve', () => {
     await dialog().locator('[data-format="sft"]').click();
     expect(await dialog().getByRole('radio', { name: 'JSONL' }).isChecked()).toBe(true);
     expect(await correctness('Correct').isChecked()).toBe(true);
-    expect(await dialog().getByTestId('export-out').inputValue()).toMatch(/sort8-decoupled-agentwise-sft\.jsonl$/);
+    expect(await dialog().getByTestId('export-out').inputValue()).toMatch(new RegExp(`/sort8-decoupled-agentwise-run${run.id}-sft\\.jsonl$`));
     await dialog().locator('[data-format="trajectories"]').click();
     expect(await dialog().getByRole('radio', { name: 'Parquet' }).isChecked()).toBe(true);
     expect(await correctness('Any').isChecked()).toBe(true);
@@ -225,13 +225,13 @@ describe('export dialog in Chromium against marsrl serve', () => {
     expect(await dialog().getByRole('radio', { name: /^Trajectories/ }).isChecked()).toBe(true);
     // The path suggested is in the folder of the last export, named after the run and format.
     const out = await dialog().getByTestId('export-out').inputValue();
-    expect(out).toBe(path.join(outDir, 'sort8-decoupled-agentwise-trajectories.parquet'));
+    expect(out).toBe(path.join(outDir, `sort8-decoupled-agentwise-run${run.id}-trajectories.parquet`));
     await screenshot(page, 'export-from-trajectories');
 
     // More runs can join the export, and leave it again; the suggested name follows.
     await dialog().getByLabel('Add a run').selectOption(String(seeded.running.id));
     expect(await chosenRuns()).toEqual([run.id, seeded.running.id]);
-    expect(await dialog().getByTestId('export-out').inputValue()).toBe(path.join(outDir, 'sort8-decoupled-agentwise-and-1-more-trajectories.parquet'));
+    expect(await dialog().getByTestId('export-out').inputValue()).toBe(path.join(outDir, `sort8-decoupled-agentwise-run${run.id}-and-1-more-trajectories.parquet`));
     await dialog().getByRole('button', { name: `Remove run ${seeded.running.id}` }).click();
     expect(await chosenRuns()).toEqual([run.id]);
     expect(await dialog().getByTestId('export-out').inputValue()).toBe(out);

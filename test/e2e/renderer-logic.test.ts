@@ -10,7 +10,9 @@ import { validateOptions, type ExportOptions } from '../../src-main/engine/expor
 import type { EpisodeDetail, StudioEvent } from '../../src-preload/api';
 import { STUDIO_METHODS } from '../../src-preload/api';
 import { ganttModel, initialWindow } from '../../src-renderer/src/charts/ganttOption';
-import { lineChartOption } from '../../src-renderer/src/charts/lineOption';
+import { describeMetric } from '../../src-main/engine/metrics/catalog';
+import { bandNote, compareChartOption } from '../../src-renderer/src/charts/compareOption';
+import { lineChartOption, MIN_SMOOTHED_POINTS } from '../../src-renderer/src/charts/lineOption';
 import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
@@ -95,19 +97,77 @@ describe('metric keys → panels', () => {
     expect(panel('eval:system')?.lines.map((l) => l.label)).toEqual(['avg@8', 'pass@8']);
     expect(panel('pretrain:loss')?.lines.map((l) => l.label)).toEqual(['solver', 'verifier']);
   });
+
+  it('keeps one unit per panel, and titles a lone metric by what it is (issue 18)', () => {
+    const mixed = metricSections([
+      'perf/tokens_per_s', 'perf/rollout_s', 'perf/update_s', 'eval/fixed/answers', 'eval/fixed/wrong_share',
+      'eval/system/accuracy', 'eval/solver/accuracy', 'eval/system/margin', 'corrector1/fix_rate',
+    ]);
+    const panels = mixed.flatMap((s) => s.panels);
+    for (const p of panels) expect(new Set(p.lines.map((l) => describeMetric(l.key).unit)), p.id).toEqual(new Set([p.unit]));
+    const unitsOf = (prefix: string) => panels.filter((p) => p.id.startsWith(prefix)).map((p) => [p.unit, p.lines.map((l) => l.label)]);
+    expect(unitsOf('train:perf')).toEqual([['seconds', ['rollout_s', 'update_s']], ['tokens/s', ['tokens_per_s']]]);
+    expect(unitsOf('eval:fixed')).toEqual([['count', ['answers']], ['share', ['wrong_share']]]);
+    const margin = panels.find((p) => p.lines.some((l) => l.key === 'eval/system/margin'))!;
+    expect(margin.title).toBe('System − Solver accuracy');
+    expect(margin.description).toContain('minus the Solver alone');
+    expect(panels.find((p) => p.id === 'train:corrector1')!.title).toBe('Corrector fix rate · corrector1');
+    expect(panels.find((p) => p.id === 'eval:accuracy')!.evaluation).toBe(true);
+    expect(panels.find((p) => p.id === 'train:corrector1')!.evaluation).toBe(false);
+  });
+});
+
+describe('metric catalog', () => {
+  it('describes keys by name and scope, with unit, range and source', () => {
+    expect(describeMetric('eval/system/pass@4')).toMatchObject({ title: 'pass@4', unit: 'share', range: [0, 1], evaluation: true });
+    expect(describeMetric('eval/system/pass@4').source).toContain('Chen et al. 2021');
+    expect(describeMetric('corrector1/inflation')).toMatchObject({ unit: 'ratio', subject: 'corrector1' });
+    expect(describeMetric('corrector1/inflation').source).toContain('Lemma 4.2');
+    expect(describeMetric('eval/fixed/verifier/precision').what).toContain('fixed judged set');
+    expect(describeMetric('eval/sampled/corrector/break_rate').what).toContain('sampled');
+    expect(describeMetric('eval/control/oracle_verifier/accuracy').what).toContain('oracle Verifier');
+    expect(describeMetric('verifier2/reward/mean')).toMatchObject({ title: 'Reward (mean)', subject: 'verifier2', evaluation: false });
+    expect(describeMetric('made/up_metric').title).toBe('made/up_metric');
+  });
 });
 
 describe('chart options', () => {
   it('keeps the raw series under the smoothed one, and uses the CSP-safe tooltip', () => {
     const lines = [{ key: 'solver/grad_norm', label: 'solver', color: '#f00', dashed: false }];
-    const data = new Map([['solver/grad_norm', [[0, 1], [1, 5], [2, 1]] as [number, number][]]]);
-    const smoothed = lineChartOption({ lines, data, smoothing: 0.5, xAxis: 'step' }) as { series: { id: string; data: [number, number][] }[]; tooltip: { renderMode: string } };
+    const points = Array.from({ length: MIN_SMOOTHED_POINTS }, (_, i) => [i, i % 2 ? 5 : 1] as [number, number]);
+    const data = new Map([['solver/grad_norm', points]]);
+    type Option = { series: { id: string; name: string; data: [number, number][] }[]; tooltip: { renderMode: string; formatter(p: unknown): string }; yAxis: { name?: string } };
+    const smoothed = lineChartOption({ lines, data, smoothing: 0.5, xAxis: 'step', unit: 'L2 norm' }) as unknown as Option;
     expect(smoothed.tooltip.renderMode).toBe('richText');
+    expect(smoothed.yAxis.name).toBe('L2 norm');
     expect(smoothed.series.map((s) => s.id)).toEqual(['raw:solver/grad_norm', 'solver/grad_norm']);
-    expect(smoothed.series[0].data).toEqual(data.get('solver/grad_norm'));
-    expect(smoothed.series[1].data[1][1]).toBeCloseTo((0.5 * 0.5 * 1 + 0.5 * 5) / 0.75, 12);
+    expect(smoothed.series[0].data).toEqual(points);
+    expect(smoothed.series[1].name).toBe('solver (smoothed)');
+    const second = (0.5 * 0.5 * 1 + 0.5 * 5) / 0.75;
+    expect(smoothed.series[1].data[1][1]).toBeCloseTo(second, 12);
+    // The tooltip shows the logged value and the smoothed one side by side, as TensorBoard does.
+    const text = smoothed.tooltip.formatter([{ seriesId: 'solver/grad_norm', seriesName: 'solver (smoothed)', dataIndex: 1, value: smoothed.series[1].data[1] }]);
+    expect(text).toBe(`step 1\nsolver   value 5 · smoothed ${second.toFixed(3)}`);
     const raw = lineChartOption({ lines, data, smoothing: 0, xAxis: 'wall' }) as { series: unknown[] };
     expect(raw.series).toHaveLength(1);
+    // A few evaluation points are never averaged: the last one stays the score the run had.
+    const few = lineChartOption({ lines, data: new Map([['solver/grad_norm', points.slice(0, 4)]]), smoothing: 0.6, xAxis: 'step' }) as unknown as Option;
+    expect(few.series.map((s) => s.id)).toEqual(['solver/grad_norm']);
+    expect(few.tooltip.formatter([{ seriesId: 'solver/grad_norm', seriesName: 'solver', dataIndex: 1, value: [1, 5] }])).toBe('step 1\nsolver   value 5');
+  });
+
+  it("says how many seeds a band stands on, warns under three, and ends a share's axis at its range", () => {
+    const point = (n: number) => ({ x: 0, step: 0, mean: 0.5, lo: 0, hi: 1, n });
+    const band = { group: 'decoupled', runIds: [1, 2], points: [point(2), point(2)], clippedTo: [0, 1] as [number, number] };
+    expect(bandNote(band, 'ci95')).toEqual({ warn: true, text: "decoupled: 95% CI (Student t) over n = 2 seeds · too few seeds for a meaningful interval; use 3+ seeds or min–max · clipped to the metric's range [0, 1]" });
+    expect(bandNote({ ...band, points: [point(3), point(5)], clippedTo: null }, 'std')).toEqual({ warn: false, text: 'decoupled: ± 1 std over n = 3–5 seeds per step' });
+    expect(bandNote(band, 'minmax').warn).toBe(false);
+    type Axis = { name: string; min(v: { min: number; max: number }): number | null; max(v: { min: number; max: number }): number | null };
+    const option = compareChartOption({ data: { key: 'eval/system/accuracy', xAxis: 'step', lines: [], bands: [band] }, smoothing: 0, grouped: true }) as unknown as { yAxis: Axis };
+    expect(option.yAxis.name).toBe('share (0–1)');
+    expect(option.yAxis.max({ min: 0.4, max: 0.98 })).toBe(1);
+    expect(option.yAxis.max({ min: 0.4, max: 0.7 })).toBeNull();
+    expect(option.yAxis.min({ min: 0.01, max: 0.7 })).toBe(0);
   });
 
   it('lays the timeline out in lanes per agent and activity, opening on the last steps', () => {
@@ -284,8 +344,11 @@ describe('export dialog form', () => {
   });
 
   it('suggests an output path beside the database, named after the run and format', () => {
-    expect(suggestedOutPath(folderOf('/home/me/.marsrl/studio.db'), ['sort8 decoupled/agentwise'], 'trajectories', 'parquet')).toBe('/home/me/.marsrl/sort8-decoupled-agentwise-trajectories.parquet');
-    expect(suggestedOutPath(folderOf('C:\\Users\\me\\studio.db'), ['A', 'B', 'C'], 'sft', 'jsonl')).toBe('C:\\Users\\me\\a-and-2-more-sft.jsonl');
+    expect(suggestedOutPath(folderOf('/home/me/.marsrl/studio.db'), [{ id: 3, name: 'sort8 decoupled/agentwise' }], 'trajectories', 'parquet')).toBe('/home/me/.marsrl/sort8-decoupled-agentwise-run3-trajectories.parquet');
+    expect(suggestedOutPath(folderOf('C:\\Users\\me\\studio.db'), [{ id: 1, name: 'A' }, { id: 2, name: 'B' }, { id: 4, name: 'C' }], 'sft', 'jsonl')).toBe('C:\\Users\\me\\a-run1-and-2-more-sft.jsonl');
+    // Two seeds whose names differ only past the cut still get two names (issue 18).
+    const long = 'sort8 decoupled/agentwise lr 1e-4 warm start 400 steps rounds 2 seed ';
+    expect(suggestedOutPath('/x', [{ id: 7, name: `${long}1` }], 'sft', 'jsonl')).not.toBe(suggestedOutPath('/x', [{ id: 8, name: `${long}2` }], 'sft', 'jsonl'));
     expect(suggestedOutPath('', [], 'pairs', 'jsonl')).toBe('runs-pairs.jsonl');
     expect(joinPath('/', 'x.jsonl')).toBe('/x.jsonl');
     expect(formatBytes(512)).toBe('512 B');

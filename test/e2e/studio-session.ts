@@ -45,7 +45,8 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
     store = openStore(dbPath);
     options.seed(store, tmp.dir);
     const rendererDir = await builtRenderer();
-    served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
+    // Its own per-user folder: exports to relative paths land there, never in the tester's home.
+    served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir], { MARSRL_HOME: path.join(tmp.dir, 'home') });
     browser = await launchChromium();
     ({ page, problems } = await watchedPage(browser));
   });

@@ -19,7 +19,7 @@ function from(url: string, { subframe = false } = {}): SenderEvent {
 /** Only the methods these tests call; the rest are absent, so calling one would fail loudly. */
 function fakeService(overrides: Partial<StudioApi> = {}): StudioApi {
   const methods: Partial<StudioApi> = {
-    appInfo: async () => ({ version: '0.1.0', databasePath: '/tmp/marsrl.db', schemaVersion: 1, transport: 'electron' }),
+    appInfo: async () => ({ version: '0.1.0', databasePath: '/tmp/marsrl.db', schemaVersion: 1, transport: 'electron', exportsDir: '/tmp/exports' }),
     listRuns: async () => ({ items: [], nextCursor: null }),
     getRun: async (id) => {
       throw new StudioError('not_found', `run ${id} does not exist`);

@@ -1,5 +1,5 @@
 import { compareRuns, groupTable, loadRuns, runTable, UnknownRunError, DEFAULT_SPIKE_THRESHOLD } from '../../engine/compare';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { printJson, table } from '../format';
 
@@ -33,6 +33,7 @@ export const compareCommand: Command = {
     }
     if (values.study === undefined && positionals.length === 0) throw new UsageError('compare needs at least one RUN (id or name), or --study STUDY', compareUsage);
     if (values.study !== undefined && positionals.length > 0) throw new UsageError('give RUNs or --study, not both', compareUsage);
+    for (const ref of positionals) runRef(ref, 'each RUN', compareUsage);
     let spikeThreshold: number | undefined;
     if (values['spike-threshold'] !== undefined) {
       spikeThreshold = Number(values['spike-threshold']);
@@ -72,6 +73,11 @@ export const compareCommand: Command = {
         }
         throw error;
       }
+      // A run named twice (`compare 1 1`, or by id and by name) is compared once.
+      const seen = new Set<number>();
+      const unique = runs.filter((r) => !seen.has(r.runId) && seen.add(r.runId));
+      if (unique.length < runs.length) ctx.err(`Note: ${runs.length - unique.length} run${runs.length - unique.length === 1 ? ' was' : 's were'} named more than once; each run is compared once.`);
+      runs = unique;
       let baselineRunId: number | undefined;
       if (values.baseline !== undefined) {
         const run = store.runs.find(values.baseline);

@@ -1,7 +1,7 @@
 import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult } from '../../engine/export';
 import { validateOptions } from '../../engine/export/options';
 import type { Split } from '../../engine/store/types';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { duration, printJson } from '../format';
 
@@ -136,6 +136,7 @@ export const exportCommand: Command = {
       return 0;
     }
     if (positionals.length === 0) throw new UsageError('export needs at least one RUN (id or name); list runs with: marsrl runs', usage);
+    for (const ref of positionals) runRef(ref, 'each RUN', usage);
     if (values.format === undefined) throw new UsageError(`export needs --format, one of ${EXPORT_FORMATS.join(', ')}`, usage);
     if (values.out === undefined) throw new UsageError('export needs --out PATH (the dataset file to write)', usage);
     if (values.jsonl && values.parquet) throw new UsageError('choose one of --jsonl and --parquet', usage);

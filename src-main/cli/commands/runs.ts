@@ -2,7 +2,7 @@ import { configToYaml } from '../../engine/config/load';
 import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
-import { intFlag, parseCommand, UsageError } from '../args';
+import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { age, duration, number, printJson, table } from '../format';
 
@@ -79,6 +79,7 @@ export const showCommand: Command = {
     }
     const ref = positionals[0];
     if (!ref) throw new UsageError('show needs a RUN (id or name)', showUsage);
+    runRef(ref, 'RUN', showUsage);
     const { store, databasePath } = openCliStudio(values.db, ctx.env);
     try {
       const run = store.runs.find(ref);

@@ -10,7 +10,11 @@
  * so a band built from fewer runs is visible as such); the x of a group point is the mean of
  * its runs' x at that step (on the step axis that is the step itself). Aligning by step rather
  * than by interpolated wall time keeps every band value an actual statistic of logged values.
+ *
+ * Bands are clipped to the metric's range (the catalog's: a share stays in [0, 1]): a 95% CI over
+ * two seeds uses t = 12.7 and would otherwise stretch an accuracy axis to −1…4 (issue 18).
  */
+import { describeMetric } from '../metrics/catalog';
 import { minMax, type Point } from '../metrics/downsample';
 import type { RunData, SeriesPoint } from './summary';
 import { bandOf, stats, type BandKind } from './stats';
@@ -70,6 +74,8 @@ export interface GroupBand {
   group: string;
   runIds: number[];
   points: BandPoint[];
+  /** The metric's range the band was clipped to, or null for an unbounded metric. */
+  clippedTo: [number, number] | null;
 }
 
 /** One run's line for `key` on `axis`, min/max-downsampled to `maxPoints` so spikes survive. */
@@ -99,11 +105,13 @@ export function groupBand(runs: readonly RunData[], key: string, axis: CompareXA
     const stride = Math.ceil(steps.length / maxPoints);
     steps = steps.filter((_, i) => i % stride === 0 || i === steps.length - 1);
   }
+  const range = describeMetric(key).range;
   const points: BandPoint[] = steps.map((step) => {
     const { xs, ys } = byStep.get(step)!;
     const s = stats(ys)!;
-    const [lo, hi] = bandOf(s, band);
+    let [lo, hi] = bandOf(s, band);
+    if (range) [lo, hi] = [Math.max(range[0], lo), Math.min(range[1], hi)];
     return { x: xs.reduce((a, b) => a + b, 0) / xs.length, step, mean: s.mean, lo, hi, n: s.n };
   });
-  return { group, runIds: runs.map((r) => r.runId), points };
+  return { group, runIds: runs.map((r) => r.runId), points, clippedTo: range ? [range[0], range[1]] : null };
 }

@@ -18,7 +18,7 @@
  *   group is its mean minus the baseline group's mean, with the spread rule of stats.ts.
  * - Run deltas: the run's value minus the baseline run's value.
  */
-import { configValue, diffConfigs, type ConfigDiff } from './config-diff';
+import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
 import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
 
@@ -214,9 +214,27 @@ export function groupLabel(config: Record<string, unknown>, groupBy: readonly st
   return groupBy.map((k) => configValue(config, k)).join(' / ');
 }
 
+/**
+ * A group-by key must be a derived key or a config path some compared run has: an unknown path
+ * would silently put every run under "—" (issue 18). The error lists the nearest real paths.
+ */
+export function checkGroupKeys(runs: readonly { config: Record<string, unknown> }[], groupBy: readonly string[]): void {
+  if (groupBy.length === 0 || runs.length === 0) return;
+  const paths = new Set(runs.flatMap((r) => Object.keys(flattenConfig(r.config))));
+  for (const key of groupBy) {
+    if ((DERIVED_KEYS as readonly string[]).includes(key) || paths.has(key)) continue;
+    const head = key.split('.')[0];
+    const last = key.split('.').pop()!;
+    const near = [...paths].filter((p) => p.startsWith(`${head}.`) || p.endsWith(`.${last}`)).slice(0, 8);
+    const hint = near.length ? `paths near it: ${near.join(', ')}` : `config sections: ${[...new Set([...paths].map((p) => p.split('.')[0]))].join(', ')}; derived: ${DERIVED_KEYS.join(', ')}`;
+    throw new RangeError(`group-by key "${key}" is not a config path of the compared runs (${hint})`);
+  }
+}
+
 /** Summaries, groups and deltas for a set of runs (in the order given). */
 export function compareRuns(runs: readonly RunData[], options: CompareOptions = {}): Comparison {
   const groupBy = [...(options.groupBy ?? [])];
+  checkGroupKeys(runs, groupBy);
   const spikeThreshold = options.spikeThreshold ?? DEFAULT_SPIKE_THRESHOLD;
   const metrics = summaryMetrics(runs);
   const baselineRunId = options.baselineRunId ?? runs[0]?.runId ?? null;

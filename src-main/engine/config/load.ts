@@ -8,6 +8,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { resourcesDir } from '../resources';
+import { parseJsonlRecords, type JsonlChecker } from '../tasks/jsonl';
 import { ROLES, RunConfigSchema, type RunConfig } from './schema';
 
 export interface ConfigIssue {
@@ -292,7 +293,46 @@ export function loadRunConfig(sources: ConfigSources): { config: RunConfig; pres
   if (preset) doc = presetDocument(preset);
   if (fileDoc) doc = deepMerge(doc, fileDoc);
   if (sources.overrides?.length) doc = applyOverrides(doc, sources.overrides);
-  return { config: resolveConfig(doc, sources.file ?? (preset ? `preset ${preset}` : undefined)), preset };
+  const source = sources.file ?? (preset ? `preset ${preset}` : undefined);
+  const config = resolveConfig(doc, source);
+  const fileIssues = taskFileIssues(config);
+  if (fileIssues.length) throw new ConfigError(fileIssues, source);
+  return { config, preset };
+}
+
+/**
+ * The files a config names, checked before a run is created (issue 18: a missing jsonl file
+ * passed validation, created a run, then killed the rollout worker with a stack trace): the
+ * jsonl task file exists, is a readable file and every line is a {"question","answer"} object.
+ * Relative paths are read from the working directory, as the run reads them (see
+ * `withAbsoluteTaskPaths`).
+ */
+export function taskFileIssues(config: Pick<RunConfig, 'task'>): ConfigIssue[] {
+  const { family, jsonl_path: file, checker } = config.task;
+  if (family !== 'jsonl' || !file) return [];
+  const full = path.resolve(file);
+  const issue = (message: string): ConfigIssue[] => [{ path: 'task.jsonl_path', message, value: file }];
+  const stat = fs.statSync(full, { throwIfNoEntry: false });
+  if (!stat) return issue(`no file at ${full}; give the path of a {"question","answer"} JSONL file`);
+  if (!stat.isFile()) return issue(`${full} is a folder, not a JSONL file`);
+  let text: string;
+  try {
+    text = fs.readFileSync(full, 'utf8');
+  } catch (error) {
+    return issue(`cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  try {
+    parseJsonlRecords(text, full, checker as JsonlChecker);
+  } catch (error) {
+    return issue((error as Error).message);
+  }
+  return [];
+}
+
+/** The config with the jsonl task path made absolute, so a worker started elsewhere reads the same file. */
+export function withAbsoluteTaskPaths(config: RunConfig): RunConfig {
+  if (config.task.family !== 'jsonl' || !config.task.jsonl_path) return config;
+  return { ...config, task: { ...config.task, jsonl_path: path.resolve(config.task.jsonl_path) } };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -174,14 +174,18 @@ export const RunConfigSchema = z
     runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
   })
   .superRefine((cfg, ctx) => {
-    // Cross-field rules only mean something once each field is valid on its own: with
-    // solver_group 0 already reported, "select_k exceeds solver_group (0)" would be noise.
-    if (((ctx as unknown as { issues?: unknown[] }).issues?.length ?? 0) > 0) return;
-    const policyIds = Object.keys(cfg.policies);
-    if (policyIds.length === 0) {
+    // Cross-field rules only mean something once the fields they read are valid on their own:
+    // with solver_group 0 already reported, "select_k exceeds solver_group (0)" would be noise.
+    // Other fields' errors do not hold them back: every problem is reported in one pass (issue 18).
+    const issues = (ctx as unknown as { issues?: { path?: PropertyKey[] }[] }).issues ?? [];
+    const bad = issues.map((i) => (i.path ?? []).map(String).join('.'));
+    const valid = (...paths: string[]) => !bad.some((b) => b === '' || paths.some((p) => b === p || b.startsWith(`${p}.`) || p.startsWith(`${b}.`)));
+    const policyIds = valid('policies') ? Object.keys(cfg.policies) : [];
+    if (valid('policies') && policyIds.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['policies'], message: 'at least one policy is required' });
     }
     for (const role of ROLES) {
+      if (!valid('agents', 'policies')) break;
       const id = cfg.agents[role];
       if (!cfg.policies[id]) {
         ctx.addIssue({
@@ -191,15 +195,15 @@ export const RunConfigSchema = z
         });
       }
     }
-    if (cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
+    if (valid('pipeline.segment_tokens', 'rollout.max_response_tokens') && cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
       ctx.addIssue({
         code: 'custom',
         path: ['pipeline', 'segment_tokens'],
         message: `segment_tokens (${cfg.pipeline.segment_tokens}) exceeds the response budget rollout.max_response_tokens (${cfg.rollout.max_response_tokens}); use at most ${cfg.rollout.max_response_tokens}`,
       });
     }
-    for (const [id, policy] of Object.entries(cfg.policies)) {
-      if (cfg.rollout.max_response_tokens >= policy.model.context) {
+    for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
+      if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= policy.model.context) {
         ctx.addIssue({
           code: 'custom',
           path: ['rollout', 'max_response_tokens'],
@@ -207,24 +211,26 @@ export const RunConfigSchema = z
         });
       }
     }
-    if (cfg.rollout.select_k > cfg.rollout.solver_group) {
+    if (valid('rollout.select_k', 'rollout.solver_group') && cfg.rollout.select_k > cfg.rollout.solver_group) {
       ctx.addIssue({
         code: 'custom',
         path: ['rollout', 'select_k'],
         message: `select_k (${cfg.rollout.select_k}) exceeds solver_group (${cfg.rollout.solver_group}); use at most ${cfg.rollout.solver_group}`,
       });
     }
-    if (cfg.task.family === 'jsonl' && !cfg.task.jsonl_path) {
+    if (valid('task.family', 'task.jsonl_path') && cfg.task.family === 'jsonl' && !cfg.task.jsonl_path) {
       ctx.addIssue({ code: 'custom', path: ['task', 'jsonl_path'], message: 'required when task.family is "jsonl": give the path of a {"question","answer"} JSONL file' });
     }
-    if (cfg.eval.problems > cfg.task.test_size) {
+    if (valid('eval.problems', 'task.test_size') && cfg.eval.problems > cfg.task.test_size) {
       ctx.addIssue({
         code: 'custom',
         path: ['eval', 'problems'],
         message: `eval.problems (${cfg.eval.problems}) exceeds task.test_size (${cfg.task.test_size}); use at most ${cfg.task.test_size}`,
       });
     }
-  });
+    // Run even when other fields failed (zod skips refinements then by default); `valid` above
+    // keeps each rule to fields that parsed.
+  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null });
 
 /** A fully resolved run configuration: every default filled in. */
 export type RunConfig = z.infer<typeof RunConfigSchema>;

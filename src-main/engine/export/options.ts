@@ -226,6 +226,13 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
       );
     }
     container = raw.container;
+    // JSON written into a .parquet name (or the reverse) would fool every reader that trusts
+    // the extension (issue 18: `--jsonl --out e.parquet`).
+    const named = containerFromExtension(out);
+    if (named !== null && named !== container) {
+      const fixed = out.replace(/\.[^.\\/]+$/, container === 'parquet' ? '.parquet' : '.jsonl');
+      throw invalid('out', `${path.basename(out)} names a ${named} file but the container is ${container}; write to ${path.basename(fixed)} or choose ${named}`);
+    }
   } else {
     container = containerFromExtension(out) ?? DEFAULT_CONTAINER[fmt];
   }

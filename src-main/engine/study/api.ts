@@ -85,7 +85,10 @@ export function createCompareStudyApi(options: { store: Store; runs?: StudyRunCo
         return compareRuns(runs, request) as CompareResult;
       } catch (error) {
         // An unknown baseline names the choices; it is the caller's request that is wrong.
-        if (error instanceof RangeError) throw new StudioError('invalid_request', error.message, [{ path: request.baselineGroup !== undefined ? 'baselineGroup' : 'baselineRunId', message: error.message }]);
+        if (error instanceof RangeError) {
+          const path = error.message.startsWith('group-by') ? 'groupBy' : request.baselineGroup !== undefined ? 'baselineGroup' : 'baselineRunId';
+          throw new StudioError('invalid_request', error.message, [{ path, message: error.message }]);
+        }
         throw error;
       }
     },

@@ -6,7 +6,8 @@
  *   shaded area, the member runs faint underneath.
  * Smoothing is TensorBoard's debiased EMA, applied to each drawn line (run, mean, band edges).
  */
-import type { CompareSeriesResult, CompareXAxis } from '../../../src-preload/api';
+import type { CompareBand, CompareSeriesResult, CompareXAxis } from '../../../src-preload/api';
+import { describeMetric, unitLabel } from '../../../src-main/engine/metrics/catalog';
 import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
 import { formatTick } from './format';
 import { CHART_THEME } from './palette';
@@ -31,6 +32,27 @@ export interface CompareChartInput {
 }
 
 type Pair = [number, number];
+
+/** Below this many seeds a spread band says little (a 95% CI over 2 seeds uses t = 12.7). */
+export const FEW_SEEDS = 3;
+
+const BAND_WORDS: Record<CompareBand, string> = { minmax: 'min–max', std: '± 1 std', ci95: '95% CI (Student t)' };
+
+/**
+ * What a group's band stands on, in words, and whether to warn: the seeds per step (the fewest
+ * and the most, since runs of different lengths drop out), and the range it was clipped to.
+ */
+export function bandNote(band: CompareSeriesResult['bands'][number], kind: CompareBand): { text: string; warn: boolean } {
+  const ns = band.points.map((p) => p.n);
+  const least = ns.length ? Math.min(...ns) : 0;
+  const most = ns.length ? Math.max(...ns) : 0;
+  const seeds = least === most ? `n = ${most} seed${most === 1 ? '' : 's'}` : `n = ${least}–${most} seeds per step`;
+  const warn = least < FEW_SEEDS && kind !== 'minmax';
+  const parts = [`${band.group}: ${BAND_WORDS[kind]} over ${seeds}`];
+  if (warn) parts.push(least < 2 ? 'a single seed has no spread: the band is empty there' : `too few seeds for a meaningful ${kind === 'ci95' ? 'interval' : 'spread'}; use ${FEW_SEEDS}+ seeds or min–max`);
+  if (band.clippedTo) parts.push(`clipped to the metric's range [${band.clippedTo[0]}, ${band.clippedTo[1]}]`);
+  return { text: parts.join(' · '), warn };
+}
 
 export function compareChartOption({ data, smoothing, grouped }: CompareChartInput): ChartOption {
   const smooth = (points: readonly Pair[]): Pair[] => debiasedEma(points, smoothing);
@@ -62,11 +84,12 @@ export function compareChartOption({ data, smoothing, grouped }: CompareChartInp
       legend.push(name);
     });
   }
+  const range = describeMetric(data.key).range;
   return {
     animation: false,
     textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
     legend: { type: 'scroll', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong }, pageTextStyle: { color: CHART_THEME.text } },
-    grid: { left: 8, right: 16, top: 34, bottom: 28, containLabel: true },
+    grid: { left: 26, right: 16, top: 34, bottom: 28, containLabel: true },
     tooltip: { ...CSP_SAFE_TOOLTIP, trigger: 'axis', backgroundColor: CHART_THEME.tooltipBg, borderColor: CHART_THEME.tooltipBorder, textStyle: { color: CHART_THEME.textStrong } },
     xAxis: {
       type: 'value',
@@ -78,7 +101,24 @@ export function compareChartOption({ data, smoothing, grouped }: CompareChartInp
       axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) },
       splitLine: { show: false },
     },
-    yAxis: { type: 'value', scale: true, axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) }, splitLine: { lineStyle: { color: CHART_THEME.grid } } },
+    yAxis: {
+      type: 'value',
+      scale: true,
+      name: unitLabel(describeMetric(data.key).unit),
+      nameLocation: 'middle',
+      nameGap: 40,
+      nameTextStyle: { color: CHART_THEME.text },
+      // Never past the metric's range (a share's axis ends at 1): data near an edge ends the axis
+      // there; otherwise (null) ECharts picks round bounds.
+      ...(range
+        ? {
+            min: (v: { min: number; max: number }) => (v.min < range[0] + (v.max - v.min) * 0.1 ? range[0] : null),
+            max: (v: { min: number; max: number }) => (v.max > range[1] - (v.max - v.min) * 0.1 ? range[1] : null),
+          }
+        : {}),
+      axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) },
+      splitLine: { lineStyle: { color: CHART_THEME.grid } },
+    },
     series,
   } as ChartOption;
 }

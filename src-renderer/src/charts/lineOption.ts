@@ -1,5 +1,6 @@
 /** The ECharts option of one metric panel: pure, so it is tested without a browser. */
 import type { SeriesXAxis } from '../../../src-preload/api';
+import { unitLabel, type MetricUnit } from '../../../src-main/engine/metrics/catalog';
 import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
 import { formatAxisX, formatTick, formatValue } from './format';
 import type { PanelLine } from './metricPanels';
@@ -14,23 +15,46 @@ export interface LineChartInput {
   data: ReadonlyMap<string, Points>;
   smoothing: number;
   xAxis: SeriesXAxis;
+  /** Titles the y axis; every line of a panel has it. */
+  unit?: MetricUnit;
+  /** Series shorter than this are drawn as logged (the default is MIN_SMOOTHED_POINTS). */
+  minSmoothedPoints?: number;
+  /**
+   * Told the tooltip's text whenever it is drawn: the canvas tooltip is invisible to screen
+   * readers, so the panel repeats it in a live region.
+   */
+  onReadout?: (text: string) => void;
 }
 
 const RAW_PREFIX = 'raw:';
+
+/**
+ * Below this many points a series is drawn as it is: an average over a handful of evaluations
+ * moves the last point far from the value the run scored (issue 18: a pass@4 of 1.0 drawn at 0.88).
+ */
+export const MIN_SMOOTHED_POINTS = 10;
+
+/** Whether a line of `points` points is smoothed at slider `weight`. */
+export function smoothsLine(points: number, weight: number, minPoints = MIN_SMOOTHED_POINTS): boolean {
+  return weight > 0 && points >= minPoints;
+}
 
 interface TooltipParam {
   seriesId?: string;
   seriesName?: string;
   marker?: string;
+  dataIndex?: number;
   value?: unknown;
   axisValue?: unknown;
 }
 
-export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInput): ChartOption {
-  const smoothed = smoothing > 0;
+export function lineChartOption({ lines, data, smoothing, xAxis, unit, minSmoothedPoints = MIN_SMOOTHED_POINTS, onReadout }: LineChartInput): ChartOption {
   const series: Record<string, unknown>[] = [];
+  /** The raw points of each smoothed line, by series id: the tooltip shows both. */
+  const rawOf = new Map<string, Points>();
   for (const line of lines) {
     const points = data.get(line.key) ?? [];
+    const smoothed = smoothsLine(points.length, smoothing, minSmoothedPoints);
     const common = {
       type: 'line',
       name: line.label,
@@ -48,7 +72,8 @@ export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInpu
     if (smoothed) {
       // The raw series stays visible underneath, faint, as in TensorBoard.
       series.push({ ...common, id: `${RAW_PREFIX}${line.key}`, silent: true, legendHoverLink: false, data: points, lineStyle: { width: 1, opacity: 0.22, type: line.dashed ? 'dashed' : 'solid' }, z: 1 });
-      series.push({ ...common, id: line.key, data: debiasedEma(points, smoothing), lineStyle: { width: 1.6, type: line.dashed ? 'dashed' : 'solid' }, z: 2 });
+      series.push({ ...common, id: line.key, name: `${line.label} (smoothed)`, data: debiasedEma(points, smoothing), lineStyle: { width: 1.6, type: line.dashed ? 'dashed' : 'solid' }, z: 2 });
+      rawOf.set(line.key, points);
     } else {
       series.push({ ...common, id: line.key, data: points, lineStyle: { width: 1.4, type: line.dashed ? 'dashed' : 'solid' }, z: 2 });
     }
@@ -57,7 +82,7 @@ export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInpu
     animation: false,
     textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
     // The legend is HTML above the canvas (it wraps, and toggles lines by leaving them out).
-    grid: { left: 8, right: 14, top: 10, bottom: 6, containLabel: true },
+    grid: { left: 22, right: 14, top: 10, bottom: 20, containLabel: true },
     tooltip: {
       ...CSP_SAFE_TOOLTIP,
       trigger: 'axis',
@@ -71,8 +96,18 @@ export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInpu
         if (shown.length === 0) return '';
         const x = Number(Array.isArray(shown[0].value) ? shown[0].value[0] : shown[0].axisValue);
         const header = xAxis === 'wall' ? `t = ${formatAxisX(x, 'wall')}` : `step ${formatAxisX(x, 'step')}`;
-        const rows = shown.map((p) => `${p.marker ?? ''}${p.seriesName ?? ''}   ${formatValue(Array.isArray(p.value) ? Number(p.value[1]) : Number(p.value))}`);
-        return [header, ...rows].join('\n');
+        const rows = shown.map((p) => {
+          const drawn = formatValue(Array.isArray(p.value) ? Number(p.value[1]) : Number(p.value));
+          const raw = rawOf.get(String(p.seriesId));
+          if (!raw) return `${p.marker ?? ''}${p.seriesName ?? ''}   value ${drawn}`;
+          // As TensorBoard: the value the run logged first, the smoothed curve's beside it.
+          const value = raw[p.dataIndex ?? -1]?.[1];
+          return `${p.marker ?? ''}${String(p.seriesName ?? '').replace(/ \(smoothed\)$/, '')}   value ${formatValue(value)} · smoothed ${drawn}`;
+        });
+        const text = [header, ...rows].join('\n');
+        // Rich-text markers are `{name|}` style tags, meaningless outside the canvas.
+        onReadout?.(text.replace(/\{[^|{}]*\|[^}]*\}/g, ''));
+        return text;
       },
     },
     xAxis: {
@@ -84,10 +119,18 @@ export function lineChartOption({ lines, data, smoothing, xAxis }: LineChartInpu
       splitLine: { show: false },
       // The data's last x is rarely a round tick and its label would crowd the one before it.
       axisLabel: { color: CHART_THEME.text, fontSize: 10, hideOverlap: true, showMaxLabel: false, formatter: (v: number) => formatAxisX(v, xAxis) },
+      name: xAxis === 'wall' ? 'wall time' : 'step',
+      nameLocation: 'middle',
+      nameGap: 20,
+      nameTextStyle: { color: CHART_THEME.text, fontSize: 10 },
     },
     yAxis: {
       type: 'value',
       scale: true,
+      name: unit ? unitLabel(unit) : undefined,
+      nameLocation: 'middle',
+      nameGap: 34,
+      nameTextStyle: { color: CHART_THEME.text, fontSize: 10 },
       splitNumber: 4,
       axisLine: { show: false },
       axisTick: { show: false },

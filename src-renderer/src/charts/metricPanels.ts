@@ -13,7 +13,13 @@
  *   section and are grouped the same way, with everything but the last segment as the
  *   namespace, so `eval/system/accuracy`, `eval/solver/accuracy` and the controls' accuracies
  *   land in one panel, and avg@k with pass@k in another.
+ * - A panel holds one unit (the metric catalog's): a namespace whose metrics have different
+ *   units (`perf`: tokens/s and seconds; `fixed`: a count and a share) gets a panel per unit, so
+ *   no series lies flat against another's scale (issue 18).
+ * - Titles say what the panel holds, from the catalog ("System − Solver accuracy"), never only
+ *   the namespace a lone metric happens to sit in.
  */
+import { describeMetric, metricTooltip, type MetricUnit } from '../../../src-main/engine/metrics/catalog';
 import { agentColor, compareAgents, seriesColor } from './palette';
 
 export interface PanelLine {
@@ -28,7 +34,26 @@ export interface MetricPanel {
   id: string;
   title: string;
   subtitle: string;
+  /** The one unit of every line (the y axis is titled with it). */
+  unit: MetricUnit;
+  /** Held-out evaluation or warm-start values: not smoothed unless the user asks. */
+  evaluation: boolean;
+  /** Title, description, unit and source of each line's metric, for the title's tooltip. */
+  description: string;
   lines: PanelLine[];
+}
+
+function panelOf(id: string, title: string, subtitle: string, lines: PanelLine[]): MetricPanel {
+  const info = describeMetric(lines[0].key);
+  const seen = new Set<string>();
+  const texts: string[] = [];
+  for (const line of lines) {
+    const text = metricTooltip(line.key);
+    const name = text.split('\n').slice(1).join('\n');
+    if (!seen.has(name)) texts.push(text);
+    seen.add(name);
+  }
+  return { id, title, subtitle, unit: info.unit, evaluation: info.evaluation, description: texts.join('\n\n'), lines };
 }
 
 export interface MetricSection {
@@ -113,25 +138,34 @@ function buildPanels(entries: Entry[], idPrefix: string): MetricPanel[] {
       }
     });
     distinctColors(lines);
-    panels.push({
-      id: `${idPrefix}:${prefix}`,
-      title: merged ? prefix : rests[0],
-      subtitle: merged ? rests.map((r) => r.slice(r.lastIndexOf('/') + 1)).join(' · ') : `${new Set(lines.map((l) => l.label)).size} series`,
+    // "Reward (mean)" names one line of a merged mean/std panel; the panel is about the reward.
+    const title = describeMetric(lines[0].key).title.replace(/ \((mean|std)\)$/, '');
+    panels.push(panelOf(
+      `${idPrefix}:${prefix}`,
+      title,
+      merged ? rests.map((r) => r.slice(r.lastIndexOf('/') + 1)).join(' · ') : `${new Set(lines.map((l) => l.label)).size} series`,
       lines,
-    });
+    ));
   }
 
   // What is left: one panel per namespace.
   const byNs = new Map<string, Entry[]>();
   for (const entry of entries) if (!used.has(entry.key)) byNs.set(entry.ns, [...(byNs.get(entry.ns) ?? []), entry]);
   for (const ns of [...byNs.keys()].sort(compareAgents)) {
-    const list = byNs.get(ns)!.sort((a, b) => compareNames(a.rest, b.rest));
-    panels.push({
-      id: `${idPrefix}:${ns}`,
-      title: ns,
-      subtitle: list.map((e) => e.rest).join(' · '),
-      lines: list.map((e, i) => ({ key: e.key, label: e.rest, color: list.length === 1 ? agentColor(ns) : seriesColor(i), dashed: false })),
-    });
+    const all = byNs.get(ns)!.sort((a, b) => compareNames(a.rest, b.rest));
+    const byUnit = new Map<MetricUnit, Entry[]>();
+    for (const entry of all) {
+      const unit = describeMetric(entry.key).unit;
+      byUnit.set(unit, [...(byUnit.get(unit) ?? []), entry]);
+    }
+    for (const [unit, list] of byUnit) {
+      const lines = list.map((e, i) => ({ key: e.key, label: e.rest, color: list.length === 1 ? agentColor(ns) : seriesColor(i), dashed: false }));
+      const info = describeMetric(list[0].key);
+      // A lone metric is titled by what it is, with the namespace it belongs to.
+      const title = list.length === 1 ? (info.subject && !info.title.toLowerCase().includes(info.subject) ? `${info.title} · ${ns}` : info.title) : `${ns}: ${list.map((e) => e.rest).join(', ')}`;
+      const id = byUnit.size === 1 ? `${idPrefix}:${ns}` : `${idPrefix}:${ns}:${unit.replace(/[^a-z0-9]+/gi, '-')}`;
+      panels.push(panelOf(id, title, list.length === 1 ? list[0].key : list.map((e) => e.rest).join(' · '), lines));
+    }
   }
   return panels;
 }

@@ -26,6 +26,8 @@ export const useDashboardStore = defineStore('dashboard', () => {
   const series = shallowRef<ReadonlyMap<string, Points>>(new Map());
   const totals = shallowRef<ReadonlyMap<string, number>>(new Map());
   const smoothing = ref(0.6);
+  /** Held-out evaluations are few and their value is the result: drawn unsmoothed unless asked (as issue 18 asks). */
+  const smoothEvaluation = ref(false);
   const xAxis = ref<SeriesXAxis>('step');
   const downsample = ref<Exclude<DownsampleMethod, 'none'>>('minmax');
   const loading = ref(false);
@@ -156,6 +158,7 @@ export const useDashboardStore = defineStore('dashboard', () => {
     series,
     totals,
     smoothing,
+    smoothEvaluation,
     xAxis,
     downsample,
     loading,

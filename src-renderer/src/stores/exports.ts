@@ -203,9 +203,9 @@ export const useExportsStore = defineStore('exports', () => {
 
   function refreshSuggestedOut(): void {
     if (outEdited.value) return;
-    const names = form.value.runs.map((id) => runInfo.value[id]?.name ?? `run-${id}`);
+    const runs = form.value.runs.map((id) => ({ id, name: runInfo.value[id]?.name ?? 'run' }));
     const chosen = form.value.container;
-    form.value.out = suggestedOutPath(defaultFolder(), names, form.value.format, chosen ?? effectiveContainer({ ...form.value, out: '' }));
+    form.value.out = suggestedOutPath(defaultFolder(), runs, form.value.format, chosen ?? effectiveContainer({ ...form.value, out: '' }));
   }
 
   function setFormat(format: ExportFormatName): void {
@@ -319,7 +319,7 @@ export const useExportsStore = defineStore('exports', () => {
       const started = await studioClient().startExport(request);
       exportId.value = started.exportId;
       phase.value = 'running';
-      lastFolder = folderOf(request.out);
+      lastFolder = folderOf(started.out);
       const early = unclaimed.get(started.exportId) ?? [];
       unclaimed.clear();
       for (const event of early) applyEvent(event);

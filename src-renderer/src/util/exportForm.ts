@@ -260,9 +260,13 @@ export function joinPath(folder: string, name: string): string {
   return folder.endsWith(sep) ? `${folder}${name}` : `${folder}${sep}${name}`;
 }
 
-/** The output file a new export suggests: `<folder>/<run>-<format>.<ext>`, more runs counted. */
-export function suggestedOutPath(folder: string, runNames: string[], format: ExportFormatName, container: ExportContainerName): string {
-  const first = runNames.length > 0 ? slug(runNames[0]) : 'runs';
-  const more = runNames.length > 1 ? `-and-${runNames.length - 1}-more` : '';
+/**
+ * The output file a new export suggests: `<folder>/<run>-run<id>-<format>.<ext>`, more runs
+ * counted. The id makes it unique per run: names of two seeds often differ only at the end,
+ * past where the name is cut, and the dialog offered to replace the other seed's file (issue 18).
+ */
+export function suggestedOutPath(folder: string, runs: readonly { id: number; name: string }[], format: ExportFormatName, container: ExportContainerName): string {
+  const first = runs.length > 0 ? `${slug(runs[0].name).slice(0, 48).replace(/[-.]+$/, '')}-run${runs[0].id}` : 'runs';
+  const more = runs.length > 1 ? `-and-${runs.length - 1}-more` : '';
   return joinPath(folder, `${first}${more}-${format}${EXTENSION[container]}`);
 }

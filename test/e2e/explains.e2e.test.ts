@@ -1,0 +1,180 @@
+/**
+ * Issue 18, "The interface tells the truth and explains itself", in Chromium against
+ * `marsrl serve`: the numbers a chart shows are the logged numbers (smoothing marked, held-out
+ * series drawn as logged, one unit per axis, titles that say what a panel holds). Screenshots
+ * land in test-results/screenshots/ (the ones the issue names are copied to docs/screenshots/).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
+import { formatValue } from '../../src-renderer/src/charts/format';
+import { seedStudy, type SeededStudy } from '../study/seed-study';
+import { screenshot } from './browser';
+import { seedStudio, type Seeded } from './seed';
+import { studioInChromium } from './studio-session';
+
+const POLL = { timeout: 20_000, interval: 100 };
+
+let store: Store;
+let seeded: Seeded;
+let study: SeededStudy;
+let page: Page;
+
+/** Timings and the fixed judged set, as the pipeline trainer and the evaluator log them. */
+function addTimingsAndFixedSet(db: Store, runId: number, steps: number): void {
+  const writer = db.writer({ flushIntervalMs: 0 });
+  for (let step = 0; step < steps; step++) {
+    const wallTime = step * 3.1;
+    writer.metric({ runId, step, wallTime, key: 'perf/rollout_s', value: 2.1 + (step % 5) * 0.05 });
+    writer.metric({ runId, step, wallTime, key: 'perf/update_s', value: 0.8 + (step % 3) * 0.04 });
+    if (step % 10 === 0 || step === steps - 1) {
+      writer.metric({ runId, step, wallTime, key: 'eval/fixed/answers', value: 800 });
+      writer.metric({ runId, step, wallTime, key: 'eval/fixed/wrong_share', value: 0.8 - step / 200 });
+      writer.metric({ runId, step, wallTime, key: 'eval/system/margin', value: 0.135 });
+    }
+  }
+  writer.close();
+}
+
+const session = studioInChromium({
+  tmpPrefix: 'marsrl-e2e-explains-',
+  database: 'explains.db',
+  seed: (db) => {
+    seeded = seedStudio(db);
+    addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
+    study = seedStudy(db, { steps: 12 });
+  },
+});
+beforeAll(() => {
+  ({ store, page } = session);
+});
+
+const panel = (id: string) => page.locator(`[data-panel="${id}"]`);
+
+/** Hover a panel's chart at a fraction of its width; returns the tooltip's words. */
+async function hoverReadout(id: string, fraction: number): Promise<string> {
+  await panel(id).scrollIntoViewIfNeeded();
+  const canvas = panel(id).locator('canvas').first();
+  await canvas.waitFor();
+  const box = (await canvas.boundingBox())!;
+  await canvas.hover({ position: { x: box.width * fraction, y: box.height / 2 } });
+  const readout = panel(id).getByTestId('panel-readout');
+  await expect.poll(async () => (await readout.textContent())?.trim() ?? '', POLL).not.toBe('');
+  return (await readout.textContent())!.trim();
+}
+
+describe('numbers shown are the numbers (issue 18)', () => {
+  it('draws held-out series as logged, and shows value and smoothed side by side where it smooths', async () => {
+    const run = seeded.done;
+    await session.open(`#/runs/${run.id}`);
+    await panel('train:grad_norm').waitFor();
+    // The default smoothing leaves every held-out panel alone and marks the training panels it smooths.
+    const evalPanels = page.locator('[data-section="eval"] [data-panel]');
+    await expect.poll(() => evalPanels.count(), POLL).toBeGreaterThan(2);
+    expect(await page.locator('[data-section="eval"] [data-smoothed="true"]').count()).toBe(0);
+    expect(await panel('train:grad_norm').getAttribute('data-smoothed')).toBe('true');
+    expect(await panel('train:grad_norm').getByTestId('smoothed-mark').textContent()).toContain('0.60');
+    expect(await page.locator('[data-section="eval"]').getByTestId('smoothed-mark').count()).toBe(0);
+
+    // The last held-out point reads the value the run logged, to the digit.
+    const last = await hoverReadout('eval:accuracy', 0.95);
+    const logged = store.metrics.latest(run.id, ['eval/system/accuracy'])['eval/system/accuracy'];
+    expect(last).toContain(`step ${run.steps - 1}`);
+    expect(last).toMatch(new RegExp(`system\\s+value ${formatValue(logged).replace('.', '\\.')}(\\n|$)`));
+    expect(last).not.toContain('smoothed');
+
+    // A smoothed training panel gives both numbers: the logged value and the curve's.
+    const train = await hoverReadout('train:grad_norm', 0.5);
+    const step = Number(/^step (\d+)/.exec(train)?.[1]);
+    const at = store.metrics.series(run.id, 'solver/grad_norm', step - 1, 1).items[0];
+    expect(at.step).toBe(step);
+    expect(train).toMatch(new RegExp(`solver\\s+value ${formatValue(at.value).replace('.', '\\.')} · smoothed \\d`));
+    await screenshot(page, 'dashboard-tooltip');
+
+    // Asking for it smooths the held-out series too.
+    await page.getByLabel('Smooth held-out and short series too').check();
+    await expect.poll(() => panel('eval:accuracy').getAttribute('data-smoothed'), POLL).toBe('true');
+    await page.getByLabel('Smooth held-out and short series too').uncheck();
+  });
+
+  it('puts one unit on an axis and titles panels by what they hold', async () => {
+    const run = seeded.done;
+    await session.open(`#/runs/${run.id}`);
+    await panel('train:grad_norm').waitFor();
+    // perf: seconds apart from tokens/s; fixed: the count apart from the share.
+    await expect.poll(() => panel('train:perf:seconds').getAttribute('data-unit'), POLL).toBe('seconds');
+    expect(await panel('train:perf:tokens-s').getAttribute('data-unit')).toBe('tokens/s');
+    expect(await panel('eval:fixed:count').locator('.legend, .panel__latest').textContent()).toContain('800');
+    expect(await panel('eval:fixed:share').getAttribute('data-unit')).toBe('share');
+    // The margin's panel says it is the margin, and its corner value says it is the last one.
+    const margin = page.locator('[data-panel^="eval:system"]').filter({ hasText: 'System − Solver accuracy' });
+    expect(await margin.count()).toBe(1);
+    expect((await margin.locator('.panel__latest').textContent())?.replace(/\s+/g, ' ').trim()).toBe('last 0.1350');
+    expect(await margin.locator('.panel__title').getAttribute('title')).toContain('minus the Solver alone');
+    const corrector = panel('train:corrector1');
+    expect(await corrector.locator('.panel__title').textContent()).toContain('Corrector fix rate');
+  });
+});
+
+describe("compare's bands say what they stand on (issue 18)", () => {
+  it('names the seeds under a 95% CI, warns at two, clips it to the metric range, and explains the metric', async () => {
+    await session.open(`#/compare?study=${study.studyId}`, { fresh: true });
+    await page.getByTestId('group-table').waitFor();
+    await page.getByLabel('Metric').selectOption('eval/system/accuracy');
+    await page.getByRole('radio', { name: '95% CI' }).click();
+    const notes = page.getByTestId('band-notes').locator('li');
+    await expect.poll(() => notes.count(), POLL).toBe(4);
+    for (const text of await notes.allInnerTexts()) {
+      expect(text).toMatch(/95% CI \(Student t\) over n = 2 seeds · too few seeds for a meaningful interval; use 3\+ seeds or min–max · clipped to the metric's range \[0, 1\]/);
+    }
+    expect(await page.getByTestId('band-notes').getByRole('alert').count()).toBe(4);
+    // min–max needs no warning; the seeds are still named.
+    await page.getByRole('radio', { name: 'min–max' }).click();
+    await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(0);
+    expect(await notes.first().innerText()).toContain('min–max over n = 2 seeds');
+    // The metric picker and the line under it say what the metric is, from the catalog.
+    expect(await page.getByLabel('Metric').locator('option:checked').innerText()).toBe('eval/system/accuracy — Accuracy');
+    expect(await page.getByTestId('metric-description').innerText()).toContain('Held-out evaluation (for the whole chain)');
+    await page.getByRole('radio', { name: '95% CI' }).click();
+    await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(4);
+    await page.waitForTimeout(300);
+    await screenshot(page, 'compare-warning-band');
+  });
+});
+
+describe('exports from the browser land in the documented exports folder (issue 18)', () => {
+  it('resolves a relative path against the per-user exports folder, shows the full path, and words errors for the form', async () => {
+    const run = seeded.done;
+    const exportsFolder = path.join(session.dir, 'home', 'exports');
+    await session.open('#/runs', { fresh: true });
+    const row = page.locator(`[role="rowgroup"] [data-run-id="${run.id}"]`);
+    await row.hover();
+    await row.getByTestId('row-export').click();
+    const dialog = page.getByTestId('export-dialog');
+    await dialog.waitFor();
+    // The default name is unique per run: it carries the run id.
+    expect(await dialog.getByTestId('export-out').inputValue()).toContain(`-run${run.id}-`);
+    await dialog.locator('[data-format="sft"]').click();
+    await dialog.getByTestId('export-out').fill('relative-sft.jsonl');
+    const full = path.join(exportsFolder, 'relative-sft.jsonl');
+    await expect.poll(() => dialog.getByTestId('export-out-resolved').innerText(), POLL).toBe(`Writes ${full}`);
+    await dialog.getByTestId('export-start').click();
+    await dialog.getByTestId('export-result').waitFor({ timeout: POLL.timeout });
+    expect((await dialog.getByTestId('export-out-path').innerText()).trim()).toBe(full);
+    expect(fs.existsSync(full)).toBe(true);
+    // The server's working directory (the checkout) got nothing.
+    expect(fs.existsSync(path.resolve('relative-sft.jsonl'))).toBe(false);
+
+    // The same file again: the advice names the dialog's button, not a CLI flag.
+    await dialog.getByTestId('export-again').click();
+    await dialog.getByTestId('export-start').click();
+    const issue = dialog.locator('[data-issue-path="out"]');
+    await issue.waitFor();
+    expect(await issue.innerText()).toContain('press "Replace it (force)" to overwrite it');
+    expect(await issue.innerText()).not.toContain('--force');
+    // The refused call is logged by the browser as a failed request.
+    session.problems.errors = session.problems.errors.filter((e) => !/status of 400/.test(e));
+  });
+});
