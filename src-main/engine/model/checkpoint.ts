@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GPT, paramSpecs, type CreateModelOptions, type GPTConfig } from './gpt';
 import { Adam, createOptimizer, type LrSchedule } from './optim';
+import type { ParamSpec } from './policy-model';
 import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
 
@@ -47,8 +48,16 @@ export interface CheckpointManifest {
   extra?: unknown;
 }
 
+/** What saving a GPT checkpoint reads from the model. */
+export interface GptCheckpointModel {
+  readonly config: GPTConfig;
+  readonly specs: readonly ParamSpec[];
+  readonly numParams: number;
+  getWeights(): Float32Array;
+}
+
 export interface SaveCheckpointArgs {
-  model: GPT;
+  model: GptCheckpointModel;
   optimizer?: Adam | null;
   tokenizer: Tokenizer;
   /** The run's configuration snapshot (saved verbatim). */

@@ -1,27 +1,62 @@
 /**
- * The policies of a run: one model and optimizer per policy id, shared by every role that the
- * config's `agents` maps to it (one shared policy, one per role, or different sizes per role).
+ * The policies of a run: one model, tokenizer and optimizer per policy id, shared by every role
+ * that the config's `agents` maps to it (one shared policy, one per role, or different sizes per
+ * role). Callers reach a policy only through the seam of policy-model.ts (`PolicyModel`,
+ * `PolicyTokenizer`), so the same rollout, training and checkpoint code serves the Studio's own
+ * GPT and a Hugging Face model (issue #13), even side by side in one run.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
-import { createModel, type GPT } from '../model/gpt';
+import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
-import { Tokenizer } from '../model/tokenizer';
+import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
+import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
 import { hashString } from '../util/rng';
 import { resourcesDir } from '../resources';
+import { CharPolicyTokenizer } from './sequences';
+
+/**
+ * What another process (the pipeline's rollout) or a KL reference needs to rebuild a policy's
+ * model and tokenizer without its trainable weights, which travel separately as one flat buffer.
+ */
+export type PolicyModelSource =
+  | { family: 'gpt'; config: GPTConfig; tokenizer: TokenizerJSON }
+  | { family: 'hf'; path: string; dtype: 'float32'; systemPrompts: Record<Role, string>; enableThinking: boolean };
+
+/**
+ * Which model a policy started from, recorded with the run so that Compare shows when two runs
+ * started from different models: for the GPT family the init checkpoint (or a fresh seed), for the
+ * Hugging Face family the folder and the digests of its config and weights.
+ */
+export interface ModelIdentity {
+  family: 'gpt' | 'hf';
+  /** The init checkpoint (gpt) or the model folder (hf); null for a freshly initialised GPT. */
+  path: string | null;
+  /** SHA-256 of the model's config (hf: config.json; gpt: the architecture and tokenizer). */
+  configDigest: string;
+  /** SHA-256 of the starting weights (hf: the safetensors; gpt: the init checkpoint's weights.bin, or null when fresh). */
+  weightsDigest: string | null;
+}
 
 export class PolicyRuntime {
   /** Frozen copy of the starting weights, for the KL penalty (only when kl_coef > 0). */
-  reference: GPT | null = null;
+  reference: PolicyModel | null = null;
 
   constructor(
     readonly id: string,
     readonly config: PolicyConfig,
-    readonly model: GPT,
+    readonly model: PolicyModel,
+    /** How this policy's prompts and responses become tokens (one per policy: bases may differ). */
+    readonly tokenizer: PolicyTokenizer,
     public optimizer: Adam,
+    /** How to rebuild this policy's model elsewhere (see `buildPolicyModel`). */
+    readonly source: PolicyModelSource,
+    /** The model this policy started from. */
+    readonly identity: ModelIdentity,
     /** RL updates applied before this process loaded the policy (from a checkpoint). */
     private readonly baseVersion = 0,
   ) {}
@@ -47,11 +82,30 @@ export class PolicyRuntime {
     this.adoptedVersion = version;
   }
 
+  /** Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`). */
+  freezeReference(): void {
+    this.reference?.dispose();
+    const { model } = buildPolicyModel(this.source);
+    model.setWeights(this.model.getWeights());
+    this.reference = model;
+  }
+
   dispose(): void {
     this.model.dispose();
     this.optimizer.dispose();
     this.reference?.dispose();
   }
+}
+
+/**
+ * A policy's model and tokenizer rebuilt from its source, with the source's starting weights
+ * (gpt: a seed-0 initialisation, hf: the folder's weights); callers then set the trained ones.
+ */
+export function buildPolicyModel(source: PolicyModelSource): { model: PolicyModel; tokenizer: PolicyTokenizer } {
+  if (source.family === 'gpt') {
+    return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
+  }
+  throw new Error(`policy family ${source.family} is not available in this build`);
 }
 
 export type RolePolicies = Record<Role, PolicyRuntime>;
@@ -89,7 +143,22 @@ export function resolveInitPath(init: string): string {
   return found;
 }
 
-/** A fresh policy, or one loaded from its init checkpoint, with a new RL optimizer. */
+function sha256Json(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex');
+}
+
+function gptSource(config: GPTConfig, tokenizer: Tokenizer): Extract<PolicyModelSource, { family: 'gpt' }> {
+  return { family: 'gpt', config: { ...config }, tokenizer: tokenizer.toJSON() };
+}
+
+function gptIdentity(source: Extract<PolicyModelSource, { family: 'gpt' }>, init: string | null, weightsDigest: string | null): ModelIdentity {
+  return { family: 'gpt', path: init, configDigest: sha256Json({ config: source.config, tokenizer: source.tokenizer }), weightsDigest };
+}
+
+/**
+ * A fresh policy, or one loaded from its init checkpoint, with a new RL optimizer. `tokenizer` is
+ * the task's character tokenizer, which the GPT family uses.
+ */
 export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: Tokenizer, seed: number): { policy: PolicyRuntime; fromCheckpoint: string | null } {
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
@@ -101,38 +170,57 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
     }
     loaded.optimizer?.dispose();
     const optimizer = createOptimizer(loaded.model, policyConfig.optimizer);
-    return { policy: new PolicyRuntime(id, policyConfig, loaded.model, optimizer), fromCheckpoint: dir };
+    const source = gptSource(loaded.model.config, loaded.tokenizer);
+    const identity = gptIdentity(source, dir, loaded.manifest.files['weights.bin']?.sha256 ?? null);
+    return { policy: new PolicyRuntime(id, policyConfig, loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, identity), fromCheckpoint: dir };
   }
   const model = createModel({ ...policyConfig.model, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
-  return { policy: new PolicyRuntime(id, policyConfig, model, createOptimizer(model, policyConfig.optimizer)), fromCheckpoint: null };
+  const source = gptSource(model.config, tokenizer);
+  const policy = new PolicyRuntime(id, policyConfig, model, new CharPolicyTokenizer(tokenizer), createOptimizer(model, policyConfig.optimizer), source, gptIdentity(source, null, null));
+  return { policy, fromCheckpoint: null };
+}
+
+/**
+ * Save one policy as a Studio checkpoint of its family (model, optimizer state when given,
+ * tokenizer, the run's config snapshot, `extra` plus the policy's identity).
+ */
+export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: { optimizer: Adam | null; config: unknown; step: number; extra?: object }): void {
+  const extra = { ...args.extra, identity: policy.identity };
+  const { source } = policy;
+  if (source.family === 'gpt') {
+    const model = { config: source.config, specs: policy.model.specs, numParams: policy.model.numParams, getWeights: () => policy.model.getWeights() };
+    saveCheckpoint(dir, { model, optimizer: args.optimizer, tokenizer: Tokenizer.fromJSON(source.tokenizer), config: args.config, step: args.step, extra });
+  } else {
+    throw new Error(`policy ${policy.id}: checkpoints of the ${source.family} family are not available in this build`);
+  }
 }
 
 /** Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). */
-export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, tokenizer: Tokenizer, config: RunConfig, step: number, extra: unknown): string[] {
+export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, extra: object): string[] {
   const written: string[] = [];
   for (const [id, policy] of policies) {
     const target = path.join(dir, id);
-    saveCheckpoint(target, { model: policy.model, optimizer: policy.optimizer, tokenizer, config, step, extra: { ...(extra as object), policyVersion: policy.version } });
+    savePolicyCheckpoint(target, policy, { optimizer: policy.optimizer, config, step, extra: { ...extra, policyVersion: policy.version } });
     written.push(target);
   }
   return written;
 }
 
 /** Load policies saved by `savePolicies`, restoring optimizer state and versions exactly. */
-export function loadPolicies(dir: string, config: RunConfig): { policies: Map<string, PolicyRuntime>; step: number; extra: unknown; tokenizer: Tokenizer } {
+export function loadPolicies(dir: string, config: RunConfig): { policies: Map<string, PolicyRuntime>; step: number; extra: unknown } {
   const policies = new Map<string, PolicyRuntime>();
   let step = -1;
   let extra: unknown = null;
-  let tokenizer: Tokenizer | null = null;
   for (const id of usedPolicyIds(config)) {
     const loaded = loadCheckpoint(path.join(dir, id));
     const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
+    const source = gptSource(loaded.model.config, loaded.tokenizer);
+    const saved = (loaded.extra as { identity?: ModelIdentity } | null)?.identity;
     // The optimizer's own step count already counts the updates; baseVersion stays 0.
-    policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, optimizer));
+    policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, saved ?? gptIdentity(source, null, null)));
     step = loaded.step;
     extra = loaded.extra;
-    tokenizer = loaded.tokenizer;
   }
-  if (!tokenizer) throw new Error(`no policy checkpoints in ${dir}`);
-  return { policies, step, extra, tokenizer };
+  if (step < 0) throw new Error(`no policy checkpoints in ${dir}`);
+  return { policies, step, extra };
 }
