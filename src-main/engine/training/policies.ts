@@ -174,7 +174,9 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
     const identity = gptIdentity(source, dir, loaded.manifest.files['weights.bin']?.sha256 ?? null);
     return { policy: new PolicyRuntime(id, policyConfig, loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, identity), fromCheckpoint: dir };
   }
-  const model = createModel({ ...policyConfig.model, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
+  if (policyConfig.model.kind === 'hf') throw new Error(`policies.${id}.model: the hf family is not available in this build`);
+  const { kind: _kind, ...sizes } = policyConfig.model;
+  const model = createModel({ ...sizes, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
   const source = gptSource(model.config, tokenizer);
   const policy = new PolicyRuntime(id, policyConfig, model, new CharPolicyTokenizer(tokenizer), createOptimizer(model, policyConfig.optimizer), source, gptIdentity(source, null, null));
   return { policy, fromCheckpoint: null };
