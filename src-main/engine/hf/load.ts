@@ -81,7 +81,7 @@ export function checkHfTensors(dir: string, c: HfArchConfig): Map<string, Safete
 const PIECE_ELEMENTS = 1 << 20;
 
 /** Read `count` elements starting at element `at` of a tensor as float32. */
-function readPiece(fd: number, t: SafetensorsTensor, at: number, count: number, out: Float32Array): void {
+function readPiece(fd: number, t: SafetensorsTensor, at: number, count: number, out: Float32Array<ArrayBuffer>): void {
   const bytes = dtypeBytes(t.dtype);
   const raw = new Uint8Array(count * bytes);
   let done = 0;
