@@ -57,8 +57,8 @@ export class HfTokenizer {
   readonly chatTemplateSource: { file: string; key: string } | null;
   /** stop ids: generation_config.json eos_token_id (number or list), else tokenizer_config eos */
   readonly stopTokens: number[];
-  /** tokenizer_config.json add_bos_token (false when absent). */
-  readonly addBosToken: boolean;
+  /** tokenizer_config.json add_bos_token, null when absent (then tokenizer.json's post-processor decides). */
+  readonly addBosTokenSetting: boolean | null;
   /** Special token texts the template may use (bos_token, eos_token, …). */
   readonly specialTokenText: Record<'bos_token' | 'eos_token' | 'pad_token' | 'unk_token', string | null>;
   readonly dir: string;
@@ -100,7 +100,7 @@ export class HfTokenizer {
       unk_token: tokenText(config.unk_token),
     };
     this.bosId = idOf('bos_token');
-    this.addBosToken = config.add_bos_token === true;
+    this.addBosTokenSetting = typeof config.add_bos_token === 'boolean' ? config.add_bos_token : null;
     const eosFromConfig = idOf('eos_token');
 
     const genFile = path.join(dir, GENERATION_CONFIG);
