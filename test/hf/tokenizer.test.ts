@@ -145,10 +145,10 @@ describe('broken tokenizer files', () => {
 
   it('refuses a chat template that fails to render, naming the file and key', () => {
     const cfg = JSON.parse(fs.readFileSync(path.join(QWEN3_TOKENIZER, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
-    const raising = variant('bad-template', QWEN3_TOKENIZER, { 'tokenizer_config.json': JSON.stringify({ ...cfg, chat_template: "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{{ m.content }}{% endfor %}" }) });
+    const raising = variant('bad-template', QWEN3_TOKENIZER, { 'tokenizer_config.json': JSON.stringify({ ...cfg, chat_template: "{% for m in messages %}{% if m.role == 'assistant' %}{{ raise_exception('Assistant turns not supported') }}{% endif %}{{ m.content }}{% endfor %}" }) });
     const tok = HfTokenizer.fromFolder(raising);
     expect(tok.renderChat([{ role: 'user', content: 'fine' }])).toBe('fine');
-    expect(() => tok.checkChatTemplate()).toThrow(/tokenizer_config\.json \(chat_template\): chat template failed to render \(System role not supported\)/);
+    expect(() => tok.checkChatTemplate()).toThrow(/tokenizer_config\.json \(chat_template\): chat template failed to render \(Assistant turns not supported\)/);
     const unparsable = variant('bad-syntax', QWEN3_TOKENIZER, { 'tokenizer_config.json': JSON.stringify({ ...cfg, chat_template: '{% if messages %}{{ messages[0].content }' }) });
     expect(() => HfTokenizer.fromFolder(unparsable).checkChatTemplate()).toThrow(/tokenizer_config\.json \(chat_template\): chat template does not parse/);
   });

@@ -196,9 +196,12 @@ export class HfTokenizer {
     }
   }
 
-  /** Render a short sample conversation: throws the template's error, if any (inspect, loading). */
+  /**
+   * Render a short sample conversation (user, assistant, user: what every chat template accepts —
+   * some refuse a system role) and throw the template's error, if any (inspect, loading).
+   */
   checkChatTemplate(): void {
-    this.renderChat([{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'U2' }], { addGenerationPrompt: true });
+    this.renderChat([{ role: 'user', content: 'U' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'U2' }], { addGenerationPrompt: true });
   }
 
   /**
