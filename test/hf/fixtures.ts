@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Llama } from 'node-llama-cpp';
 import type { HfArchConfig } from '../../src-main/engine/hf/config';
 import { writeRandomHfModel, type RandomHfModelOptions } from '../../src-main/engine/hf/random-model';
 import { Rng } from '../../src-main/engine/util/rng';
@@ -105,4 +106,31 @@ export function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
   return m;
+}
+
+/** llama.cpp's log-probabilities of every position of each prompt, [T][V] (−Infinity where it gives none). */
+export async function llamaCppLogProbs(llamaLib: Llama, gguf: string, prompts: number[][], V: number): Promise<Float64Array[][]> {
+  const model = await llamaLib.loadModel({ modelPath: gguf });
+  // A float32 KV cache and no flash attention: llama.cpp's defaults (F16 cache) round keys and values
+  // to 11 bits, which alone moves log-probs by ~1e-2 on these peaked random models.
+  const context = await model.createContext({ contextSize: 256, sequences: 1, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', flashAttention: false });
+  const sequence = context.getSequence();
+  const out: Float64Array[][] = [];
+  try {
+    for (const p of prompts) {
+      await sequence.clearHistory();
+      const res = await sequence.controlledEvaluate(p.map((t) => [t, { generateNext: { probabilities: true } }]));
+      out.push(
+        res.map((r) => {
+          const lp = new Float64Array(V).fill(-Infinity);
+          for (const [tok, prob] of r!.next!.probabilities!) lp[tok] = Math.log(prob);
+          return lp;
+        }),
+      );
+    }
+  } finally {
+    await context.dispose();
+    await model.dispose();
+  }
+  return out;
 }
