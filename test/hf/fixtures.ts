@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Llama } from 'node-llama-cpp';
+import type { ControlledEvaluateInputItem, Llama, Token } from 'node-llama-cpp';
 import type { HfArchConfig } from '../../src-main/engine/hf/config';
 import { writeRandomHfModel, type RandomHfModelOptions } from '../../src-main/engine/hf/random-model';
 import { Rng } from '../../src-main/engine/util/rng';
@@ -119,7 +119,7 @@ export async function llamaCppLogProbs(llamaLib: Llama, gguf: string, prompts: n
   try {
     for (const p of prompts) {
       await sequence.clearHistory();
-      const res = await sequence.controlledEvaluate(p.map((t) => [t, { generateNext: { probabilities: true } }]));
+      const res = await sequence.controlledEvaluate(p.map((t): ControlledEvaluateInputItem => [t as Token, { generateNext: { probabilities: true } }]));
       out.push(
         res.map((r) => {
           const lp = new Float64Array(V).fill(-Infinity);
