@@ -12,12 +12,17 @@ import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
-import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
+import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
+import { loadHfModel } from '../hf/load';
+import type { HfModel } from '../hf/model';
+import { hfPolicyTokenizer, type HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
 import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
 import { hashString } from '../util/rng';
 import { resourcesDir } from '../resources';
 import { CharPolicyTokenizer } from './sequences';
+
+const CHECKPOINT_FILE = 'checkpoint.json';
 
 /**
  * What another process (the pipeline's rollout) or a KL reference needs to rebuild a policy's
@@ -25,7 +30,15 @@ import { CharPolicyTokenizer } from './sequences';
  */
 export type PolicyModelSource =
   | { family: 'gpt'; config: GPTConfig; tokenizer: TokenizerJSON }
-  | { family: 'hf'; path: string; dtype: 'float32'; systemPrompts: Record<Role, string>; enableThinking: boolean };
+  | {
+      family: 'hf';
+      /** A Hugging Face folder or a Studio checkpoint of the hf family (its architecture and weights are read). */
+      path: string;
+      dtype: 'float32';
+      /** The folder holding the tokenizer files (the model folder, or a checkpoint's tokenizer/). */
+      tokenizerDir: string;
+      prompts: HfPromptSettings;
+    };
 
 /**
  * Which model a policy started from, recorded with the run so that Compare shows when two runs
@@ -40,6 +53,8 @@ export interface ModelIdentity {
   configDigest: string;
   /** SHA-256 of the starting weights (hf: the safetensors; gpt: the init checkpoint's weights.bin, or null when fresh). */
   weightsDigest: string | null;
+  /** hf: the Hugging Face folder the weights came from first (what an hf checkpoint records as its base). */
+  base?: { path: string; configDigest: string; weightsDigest: string };
 }
 
 export class PolicyRuntime {
@@ -105,8 +120,34 @@ export function buildPolicyModel(source: PolicyModelSource): { model: PolicyMode
   if (source.family === 'gpt') {
     return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
   }
-  throw new Error(`policy family ${source.family} is not available in this build`);
+  const { model, tokenizer } = loadHfSource(source.path);
+  return { model, tokenizer: hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking }) };
 }
+
+/** An hf model and tokenizer from a Hugging Face folder or a Studio checkpoint of the family. */
+function loadHfSource(dir: string): { model: HfModel; tokenizer: HfTokenizer } {
+  if (fs.existsSync(path.join(dir, CHECKPOINT_FILE))) {
+    const loaded = loadHfCheckpoint(dir);
+    loaded.optimizer?.dispose();
+    return { model: loaded.model, tokenizer: loaded.tokenizer };
+  }
+  const { model, tokenizer } = loadHfModel(dir, { dtype: 'float32' });
+  return { model, tokenizer };
+}
+
+/**
+ * What each role of a Hugging Face policy is told in its system message: its job and the exact
+ * output format the Studio parses (agents/formats.ts: `A:<answer>` on the last line, `V:ok` /
+ * `V:no`); the user message is the role's prompt text, as the GPT family reads it.
+ */
+export const DEFAULT_SYSTEM_PROMPTS: Record<Role, string> = {
+  solver:
+    'You are the Solver in a team of agents. Solve the problem in the user message. Keep any working short, then end your reply with one line of the form A:<answer> holding only the final answer.',
+  verifier:
+    'You are the Verifier in a team of agents. The user message is a problem, then "|", then a proposed final answer written A:<answer>. Check whether that answer is right. Reply with exactly V:ok if it is right or V:no if it is wrong, and nothing after it.',
+  corrector:
+    'You are the Corrector in a team of agents. The user message is a problem, a proposed solution and the Verifier\'s verdict on it (V:no), separated by "|". Write a corrected solution and end your reply with one line of the form A:<answer> holding only the final answer.',
+};
 
 export type RolePolicies = Record<Role, PolicyRuntime>;
 
@@ -160,6 +201,7 @@ function gptIdentity(source: Extract<PolicyModelSource, { family: 'gpt' }>, init
  * the task's character tokenizer, which the GPT family uses.
  */
 export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: Tokenizer, seed: number): { policy: PolicyRuntime; fromCheckpoint: string | null } {
+  if (policyConfig.model.kind === 'hf') return createHfPolicy(id, policyConfig, policyConfig.model);
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
     const loaded = loadCheckpoint(dir);
@@ -174,7 +216,6 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
     const identity = gptIdentity(source, dir, loaded.manifest.files['weights.bin']?.sha256 ?? null);
     return { policy: new PolicyRuntime(id, policyConfig, loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, identity), fromCheckpoint: dir };
   }
-  if (policyConfig.model.kind === 'hf') throw new Error(`policies.${id}.model: the hf family is not available in this build`);
   const { kind: _kind, ...sizes } = policyConfig.model;
   const model = createModel({ ...sizes, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
   const source = gptSource(model.config, tokenizer);
@@ -193,8 +234,36 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
     const model = { config: source.config, specs: policy.model.specs, numParams: policy.model.numParams, getWeights: () => policy.model.getWeights() };
     saveCheckpoint(dir, { model, optimizer: args.optimizer, tokenizer: Tokenizer.fromJSON(source.tokenizer), config: args.config, step: args.step, extra });
   } else {
-    throw new Error(`policy ${policy.id}: checkpoints of the ${source.family} family are not available in this build`);
+    const base = policy.identity.base;
+    if (!base) throw new Error(`policy ${policy.id}: the Hugging Face folder it started from is not known, so its checkpoint cannot name its base`);
+    saveHfCheckpoint(dir, { model: policy.model as HfModel, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
   }
+}
+
+/**
+ * A Hugging Face policy: the folder's weights (or the init checkpoint's, a Studio checkpoint of the
+ * hf family), its tokenizer with the chat template, and a new RL optimizer. It needs no warm start,
+ * so `fromCheckpoint` is always its starting folder.
+ */
+function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<PolicyConfig['model'], { kind: 'hf' }>): { policy: PolicyRuntime; fromCheckpoint: string } {
+  const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
+  const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
+  if (policyConfig.init) {
+    const dir = resolveInitPath(policyConfig.init);
+    if (checkpointFamily(dir) !== 'hf') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of the gpt family, but policies.${id}.model is kind hf; give an hf checkpoint or remove init`);
+    const loaded = loadHfCheckpoint(dir);
+    loaded.optimizer?.dispose();
+    const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: loaded.tokenizerDir, prompts };
+    const identity: ModelIdentity = { family: 'hf', path: dir, configDigest: loaded.base.configDigest, weightsDigest: loaded.manifest.files['weights.safetensors']?.sha256 ?? null, base: loaded.base };
+    const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
+    return { policy, fromCheckpoint: dir };
+  }
+  const dir = path.resolve(model.path);
+  const loaded = loadHfModel(dir, { dtype: model.dtype });
+  const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: dir, prompts };
+  const identity: ModelIdentity = { family: 'hf', ...loaded.identity, base: loaded.identity };
+  const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
+  return { policy, fromCheckpoint: dir };
 }
 
 /** Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). */
@@ -214,6 +283,19 @@ export function loadPolicies(dir: string, config: RunConfig): { policies: Map<st
   let step = -1;
   let extra: unknown = null;
   for (const id of usedPolicyIds(config)) {
+    if (checkpointFamily(path.join(dir, id)) === 'hf') {
+      const loaded = loadHfCheckpoint(path.join(dir, id));
+      const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
+      // The base folder, not this checkpoint's copy: older checkpoints of a run are pruned as it goes.
+      const source: PolicyModelSource = { family: 'hf', path: loaded.base.path, dtype: 'float32', tokenizerDir: loaded.base.path, prompts: loaded.prompts };
+      const saved = (loaded.extra as { identity?: ModelIdentity } | null)?.identity;
+      const identity = saved ?? { family: 'hf', path: loaded.base.path, configDigest: loaded.base.configDigest, weightsDigest: loaded.base.weightsDigest, base: loaded.base };
+      const tokenizer = hfPolicyTokenizer(loaded.tokenizer, loaded.prompts.systemPrompts, { enableThinking: loaded.prompts.enableThinking });
+      policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, tokenizer, optimizer, source, identity));
+      step = loaded.step;
+      extra = loaded.extra;
+      continue;
+    }
     const loaded = loadCheckpoint(path.join(dir, id));
     const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
     const source = gptSource(loaded.model.config, loaded.tokenizer);

@@ -15,7 +15,6 @@
 import type { Role, RunConfig } from '../config/schema';
 import { agentName, correctorPrompt, parseSolution, parseVerdict, selectInputs, solverPrompt, verifierPrompt, type Verdict } from '../agents';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
-import type { GPT } from '../model/gpt';
 import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
@@ -193,8 +192,7 @@ export function* decodeInSegmentsSteps(
         const before = state.sequences.map((s) => s.tokens.length);
         const startedAt = Date.now();
         const version = policy.version;
-        // sampling.ts becomes generic over PolicyModel (issue #13, engineer B); until then it is typed for the GPT.
-        decodeSegment(policy.model as GPT, state, options.segmentTokens);
+        decodeSegment(policy.model, state, options.segmentTokens);
         const endedAt = Date.now();
         let produced = 0;
         state.sequences.forEach((s, i) => {

@@ -40,8 +40,18 @@ export class CharPolicyTokenizer implements PolicyTokenizer {
     this.stopTokens = [chars.eosId];
   }
 
+  /**
+   * A prompt may quote another policy's output (a Verifier judging a Hugging Face Solver's text):
+   * characters outside this policy's charset are left out, as it could not read them anyway.
+   */
   promptTokens(role: Role, promptText: string): number[] {
-    return promptTokens(this.chars, role, promptText);
+    return promptTokens(this.chars, role, this.readable(promptText));
+  }
+
+  private readable(text: string): string {
+    let out = '';
+    for (const ch of text) if (this.chars.charset.includes(ch)) out += ch;
+    return out;
   }
 
   targetTokens(text: string): number[] {

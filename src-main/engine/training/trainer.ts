@@ -80,6 +80,9 @@ export interface TrainOptions {
 
 export type TrainOutcome = { status: 'done'; step: number } | { status: 'interrupted'; step: number; reason: string } | { status: 'failed'; step: number; reason: string };
 
+/** The event that records the model identity (family, path, config and weights digests) of each policy at the run's start. */
+export const MODEL_IDENTITY_EVENT = 'model_identity';
+
 /** The event that keeps a run's fixed judged set of Solver answers. */
 export const FIXED_SET_EVENT = 'eval_fixed_set';
 
@@ -119,6 +122,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
         if (fromCheckpoint) store.events.log(runId, 'info', 'init_checkpoint', `policy ${id} starts from ${fromCheckpoint}`, { policy: id, path: fromCheckpoint });
         else needWarmStart.push(policy);
       }
+      // Which model each policy started from, so a comparison shows runs that started from different ones.
+      const identities = Object.fromEntries([...policies].map(([id, p]) => [id, p.identity]));
+      store.events.log(runId, 'info', MODEL_IDENTITY_EVENT, `models: ${[...policies].map(([id, p]) => `${id} ${p.identity.family}${p.identity.path ? ` from ${p.identity.path}` : ''}`).join('; ')}`, { policies: identities });
       if (needWarmStart.length > 0) await warmStart(options, data, policies, needWarmStart, writer, wallTime);
     }
     const roles = rolePolicies(config, policies);
