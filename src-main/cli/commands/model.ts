@@ -139,6 +139,7 @@ export const modelCommand: Command = {
     }
     if (sub === 'inspect') return inspect(rest, ctx);
     if (sub === 'export') return exportCommand(rest, ctx);
-    throw new UsageError(`unknown subcommand ${JSON.stringify(sub)} (inspect, export)`, usage);
+    if (sub === 'generate') return (await import('./model-generate')).generateCommand(rest, ctx);
+    throw new UsageError(`unknown subcommand ${JSON.stringify(sub)} (inspect, export, generate)`, usage);
   },
 };
