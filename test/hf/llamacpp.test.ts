@@ -6,11 +6,14 @@
  * hidden/heads, tied), with grouped-query attention. llama.cpp's probabilities per position come
  * from `sequence.controlledEvaluate(… generateNext: { probabilities: true })`.
  */
+import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { getLlama, type Llama } from 'node-llama-cpp';
+import { promisify } from 'node:util';
+import { getLlama, type ControlledEvaluateInputItem, type Llama, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeGguf } from '../../src-main/engine/hf/gguf';
 import { hfNamedTensors, loadHfModel } from '../../src-main/engine/hf/load';
+import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { leftPadded, llamaCppLogProbs, logSoftmax, makeCheckpoint, randomPrompts, type Checkpoint, type Family } from './fixtures';
 
@@ -59,5 +62,52 @@ describe.each<Family>(['llama', 'qwen2', 'qwen3'])('%s against llama.cpp', (fami
     expect(compared).toBe(20 * V);
     expect(worst).toBeLessThan(2e-3);
     model.dispose();
+  });
+});
+
+describe('marsrl model generate', () => {
+  it('--greedy --json gives llama.cpp\'s greedy ids and log-probs on the same weights (child process)', async () => {
+    const ckpt = makeCheckpoint('qwen3', { layers: 1 });
+    try {
+      const prompt = randomPrompts(41, [6], ckpt.config.vocabSize)[0];
+      const maxTokens = 10;
+      const { stdout } = await promisify(execFile)(process.execPath, ['bin/marsrl.js', 'model', 'generate', ckpt.dir, '--prompt-ids', prompt.join(','), '--max-tokens', String(maxTokens), '--greedy', '--backend', 'wasm', '--json'], { maxBuffer: 1 << 24 });
+      const out = JSON.parse(stdout) as { prompt_ids: number[]; ids: number[]; logprobs: number[]; text: string; finish_reason: string };
+      expect(out.prompt_ids).toEqual(prompt);
+      expect(out.ids.length).toBe(out.logprobs.length);
+      expect(out.ids.length).toBeGreaterThan(0);
+      if (out.finish_reason !== 'stop') expect(out.ids.length).toBe(maxTokens);
+
+      // llama.cpp's greedy decoding with its own KV cache: the argmax of each next-token distribution.
+      const gguf = path.join(ckpt.dir, 'model-f32.gguf');
+      const { model: ours } = loadHfModel(ckpt.dir);
+      writeGguf(gguf, { config: ours.config, tensors: hfNamedTensors(ours), dtype: 'f32', tokenizerDir: ckpt.dir });
+      ours.dispose();
+      const model = await llama.loadModel({ modelPath: gguf });
+      const context = await model.createContext({ contextSize: 64, sequences: 1, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', flashAttention: false });
+      const sequence = context.getSequence();
+      const ids: number[] = [];
+      const logprobs: number[] = [];
+      let feed = prompt;
+      try {
+        while (ids.length < out.ids.length) {
+          const res = await sequence.controlledEvaluate(feed.map((t, i): ControlledEvaluateInputItem => (i === feed.length - 1 ? [t as Token, { generateNext: { probabilities: true } }] : (t as Token))));
+          let best = -1;
+          let bestP = -1;
+          for (const [tok, p] of res[feed.length - 1]!.next!.probabilities!) if (p > bestP) [best, bestP] = [tok, p];
+          ids.push(best);
+          logprobs.push(Math.log(bestP));
+          feed = [best];
+        }
+      } finally {
+        await context.dispose();
+        await model.dispose();
+      }
+      expect(out.ids).toEqual(ids);
+      out.logprobs.forEach((lp, i) => expect(Math.abs(lp - logprobs[i])).toBeLessThan(2e-3));
+      expect(out.text).toBe(HfTokenizer.fromFolder(ckpt.dir).decode(out.ids, { skipSpecialTokens: true }));
+    } finally {
+      ckpt.cleanup();
+    }
   });
 });
