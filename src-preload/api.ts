@@ -117,6 +117,11 @@ export interface ConfigField {
   minExclusive?: boolean;
   maxExclusive?: boolean;
   optional?: boolean;
+  /**
+   * Shown only when the sibling field `kind` has this value (a policy's model: the gpt sizes, or
+   * the hf folder); absent, the field always applies.
+   */
+  whenKind?: string;
 }
 
 export interface ConfigSchemaInfo {

@@ -11,6 +11,7 @@ import {
   validateConfig,
 } from '../../src-main/engine/config/load';
 import { RunConfigSchema } from '../../src-main/engine/config/schema';
+import { configSchemaInfo } from '../../src-main/engine/config/fields';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -32,7 +33,9 @@ describe('run configuration schema', () => {
     expect(config.rollout.solver_group).toBe(8);
     expect(config.advantage).toEqual({ mode: 'agentwise', std: 'unbiased', single_sample: 'zero', eps: 1e-6 });
     expect(Object.keys(config.policies).sort()).toEqual(['corrector', 'solver', 'verifier']);
-    expect(config.policies.solver.model.d_model).toBe(64);
+    const model = config.policies.solver.model;
+    expect(model.kind).toBe('gpt');
+    expect(model.kind === 'gpt' && model.d_model).toBe(64);
     expect(config.policies.solver.optimizer.lr).toBe(1e-4);
   });
 
@@ -142,5 +145,78 @@ describe('config files, presets and overrides', () => {
       expect(() => loadRunConfig({ preset: p.name }), p.name).not.toThrow();
     }
     expect(() => loadRunConfig({ preset: 'nope' })).toThrow(/unknown preset "nope"; known presets: .*quick/);
+  });
+});
+
+/** A config.json as a Hugging Face Qwen3 checkpoint has it (only the keys the Studio reads). */
+function qwen3ConfigJson(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, vocab_size: 500, max_position_embeddings: 96,
+    rms_norm_eps: 1e-6, rope_theta: 1000000, rope_scaling: null, tie_word_embeddings: true, hidden_act: 'silu',
+    attention_bias: false, use_sliding_window: false, torch_dtype: 'float32', eos_token_id: 3, ...overrides,
+  };
+}
+
+describe('a policy of the Hugging Face family (issue #13)', () => {
+  let folder: string;
+  beforeAll(() => {
+    folder = path.join(tmp.dir, 'qwen3-tiny');
+    fs.mkdirSync(folder, { recursive: true });
+    fs.writeFileSync(path.join(folder, 'config.json'), JSON.stringify(qwen3ConfigJson()));
+  });
+  const hf = (model: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    policies: { shared: { model: { kind: 'hf', ...model } } },
+    agents: { solver: 'shared', verifier: 'shared', corrector: 'shared' },
+    rollout: { max_response_tokens: 32 },
+    pipeline: { segment_tokens: 16 },
+    ...extra,
+  });
+
+  it('reads {kind: hf, path} with its defaults, and a block without kind is still a GPT', () => {
+    const config = resolveConfig(hf({ path: folder }));
+    expect(config.policies.shared.model).toEqual({ kind: 'hf', path: folder, dtype: 'float32', enable_thinking: false });
+    const gpt = resolveConfig({ policies: { solver: { model: { d_model: 32 } } } }).policies.solver.model;
+    expect(gpt).toEqual({ kind: 'gpt', d_model: 32, n_layers: 2, n_heads: 4, context: 128, mlp_ratio: 4 });
+  });
+
+  it('checks the response budget against the model\'s max_position_embeddings', () => {
+    const issue = issuesOf(hf({ path: folder }, { rollout: { max_response_tokens: 96 } })).find((i) => i.path === 'rollout.max_response_tokens');
+    expect(issue?.message).toMatch(/policy "shared" \(context 96\); use less than 96/);
+    // 95 < 96 fits: the GPT default context (128) is not what is read.
+    expect(validateConfig(hf({ path: folder }, { rollout: { max_response_tokens: 95 }, pipeline: { segment_tokens: 16 } })).ok).toBe(true);
+  });
+
+  it('names policies.<id>.model.path and the fix for a missing folder, a folder without config.json and an unsupported architecture', () => {
+    const missing = issuesOf(hf({ path: path.join(tmp.dir, 'nowhere') }));
+    expect(missing.find((i) => i.path === 'policies.shared.model.path')?.message).toMatch(/no folder at .*nowhere; give the folder of a downloaded Hugging Face model/);
+    const empty = path.join(tmp.dir, 'empty-model');
+    fs.mkdirSync(empty, { recursive: true });
+    expect(issuesOf(hf({ path: empty })).find((i) => i.path === 'policies.shared.model.path')?.message).toMatch(/has no config\.json/);
+    const mixtral = path.join(tmp.dir, 'mixtral');
+    fs.mkdirSync(mixtral, { recursive: true });
+    fs.writeFileSync(path.join(mixtral, 'config.json'), JSON.stringify(qwen3ConfigJson({ architectures: ['MixtralForCausalLM'], model_type: 'mixtral' })));
+    expect(issuesOf(hf({ path: mixtral })).find((i) => i.path === 'policies.shared.model.path')?.message).toMatch(/MixtralForCausalLM is not supported.*use a Llama, Qwen2 or Qwen3 checkpoint/);
+  });
+
+  it('reports the issues of the kind given, not every branch of the union', () => {
+    const noPath = issuesOf(hf({}));
+    expect(noPath.map((i) => i.path)).toEqual(['policies.shared.model.path']);
+    const gptKey = issuesOf(hf({ path: folder, d_model: 64 }));
+    expect(gptKey.map((i) => i.path)).toEqual(['policies.shared.model.d_model']);
+    expect(gptKey[0].message).toMatch(/unknown key; allowed keys here: kind, path, dtype, enable_thinking/);
+    const badKind = issuesOf(hf({ kind: 'onnx', path: folder }));
+    expect(badKind).toEqual([{ path: 'policies.shared.model.kind', message: 'must be one of "gpt", "hf"', value: 'onnx' }]);
+    expect(issuesOf({ policies: { solver: { model: { d_model: 'wide' } } } }).map((i) => i.path)).toEqual(['policies.solver.model.d_model']);
+  });
+
+  it('offers the model kind in the form, each kind\'s fields marked with it', () => {
+    const fields = configSchemaInfo().fields.filter((f) => f.path.startsWith('policies.*.model.'));
+    const byPath = new Map(fields.map((f) => [f.path, f]));
+    expect(byPath.get('policies.*.model.kind')).toMatchObject({ kind: 'enum', options: ['gpt', 'hf'], default: 'gpt' });
+    expect(byPath.get('policies.*.model.kind')?.whenKind).toBeUndefined();
+    expect(byPath.get('policies.*.model.d_model')).toMatchObject({ kind: 'integer', whenKind: 'gpt', default: 64 });
+    expect(byPath.get('policies.*.model.path')).toMatchObject({ kind: 'string', whenKind: 'hf' });
+    expect(byPath.get('policies.*.model.dtype')).toMatchObject({ kind: 'enum', options: ['float32'], whenKind: 'hf' });
   });
 });

@@ -1,17 +1,19 @@
 /**
- * Checkpoints round-trip bit for bit and resume training exactly.
+ * Checkpoints of both families round-trip bit for bit and resume training exactly.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { loadCheckpoint, saveCheckpoint } from '../../src-main/engine/model/checkpoint';
+import { loadHfModel } from '../../src-main/engine/hf/load';
+import { loadCheckpoint, loadHfCheckpoint, readAnyCheckpointManifest, saveCheckpoint, saveHfCheckpoint } from '../../src-main/engine/model/checkpoint';
 import { createModel } from '../../src-main/engine/model/gpt';
 import { createOptimizer } from '../../src-main/engine/model/optim';
 import { Tokenizer } from '../../src-main/engine/model/tokenizer';
 import { supervisedStep, type SupervisedBatch } from '../../src-main/engine/model/train';
 import { Rng } from '../../src-main/engine/util/rng';
+import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { randomTokens } from './helpers';
 
 let root = '';
@@ -96,6 +98,65 @@ describe('checkpoints', () => {
     fs.writeFileSync(file, buf);
     expect(() => loadCheckpoint(dir)).toThrow(/corrupt/);
     expect(() => loadCheckpoint(path.join(root, 'nothing-here'))).toThrow(/no checkpoint/);
+    model.dispose();
+  });
+});
+
+describe('checkpoints of the Hugging Face family (issue #13)', () => {
+  it('round-trip the trainable weights and Adam state bit for bit, and resume training exactly', () => {
+    const folder = writeTinyQwen3Model(path.join(root, 'qwen3-tiny'));
+    const { model, tokenizer: hfTok, identity } = loadHfModel(folder);
+    const opt = createOptimizer(model, OPT, SCHEDULE);
+    const rng = new Rng(95, 'hf-ckpt-data');
+    const data: SupervisedBatch[] = Array.from({ length: 6 }, () => {
+      const tokens = randomTokens(rng, 3, 9, hfTok.vocabSize);
+      return { tokens, lossMask: tokens.map((r) => r.map(() => 1)) };
+    });
+    data.slice(0, 3).forEach((b) => supervisedStep(model, opt, b));
+    const dir = path.join(root, 'hf-a');
+    const prompts = { systemPrompts: { solver: 'Solve.' }, enableThinking: false };
+    const manifest = saveHfCheckpoint(dir, { model, base: identity, tokenizerDir: folder, prompts, optimizer: opt, config: { seed: 9 }, step: 3, extra: { note: 'x' } });
+    expect(manifest.family).toBe('hf');
+    expect(readAnyCheckpointManifest(dir)).toEqual(manifest);
+    expect(() => loadCheckpoint(dir)).toThrow(/checkpoint of a Hugging Face model; load it with loadHfCheckpoint/);
+    const loaded = loadHfCheckpoint(dir);
+    expect(bytes(loaded.model.getWeights()).equals(bytes(model.getWeights()))).toBe(true);
+    expect(loaded.model.config).toEqual(model.config);
+    expect(loaded.base).toEqual(identity);
+    expect(loaded.prompts).toEqual(prompts);
+    expect(loaded.config).toEqual({ seed: 9 });
+    expect(loaded.extra).toEqual({ note: 'x' });
+    expect(loaded.tokenizer.encode('sort 3 1 2')).toEqual(hfTok.encode('sort 3 1 2'));
+    const losses = data.slice(3).map((b) => supervisedStep(model, opt, b).loss);
+    const resumedLosses = data.slice(3).map((b) => supervisedStep(loaded.model, loaded.optimizer!, b).loss);
+    expect(resumedLosses).toEqual(losses);
+    expect(bytes(loaded.model.getWeights()).equals(bytes(model.getWeights()))).toBe(true);
+    [model, loaded.model].forEach((m) => m.dispose());
+    [opt, loaded.optimizer!].forEach((o) => o.dispose());
+  });
+
+  it('refuses a corrupted weights file, a missing tokenizer file and a missing manifest, naming the file', () => {
+    const folder = path.join(root, 'qwen3-tiny');
+    const { model, identity } = loadHfModel(folder);
+    const dir = path.join(root, 'hf-b');
+    saveHfCheckpoint(dir, { model, base: identity, tokenizerDir: folder, prompts: { systemPrompts: {}, enableThinking: false }, config: null, step: 0 });
+    expect(fs.existsSync(path.join(dir, 'optimizer.bin'))).toBe(false);
+    const ok = loadHfCheckpoint(dir);
+    expect(ok.optimizer).toBeNull();
+    ok.model.dispose();
+    // No temporary files are left beside the checkpoint's own.
+    expect(fs.readdirSync(dir).sort()).toEqual(['checkpoint.json', 'tokenizer', 'weights.safetensors']);
+    const file = path.join(dir, 'weights.safetensors');
+    const buf = fs.readFileSync(file);
+    buf[buf.length - 3] ^= 0xff;
+    fs.writeFileSync(file, buf);
+    expect(() => loadHfCheckpoint(dir)).toThrow(/weights\.safetensors is corrupt \(checksum mismatch\)/);
+    buf[buf.length - 3] ^= 0xff;
+    fs.writeFileSync(file, buf);
+    fs.rmSync(path.join(dir, 'tokenizer', 'tokenizer.json'));
+    expect(() => loadHfCheckpoint(dir)).toThrow(/tokenizer\/tokenizer\.json is missing/);
+    expect(() => saveHfCheckpoint(path.join(root, 'hf-c'), { model, base: identity, tokenizerDir: path.join(root, 'nowhere'), prompts: { systemPrompts: {}, enableThinking: false }, config: null, step: 0 })).toThrow(/nowhere\/tokenizer\.json is missing/);
+    expect(() => loadHfCheckpoint(path.join(root, 'nothing-here'))).toThrow(/no checkpoint/);
     model.dispose();
   });
 });

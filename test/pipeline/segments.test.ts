@@ -31,10 +31,10 @@ const options = { seed: 5, temperature: 1, topP: 1, maxNewTokens: 24, segmentTok
 describe('segment rollout: carry-over of unfinished sequences', () => {
   it('finished sequences leave after each stage; unfinished ones carry over onto newer weights, each segment recording its version', () => {
     const base = policy.model.getWeights();
-    const uninterrupted = drain(decodeInSegmentsSteps(policy, data.tokenizer, requests, options));
+    const uninterrupted = drain(decodeInSegmentsSteps(policy, requests, options));
 
     const pauses: RolloutPause[] = [];
-    const steps = decodeInSegmentsSteps(policy, data.tokenizer, requests, options);
+    const steps = decodeInSegmentsSteps(policy, requests, options);
     let r = steps.next();
     while (!r.done) {
       const pause = r.value;
@@ -78,7 +78,7 @@ describe('segment rollout: carry-over of unfinished sequences', () => {
 
   it('trains on carried-over turns with their stored behaviour log-probabilities: off-policy segments are corrected, not ignored', () => {
     const base = policy.model.getWeights();
-    const steps = decodeInSegmentsSteps(policy, data.tokenizer, requests, options);
+    const steps = decodeInSegmentsSteps(policy, requests, options);
     let r = steps.next();
     while (!r.done) {
       if (r.value.kind === 'segment' && r.value.stage === 1 && r.value.segment === 0) policy.adoptWeights(newer, 7);
@@ -108,7 +108,7 @@ describe('scoring an agent as soon as it finishes', () => {
   it.each(['agentwise', 'no-std'])('decoupled rewards with %s advantages equal the whole-episode scores', (mode) => {
     const cfg = tinyConfig({ advantage: { mode } });
     const roles = { solver: policy, verifier: policy, corrector: policy };
-    const episodes = rolloutEpisodes({ family: data.family, tokenizer: data.tokenizer, policies: roles, config: cfg }, data.train.slice(0, 4), 9);
+    const episodes = rolloutEpisodes({ family: data.family, policies: roles, config: cfg }, data.train.slice(0, 4), 9);
     const whole = scoreEpisodes(cfg, episodes);
     const early: ScoredEpisode[] = episodes.map(() => ({ rewards: [], advantages: [] }));
     const agents = [...new Set(episodes.flatMap((e) => e.turns.map((t) => t.agent)))];
@@ -123,7 +123,7 @@ describe('scoring an agent as soon as it finishes', () => {
 describe('evaluation in parts', () => {
   it('run in any order (in two processes), the parts give exactly the one-process evaluation', () => {
     const roles = { solver: policy, verifier: policy, corrector: policy };
-    const ctx = { family: data.family, tokenizer: data.tokenizer, policies: roles, config };
+    const ctx = { family: data.family, policies: roles, config };
     const problems = data.test.slice(0, 4);
     const whole = evaluate(ctx, problems, 77);
     const parts: Partial<Record<EvalPart, EvalChain[]>> = {};

@@ -3,8 +3,7 @@ import path from 'node:path';
 import { loadRunConfig } from '../../engine/config/load';
 import type { Role } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
-import { saveCheckpoint } from '../../engine/model/checkpoint';
-import { createPolicy, rolePolicies, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
+import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { pretrainPolicy, sampleSolverSolutions, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
@@ -79,7 +78,7 @@ export const pretrainCommand: Command = {
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
         const problems = data.train.slice(0, Math.min(1024, data.train.length));
-        const texts = sampleSolverSolutions(roles.solver, data.tokenizer, problems, config, config.seed + 3);
+        const texts = sampleSolverSolutions(roles.solver, problems, config, config.seed + 3);
         solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
       }
       const policyRoles = rolesOf(config, policy.id);
@@ -89,7 +88,6 @@ export const pretrainCommand: Command = {
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
       const history = await pretrainPolicy(policy, {
         family: data.family,
-        tokenizer: data.tokenizer,
         config,
         pretrain: config.pretrain,
         train: data.train,
@@ -116,7 +114,7 @@ export const pretrainCommand: Command = {
       policy.model.setWeights(chosen.weights);
       const dir = path.join(values.out, policy.id);
       fs.mkdirSync(dir, { recursive: true });
-      saveCheckpoint(dir, { model: policy.model, optimizer: null, tokenizer: data.tokenizer, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } });
+      savePolicyCheckpoint(dir, policy, { optimizer: null, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } });
       report[policy.id] = { chosenStep: chosen.step, scores: chosen.scores, history };
       bar.log(`  ${policy.id}: kept step ${chosen.step} → ${dir}`);
     }

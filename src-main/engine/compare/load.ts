@@ -30,6 +30,21 @@ function readSeries(store: Store, runId: number, key: string): SeriesPoint[] {
 }
 
 /**
+ * The config with the models each policy started from (the trainer's `model_identity` event,
+ * issue #13) under `models.<policy>.{family, path, config_digest, weights_digest}`, so the config
+ * diff shows two runs that started from different models even when their configs read the same.
+ */
+function withModelIdentities(config: Record<string, unknown>, event: unknown): Record<string, unknown> {
+  const policies = (event as { policies?: Record<string, { family?: string; path?: string | null; configDigest?: string; weightsDigest?: string | null }> } | null | undefined)?.policies;
+  if (!policies) return config;
+  const models: Record<string, unknown> = {};
+  for (const [id, m] of Object.entries(policies)) {
+    models[id] = { family: m.family ?? null, path: m.path ?? null, config_digest: m.configDigest ?? null, weights_digest: m.weightsDigest ?? null };
+  }
+  return { ...config, models };
+}
+
+/**
  * Runs by id or name, with their summary series (unless `summary` is false; then only the
  * `<agent>/samples` series a samples-seen x-axis needs) plus `extraKeys`. Unknown refs throw
  * UnknownRunError.
@@ -44,7 +59,7 @@ export function loadRuns(store: Store, refs: readonly (number | string)[], extra
       name: run.name,
       status: run.status,
       seed: run.seed,
-      config: run.config,
+      config: withModelIdentities(run.config, store.events.latestOfKind(run.id, 'model_identity')?.data),
       startedAt: run.startedAt,
       endedAt: run.endedAt,
       series: Object.fromEntries(keys.map((k) => [k, readSeries(store, run.id, k)])),

@@ -30,6 +30,8 @@ interface JsonSchema {
   properties?: Record<string, JsonSchema>;
   additionalProperties?: JsonSchema | boolean;
   required?: string[];
+  anyOf?: JsonSchema[];
+  const?: unknown;
 }
 
 function groupOf(path: string): string {
@@ -38,6 +40,10 @@ function groupOf(path: string): string {
 }
 
 function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigField[]): void {
+  if (schema.anyOf && schema.anyOf.every((o) => o.type === 'object' && o.properties?.kind?.const !== undefined)) {
+    walkKinds(schema.anyOf, path, out);
+    return;
+  }
   if (schema.type === 'object' && schema.properties) {
     for (const [key, child] of Object.entries(schema.properties)) {
       walk(child, path ? `${path}.${key}` : key, (schema.required ?? []).includes(key), out);
@@ -70,6 +76,22 @@ function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigFi
   }
   if (!required && schema.default === undefined) field.optional = true;
   out.push(field);
+}
+
+/**
+ * A union told apart by `kind` (a policy's model: gpt or hf): one `kind` choice (the first
+ * branch's kind is the default), then each branch's own fields, marked with the kind they need.
+ */
+function walkKinds(branches: JsonSchema[], path: string, out: ConfigField[]): void {
+  const kinds = branches.map((b) => String(b.properties!.kind.const));
+  const kindPath = `${path}.kind`;
+  out.push({ path: kindPath, group: groupOf(path), kind: 'enum', options: kinds, default: kinds[0], description: branches[0].properties!.kind.description ?? '' });
+  branches.forEach((branch, i) => {
+    const own: ConfigField[] = [];
+    const { kind: _kind, ...rest } = branch.properties!;
+    walk({ ...branch, properties: rest }, path, true, own);
+    for (const field of own) out.push({ ...field, whenKind: kinds[i] });
+  });
 }
 
 let cached: ConfigSchemaInfo | null = null;

@@ -57,12 +57,39 @@ function valueAt(root: unknown, segments: readonly PropertyKey[]): unknown {
 /** Turn zod's issues into field paths, messages that say what is allowed, and the values given. */
 export function issuesFromZod(error: z.ZodError, input: unknown): ConfigIssue[] {
   const out: ConfigIssue[] = [];
-  for (const issue of error.issues) {
+  collectIssues(error.issues, [], input, out);
+  return out;
+}
+
+type ZodIssue = z.core.$ZodIssue;
+
+/** Whether a union branch's issues say the value's `kind` is not this branch's. */
+function rejectsKind(branch: readonly ZodIssue[]): boolean {
+  return branch.some((i) => i.code === 'invalid_value' && i.path.length === 1 && i.path[0] === 'kind');
+}
+
+function collectIssues(issues: readonly ZodIssue[], prefix: readonly PropertyKey[], input: unknown, out: ConfigIssue[]): void {
+  for (const raw of issues) {
+    const issue = { ...raw, path: [...prefix, ...raw.path] } as ZodIssue;
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      // A union told apart by `kind` (a policy's model: gpt or hf): report the issues of the branch
+      // the value's kind selects, not zod's "Invalid input" over every branch.
+      const fitting = issue.errors.filter((branch) => !rejectsKind(branch));
+      if (fitting.length > 0) {
+        collectIssues(fitting[0], issue.path, input, out);
+        continue;
+      }
+      if (issue.errors.every(rejectsKind)) {
+        const kinds = issue.errors.flatMap((branch) => branch.flatMap((i) => (i.code === 'invalid_value' && i.path[0] === 'kind' ? i.values : [])));
+        out.push({ path: [...issue.path, 'kind'].map(String).join('.'), message: `must be one of ${kinds.map((v) => JSON.stringify(v)).join(', ')}`, value: valueAt(input, [...issue.path, 'kind']) });
+        continue;
+      }
+    }
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const full = [...issue.path, key];
         const parentValue = valueAt(input, issue.path);
-        const allowed = parentValue && typeof parentValue === 'object' ? allowedKeysAt(issue.path) : [];
+        const allowed = parentValue && typeof parentValue === 'object' ? allowedKeysAt(issue.path, input) : [];
         out.push({
           path: full.map(String).join('.'),
           message: `unknown key${allowed.length ? `; allowed keys here: ${allowed.join(', ')}` : ''}`,
@@ -73,7 +100,6 @@ export function issuesFromZod(error: z.ZodError, input: unknown): ConfigIssue[] 
     const value = valueAt(input, issue.path);
     out.push({ path: issue.path.map(String).join('.'), message: explain(issue), value });
   }
-  return out;
 }
 
 function explain(issue: z.core.$ZodIssue): string {
@@ -94,10 +120,24 @@ function explain(issue: z.core.$ZodIssue): string {
 }
 
 /** Keys the schema accepts at a path, for "did you mean" style messages. */
-function allowedKeysAt(segments: readonly PropertyKey[]): string[] {
+function allowedKeysAt(segments: readonly PropertyKey[], input: unknown): string[] {
   let schema: z.ZodType = RunConfigSchema as unknown as z.ZodType;
-  for (const segment of segments) {
+  const pick = (at: number): z.ZodType => {
     const inner = unwrap(schema);
+    if (!(inner instanceof z.ZodUnion)) return inner;
+    // The branch whose `kind` literal is the value's (a policy's model), else the first.
+    const kind = valueAt(input, [...segments.slice(0, at), 'kind']);
+    const options = inner.options as z.ZodType[];
+    const match = options.find((o) => {
+      const shape = unwrap(o) instanceof z.ZodObject ? ((unwrap(o) as z.ZodObject).shape as Record<string, z.ZodType>) : {};
+      const literal = shape.kind ? unwrap(shape.kind) : null;
+      return literal instanceof z.ZodLiteral && literal.values.has(kind as never);
+    });
+    return unwrap(match ?? options[0]);
+  };
+  for (let at = 0; at < segments.length; at++) {
+    const inner = pick(at);
+    const segment = segments[at];
     if (inner instanceof z.ZodObject) {
       const next = (inner.shape as Record<string, z.ZodType>)[String(segment)];
       if (!next) return [];
@@ -108,7 +148,7 @@ function allowedKeysAt(segments: readonly PropertyKey[]): string[] {
       return [];
     }
   }
-  const inner = unwrap(schema);
+  const inner = pick(segments.length);
   return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
 }
 

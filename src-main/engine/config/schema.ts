@@ -6,6 +6,7 @@
  * Field names are snake_case because they appear in YAML files and `--set a.b=value` overrides.
  */
 import { z } from 'zod';
+import { checkHfModelFolder } from './hf-folder';
 
 export const ROLES = ['solver', 'verifier', 'corrector'] as const;
 export type Role = (typeof ROLES)[number];
@@ -23,6 +24,7 @@ const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
 export const ModelSchema = z
   .strictObject({
+    kind: z.literal('gpt').default('gpt').describe('Model family: gpt (the Studio’s own small transformer with a character tokenizer, trained from scratch) or hf (a Hugging Face Llama / Qwen2 / Qwen3 folder).'),
     d_model: z.number().int().min(8).max(4096).default(64).describe('Width of the residual stream.'),
     n_layers: positiveInt(48).default(2).describe('Number of transformer blocks.'),
     n_heads: positiveInt(64).default(4).describe('Attention heads per block; must divide d_model.'),
@@ -33,7 +35,29 @@ export const ModelSchema = z
     message: 'n_heads must divide d_model (e.g. d_model 64 with 1, 2, 4, 8 or 16 heads)',
     path: ['n_heads'],
   });
-export type ModelConfig = z.infer<typeof ModelSchema>;
+/** The GPT family's model block (the sizes; `kind` is implied). */
+export type ModelConfig = Omit<z.infer<typeof ModelSchema>, 'kind'>;
+
+export const HF_DTYPES = ['float32'] as const;
+
+/** A Hugging Face decoder checkpoint as a policy (issue #13). */
+export const HfModelSchema = z.strictObject({
+  kind: z.literal('hf').describe('Model family: hf, a Hugging Face Llama / Qwen2 / Qwen3 folder.'),
+  path: z
+    .string()
+    .min(1)
+    .describe('Folder of a Hugging Face checkpoint: config.json, model.safetensors (or its index and shards), tokenizer.json and tokenizer_config.json.'),
+  dtype: z.enum(HF_DTYPES).default('float32').describe('Numeric type the weights are held and trained in (F16/BF16 files are converted on load).'),
+  enable_thinking: z.boolean().default(false).describe('Qwen3 chat templates: let the model think before answering (a <think> block); off keeps responses within the token budget.'),
+});
+export type HfModelConfig = z.infer<typeof HfModelSchema>;
+
+/**
+ * A policy's model: the Studio's GPT (`kind: gpt`, the default, so a block without `kind` is a
+ * GPT and every older config still reads the same) or a Hugging Face folder (`kind: hf`).
+ */
+export const PolicyModelSchema = z.union([ModelSchema, HfModelSchema]);
+export type PolicyModelConfig = z.infer<typeof PolicyModelSchema>;
 
 export const OptimizerSchema = z.strictObject({
   lr: z.number().gt(0).max(1).default(1e-4).describe('RL learning rate (Adam). 1e-3 collapsed a 100k-parameter policy in one step in the prototype; 1e-4 worked.'),
@@ -45,7 +69,7 @@ export const OptimizerSchema = z.strictObject({
 export type OptimizerConfig = z.infer<typeof OptimizerSchema>;
 
 export const PolicySchema = z.strictObject({
-  model: ModelSchema.prefault({}).describe('Transformer size of this policy.'),
+  model: PolicyModelSchema.prefault({}).describe('This policy’s model: a GPT of the given size, or a Hugging Face folder.'),
   optimizer: OptimizerSchema.prefault({}).describe('Optimizer used in RL for this policy.'),
   init: z
     .string()
@@ -203,11 +227,22 @@ export const RunConfigSchema = z
       });
     }
     for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
-      if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= policy.model.context) {
+      let context: number;
+      if (policy.model.kind === 'hf') {
+        const checked = checkHfModelFolder(policy.model.path);
+        if (!checked.ok) {
+          ctx.addIssue({ code: 'custom', path: ['policies', id, 'model', 'path'], message: checked.message });
+          continue;
+        }
+        context = checked.context;
+      } else {
+        context = policy.model.context;
+      }
+      if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= context) {
         ctx.addIssue({
           code: 'custom',
           path: ['rollout', 'max_response_tokens'],
-          message: `response budget ${cfg.rollout.max_response_tokens} leaves no room for the prompt in policy "${id}" (context ${policy.model.context}); use less than ${policy.model.context}`,
+          message: `response budget ${cfg.rollout.max_response_tokens} leaves no room for the prompt in policy "${id}" (context ${context}); use less than ${context}`,
         });
       }
     }

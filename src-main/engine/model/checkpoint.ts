@@ -1,29 +1,48 @@
 /**
- * Checkpoints: a folder with a JSON manifest (model config, parameter layout, tokenizer, optimizer
+ * Checkpoints of either policy family (issue #13).
+ *
+ * GPT checkpoints: a folder with a JSON manifest (model config, parameter layout, tokenizer, optimizer
  * settings and step, the run's config snapshot — as nanoGPT saves its config inside every
  * checkpoint — and caller extras), `weights.bin` (all weights, float32 little-endian, in
  * parameter order) and `optimizer.bin` (Adam's first then second moments, same layout).
  * Loading restores the weights and the optimizer bit for bit, so training resumes exactly.
  *
+ * Hugging Face checkpoints (`family: hf` in the manifest): the base model's identity (folder,
+ * config and weights digests) and its architecture, the trainable weights as `weights.safetensors`
+ * (one tensor per parameter, in the Studio's storage layout and order), `optimizer.bin` as above,
+ * and the tokenizer's files under `tokenizer/`, so the checkpoint decodes, resumes and exports
+ * without the base folder.
+ *
  * Files are written under temporary names and renamed, the manifest last, so a crash mid-save
- * never leaves a manifest pointing at partial data.
+ * never leaves a manifest pointing at partial data; every binary file's SHA-256 is in the manifest
+ * and checked on load.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import type { HfArchConfig } from '../hf/config';
+import { HfModel, hfParamSpecs } from '../hf/model';
+import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
+import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
 import { GPT, paramSpecs, type CreateModelOptions, type GPTConfig } from './gpt';
 import { Adam, createOptimizer, type LrSchedule } from './optim';
+import type { ParamSpec } from './policy-model';
 import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
 
 export const CHECKPOINT_MANIFEST = 'checkpoint.json';
 const WEIGHTS_FILE = 'weights.bin';
 const OPTIMIZER_FILE = 'optimizer.bin';
+const HF_WEIGHTS_FILE = 'weights.safetensors';
+const HF_TOKENIZER_DIR = 'tokenizer';
 
 export interface CheckpointManifest {
   format: 'marsrl-checkpoint';
   version: 1;
+  /** Absent in GPT checkpoints (and every checkpoint written before issue #13). */
+  family?: 'gpt';
   step: number;
   savedAt: string;
   model: {
@@ -47,8 +66,16 @@ export interface CheckpointManifest {
   extra?: unknown;
 }
 
+/** What saving a GPT checkpoint reads from the model. */
+export interface GptCheckpointModel {
+  readonly config: GPTConfig;
+  readonly specs: readonly ParamSpec[];
+  readonly numParams: number;
+  getWeights(): Float32Array;
+}
+
 export interface SaveCheckpointArgs {
-  model: GPT;
+  model: GptCheckpointModel;
   optimizer?: Adam | null;
   tokenizer: Tokenizer;
   /** The run's configuration snapshot (saved verbatim). */
@@ -86,6 +113,22 @@ function writeAtomic(file: string, data: Uint8Array | string): void {
   fs.renameSync(tmp, file);
 }
 
+/** Write optimizer.bin (or remove a stale one) and return its manifest entry. */
+function saveOptimizer(dir: string, optimizerIn: Adam | null | undefined, files: CheckpointManifest['files']): CheckpointManifest['optimizer'] {
+  if (!optimizerIn) {
+    if (fs.existsSync(path.join(dir, OPTIMIZER_FILE))) fs.rmSync(path.join(dir, OPTIMIZER_FILE));
+    return null;
+  }
+  const st = optimizerIn.getState();
+  const both = new Float32Array(st.m.length + st.v.length);
+  both.set(st.m, 0);
+  both.set(st.v, st.m.length);
+  const buf = bytesOf(both);
+  writeAtomic(path.join(dir, OPTIMIZER_FILE), buf);
+  files[OPTIMIZER_FILE] = { sha256: sha256(buf), bytes: buf.length };
+  return { kind: 'adam', step: st.step, config: st.config, schedule: st.schedule };
+}
+
 /** Write a checkpoint into `dir` (created if needed; an existing checkpoint there is replaced). */
 export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): CheckpointManifest {
   assertLittleEndian();
@@ -93,19 +136,7 @@ export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): Checkpoin
   const weights = bytesOf(args.model.getWeights());
   const files: CheckpointManifest['files'] = { [WEIGHTS_FILE]: { sha256: sha256(weights), bytes: weights.length } };
   writeAtomic(path.join(dir, WEIGHTS_FILE), weights);
-  let optimizer: CheckpointManifest['optimizer'] = null;
-  if (args.optimizer) {
-    const st = args.optimizer.getState();
-    const both = new Float32Array(st.m.length + st.v.length);
-    both.set(st.m, 0);
-    both.set(st.v, st.m.length);
-    const buf = bytesOf(both);
-    writeAtomic(path.join(dir, OPTIMIZER_FILE), buf);
-    files[OPTIMIZER_FILE] = { sha256: sha256(buf), bytes: buf.length };
-    optimizer = { kind: 'adam', step: st.step, config: st.config, schedule: st.schedule };
-  } else if (fs.existsSync(path.join(dir, OPTIMIZER_FILE))) {
-    fs.rmSync(path.join(dir, OPTIMIZER_FILE));
-  }
+  const optimizer = saveOptimizer(dir, args.optimizer, files);
   const manifest: CheckpointManifest = {
     format: 'marsrl-checkpoint',
     version: 1,
@@ -128,16 +159,29 @@ export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): Checkpoin
   return manifest;
 }
 
-/** Read and verify a checkpoint's manifest without loading tensors. */
-export function readCheckpointManifest(dir: string): CheckpointManifest {
+/** Read and verify a checkpoint's manifest (either family) without loading tensors. */
+export function readAnyCheckpointManifest(dir: string): CheckpointManifest | HfCheckpointManifest {
   const file = path.join(dir, CHECKPOINT_MANIFEST);
   if (!fs.existsSync(file)) throw new Error(`no checkpoint in ${dir} (missing ${CHECKPOINT_MANIFEST})`);
-  const m = JSON.parse(fs.readFileSync(file, 'utf8')) as CheckpointManifest;
+  const m = JSON.parse(fs.readFileSync(file, 'utf8')) as CheckpointManifest | HfCheckpointManifest;
   if (m.format !== 'marsrl-checkpoint' || m.version !== 1) throw new Error(`${file} is not a MarsRL checkpoint (format ${String(m.format)}, version ${String(m.version)})`);
+  if (m.family !== undefined && m.family !== 'gpt' && m.family !== 'hf') throw new Error(`${file}: family ${JSON.stringify(m.family)} is not one this version reads (gpt, hf)`);
   return m;
 }
 
-function readFloats(dir: string, name: string, manifest: CheckpointManifest, expected: number): Float32Array {
+/** Read and verify a GPT checkpoint's manifest without loading tensors. */
+export function readCheckpointManifest(dir: string): CheckpointManifest {
+  const m = readAnyCheckpointManifest(dir);
+  if (m.family === 'hf') throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a checkpoint of a Hugging Face model; load it with loadHfCheckpoint`);
+  return m;
+}
+
+/** The family of the checkpoint in `dir`. */
+export function checkpointFamily(dir: string): 'gpt' | 'hf' {
+  return readAnyCheckpointManifest(dir).family ?? 'gpt';
+}
+
+function readFloats(dir: string, name: string, manifest: Pick<CheckpointManifest, 'files'>, expected: number): Float32Array {
   const buf = fs.readFileSync(path.join(dir, name));
   const info = manifest.files[name];
   if (!info) throw new Error(`checkpoint manifest does not list ${name}`);
@@ -180,4 +224,199 @@ export function loadCheckpoint(dir: string, opts: CreateModelOptions = {}): Load
     extra: manifest.extra,
     manifest,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Hugging Face family
+
+/** The base model a Hugging Face policy started from (what a run records; see load.ts). */
+export interface HfBaseIdentity {
+  path: string;
+  configDigest: string;
+  weightsDigest: string;
+}
+
+/** How a Hugging Face policy renders its prompts (hfPolicyTokenizer's arguments). */
+export interface HfPromptSettings {
+  systemPrompts: Partial<Record<'solver' | 'verifier' | 'corrector', string>>;
+  enableThinking: boolean;
+}
+
+export interface HfCheckpointManifest {
+  format: 'marsrl-checkpoint';
+  version: 1;
+  family: 'hf';
+  step: number;
+  savedAt: string;
+  model: {
+    base: HfBaseIdentity;
+    config: HfArchConfig;
+    params: Array<{ name: string; shape: number[]; offset: number; size: number }>;
+    numParams: number;
+    dtype: 'float32';
+    /** The trainable weights: one F32 tensor per parameter, named and shaped as `params`. */
+    weights: typeof HF_WEIGHTS_FILE;
+  };
+  tokenizer: { kind: 'hf'; dir: typeof HF_TOKENIZER_DIR; prompts: HfPromptSettings };
+  config: unknown;
+  optimizer: CheckpointManifest['optimizer'];
+  files: Record<string, { sha256: string; bytes: number }>;
+  extra?: unknown;
+}
+
+export interface SaveHfCheckpointArgs {
+  model: HfModel;
+  base: HfBaseIdentity;
+  /** The folder whose tokenizer files are copied into the checkpoint. */
+  tokenizerDir: string;
+  prompts: HfPromptSettings;
+  optimizer?: Adam | null;
+  config: unknown;
+  step: number;
+  extra?: unknown;
+}
+
+export interface LoadedHfCheckpoint {
+  model: HfModel;
+  optimizer: Adam | null;
+  tokenizer: HfTokenizer;
+  /** The checkpoint's own copy of the tokenizer files (a folder HfTokenizer.fromFolder reads). */
+  tokenizerDir: string;
+  prompts: HfPromptSettings;
+  base: HfBaseIdentity;
+  config: unknown;
+  step: number;
+  extra: unknown;
+  manifest: HfCheckpointManifest;
+}
+
+function fileSha256(file: string): string {
+  const h = createHash('sha256');
+  const fd = fs.openSync(file, 'r');
+  const buf = Buffer.allocUnsafe(1 << 20);
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n <= 0) break;
+      h.update(buf.subarray(0, n));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return h.digest('hex');
+}
+
+/** Write a Hugging Face policy's checkpoint into `dir` (an existing checkpoint there is replaced). */
+export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfCheckpointManifest {
+  assertLittleEndian();
+  fs.mkdirSync(dir, { recursive: true });
+  const { model } = args;
+  // One tensor at a time (writeSafetensors asks for each when it writes it), never the whole flat buffer.
+  writeSafetensors(
+    path.join(dir, HF_WEIGHTS_FILE),
+    model.specs.map((spec, i) => ({ name: spec.name, shape: spec.shape, dtype: 'F32' as const, data: () => (model.variables[i].dataSync() as Float32Array).slice() })),
+    { format: 'marsrl', layout: 'studio' },
+  );
+  const weightsFile = path.join(dir, HF_WEIGHTS_FILE);
+  const files: HfCheckpointManifest['files'] = { [HF_WEIGHTS_FILE]: { sha256: fileSha256(weightsFile), bytes: fs.statSync(weightsFile).size } };
+  const optimizer = saveOptimizer(dir, args.optimizer, files);
+  const tokDir = path.join(dir, HF_TOKENIZER_DIR);
+  if (!fs.existsSync(path.join(args.tokenizerDir, TOKENIZER_JSON))) throw new Error(`${path.join(args.tokenizerDir, TOKENIZER_JSON)} is missing: the checkpoint needs the model's tokenizer (was the model folder moved?)`);
+  if (path.resolve(args.tokenizerDir) !== path.resolve(tokDir)) {
+    fs.mkdirSync(tokDir, { recursive: true });
+    for (const name of [...TOKENIZER_FILES, GENERATION_CONFIG]) {
+      const src = path.join(args.tokenizerDir, name);
+      const target = path.join(tokDir, name);
+      if (fs.existsSync(src)) {
+        const data = fs.readFileSync(src);
+        writeAtomic(target, data);
+        files[`${HF_TOKENIZER_DIR}/${name}`] = { sha256: sha256(data), bytes: data.length };
+      } else if (fs.existsSync(target)) {
+        fs.rmSync(target);
+      }
+    }
+  }
+  const manifest: HfCheckpointManifest = {
+    format: 'marsrl-checkpoint',
+    version: 1,
+    family: 'hf',
+    step: args.step,
+    savedAt: new Date().toISOString(),
+    model: {
+      base: { ...args.base },
+      config: { ...model.config },
+      params: model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
+      numParams: model.numParams,
+      dtype: 'float32',
+      weights: HF_WEIGHTS_FILE,
+    },
+    tokenizer: { kind: 'hf', dir: HF_TOKENIZER_DIR, prompts: args.prompts },
+    config: args.config ?? null,
+    optimizer,
+    files,
+    extra: args.extra,
+  };
+  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
+
+function checkFile(dir: string, name: string, manifest: HfCheckpointManifest): void {
+  const info = manifest.files[name];
+  const file = path.join(dir, name);
+  if (!info) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} does not list ${name}`);
+  if (!fs.existsSync(file)) throw new Error(`${file} is missing (the checkpoint is incomplete)`);
+  const bytes = fs.statSync(file).size;
+  if (bytes !== info.bytes) throw new Error(`${file} has ${bytes} bytes, the manifest says ${info.bytes}`);
+  if (fileSha256(file) !== info.sha256) throw new Error(`${file} is corrupt (checksum mismatch)`);
+}
+
+/**
+ * Load a Hugging Face policy's checkpoint: the model with the saved weights (built from the saved
+ * architecture, not the base folder), the optimizer with its moments and step when one was saved,
+ * and the checkpoint's own tokenizer. The backend must be initialised first.
+ */
+export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
+  assertLittleEndian();
+  const manifest = readAnyCheckpointManifest(dir);
+  if (manifest.family !== 'hf') throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a checkpoint of the gpt family; load it with loadCheckpoint`);
+  const config = manifest.model.config;
+  const specs = hfParamSpecs(config);
+  const same = specs.length === manifest.model.params.length && specs.every((s, i) => {
+    const p = manifest.model.params[i];
+    return p.name === s.name && p.offset === s.offset && p.size === s.size && p.shape.join(',') === s.shape.join(',');
+  });
+  if (!same) throw new Error(`checkpoint in ${dir} has a parameter layout this version of the Hugging Face model does not match`);
+  for (const name of Object.keys(manifest.files)) checkFile(dir, name, manifest);
+  const st = openSafetensors(path.join(dir, HF_WEIGHTS_FILE));
+  const model = new HfModel(config, (spec) => {
+    const t = st.tensors.get(spec.name);
+    if (!t) throw new Error(`${path.join(dir, HF_WEIGHTS_FILE)} has no tensor ${spec.name}`);
+    if (t.shape.join(',') !== spec.shape.join(',')) throw new Error(`${path.join(dir, HF_WEIGHTS_FILE)}: ${spec.name} has shape [${t.shape.join(', ')}], expected [${spec.shape.join(', ')}]`);
+    return tf.tensor(readTensorF32(t), spec.shape, 'float32');
+  });
+  let optimizer: Adam | null = null;
+  try {
+    if (manifest.optimizer) {
+      const both = readFloats(dir, OPTIMIZER_FILE, manifest, 2 * manifest.model.numParams);
+      optimizer = createOptimizer(model, manifest.optimizer.config, manifest.optimizer.schedule);
+      optimizer.setState({ step: manifest.optimizer.step, m: both.subarray(0, manifest.model.numParams), v: both.subarray(manifest.model.numParams) });
+    }
+    const tokenizerDir = path.join(dir, manifest.tokenizer.dir);
+    return {
+      model,
+      optimizer,
+      tokenizer: HfTokenizer.fromFolder(tokenizerDir),
+      tokenizerDir,
+      prompts: manifest.tokenizer.prompts,
+      base: manifest.model.base,
+      config: manifest.config,
+      step: manifest.step,
+      extra: manifest.extra,
+      manifest,
+    };
+  } catch (error) {
+    model.dispose();
+    optimizer?.dispose();
+    throw error;
+  }
 }

@@ -17,6 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import type { OptimizerConfig } from '../config/schema';
+import type { PolicyModel } from './policy-model';
 
 export interface LrSchedule {
   /** Linear warm-up steps. */
@@ -301,7 +302,7 @@ export class Adam {
 
 /** An Adam optimizer over all of a model's parameters (decay on matrices and embeddings only). */
 export function createOptimizer(
-  model: { variables: tf.Variable[]; specs: Array<{ decay: boolean }> },
+  model: Pick<PolicyModel, 'variables' | 'specs'>,
   config: OptimizerConfig,
   schedule?: LrSchedule,
   mode?: AdamMode,

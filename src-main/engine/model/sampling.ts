@@ -18,9 +18,14 @@
  *  - `rawLogProbs`: log softmax(logits) at temperature 1, no truncation (what
  *    `model.sequenceLogProbs(seq)` recomputes by default).
  * Temperature 0 means greedy decoding; its `logProbs` are 0 (the choice has probability 1).
+ * Truncation order (as transformers' logits warpers and vLLM): temperature, then top-k, then top-p
+ * on the distribution renormalised over the top k.
+ *
+ * Generic over the policy seam (PolicyModel): the GPT and the Hugging Face family decode through
+ * the same functions; the cache belongs to the model that made it and is released through it.
  */
 import { Rng } from '../util/rng';
-import { disposeCache, type GPT, type KVCache } from './gpt';
+import type { DecodeCache, PolicyModel } from './policy-model';
 
 export interface SampleOptions {
   /** Token budget per sequence (new tokens, across all segments). */
@@ -29,6 +34,8 @@ export interface SampleOptions {
   temperature?: number;
   /** Nucleus sampling threshold in (0, 1]; 1 disables it. Default 1. */
   topP?: number;
+  /** Keep only the k most likely tokens (before top-p); 0 disables it. Default 0. */
+  topK?: number;
   /** Sampling stops after any of these tokens (which is kept as the last token). */
   stopTokens?: number[];
   /** Seed of the per-sequence random streams. Default: drawn from `rng`, else 0. */
@@ -71,12 +78,16 @@ export interface DecodeState {
   seed: number;
   temperature: number;
   topP: number;
+  /** 0 (or absent, in states made before top-k existed) disables it. */
+  topK?: number;
   stopTokens: number[];
   maxNewTokens: number;
   useKvCache: boolean;
   sequences: DecodeSequenceState[];
   cache: {
-    kv: KVCache | null;
+    kv: DecodeCache | null;
+    /** The model whose cache `kv` is (it alone can release it). */
+    model: PolicyModel;
     /** Sequence index of each cache row; −1 for a finished sequence whose row is kept, ignored. */
     rows: number[];
     /** Next-token logits of each cache row [rows·V], computed with weights `version`. */
@@ -91,12 +102,15 @@ export function startDecode(prompts: number[][], opts: SampleOptions): DecodeSta
   const topP = opts.topP ?? 1;
   if (!(temperature >= 0)) throw new Error(`temperature must be >= 0, got ${temperature}`);
   if (!(topP > 0 && topP <= 1)) throw new Error(`topP must be in (0, 1], got ${topP}`);
+  const topK = opts.topK ?? 0;
+  if (!Number.isInteger(topK) || topK < 0) throw new Error(`topK must be a non-negative integer (0 disables it), got ${opts.topK}`);
   if (opts.streamIds && opts.streamIds.length !== prompts.length) throw new Error('streamIds must have one entry per prompt');
   const seed = opts.seed ?? (opts.rng ? opts.rng.nextUint32() : 0);
   return {
     seed,
     temperature,
     topP,
+    topK,
     stopTokens: [...(opts.stopTokens ?? [])],
     maxNewTokens: opts.maxNewTokens,
     useKvCache: opts.useKvCache ?? true,
@@ -124,7 +138,7 @@ export function disposeDecodeState(state: DecodeState): void {
 
 /** Drop the key/value cache (tensors) of a state; decoding rebuilds it from the tokens when resumed. */
 export function releaseDecodeCache(state: DecodeState): void {
-  if (state.cache?.kv) disposeCache(state.cache.kv);
+  if (state.cache?.kv) state.cache.model.disposeCache(state.cache.kv);
   state.cache = null;
 }
 
@@ -134,10 +148,10 @@ export function releaseDecodeCache(state: DecodeState): void {
  * changed since the state's cache was built, the cache is rebuilt from the tokens so far with the
  * new weights; otherwise a split decode equals an uninterrupted one exactly.
  */
-export function decodeSegment(model: GPT, state: DecodeState, maxTokens: number): { finished: number[]; state: DecodeState } {
+export function decodeSegment(model: PolicyModel, state: DecodeState, maxTokens: number): { finished: number[]; state: DecodeState } {
   const finished: number[] = [];
-  const V = model.config.vocabSize;
-  const context = model.config.context;
+  const V = model.vocabSize;
+  const context = model.context;
   const stop = new Set(state.stopTokens);
   for (let step = 0; step < maxTokens; step++) {
     ensureLogits(model, state);
@@ -149,7 +163,7 @@ export function decodeSegment(model: GPT, state: DecodeState, maxTokens: number)
       const seq = state.sequences[c.rows[r]];
       const j = seq.tokens.length;
       const u = new Rng(state.seed, `tok:${seq.streamId}:${j}`).next();
-      const { token, logProb, rawLogProb } = sampleFromLogits(c.logits.subarray(r * V, (r + 1) * V), state.temperature, state.topP, u);
+      const { token, logProb, rawLogProb } = sampleFromLogits(c.logits.subarray(r * V, (r + 1) * V), state.temperature, state.topP, u, state.topK ?? 0);
       seq.tokens.push(token);
       seq.logProbs.push(logProb);
       seq.rawLogProbs.push(rawLogProb);
@@ -198,7 +212,7 @@ export function decodeSegment(model: GPT, state: DecodeState, maxTokens: number)
 }
 
 /** Sample complete continuations of `prompts` (a convenience over startDecode/decodeSegment). */
-export function sample(model: GPT, prompts: number[][], opts: SampleOptions): SampledSequence[] {
+export function sample(model: PolicyModel, prompts: number[][], opts: SampleOptions): SampledSequence[] {
   const state = startDecode(prompts, opts);
   try {
     while (state.sequences.some((s) => !s.finished)) decodeSegment(model, state, Number.MAX_SAFE_INTEGER);
@@ -209,7 +223,7 @@ export function sample(model: GPT, prompts: number[][], opts: SampleOptions): Sa
 }
 
 /** Make sure the state holds next-token logits for its active rows computed with the current weights. */
-function ensureLogits(model: GPT, state: DecodeState): void {
+function ensureLogits(model: PolicyModel, state: DecodeState): void {
   const version = model.version;
   if (state.cache && state.cache.version === version) return;
   releaseDecodeCache(state);
@@ -217,7 +231,7 @@ function ensureLogits(model: GPT, state: DecodeState): void {
   if (active.length === 0) return;
   for (const i of active) {
     const len = state.sequences[i].prompt.length + state.sequences[i].tokens.length;
-    if (len >= model.config.context) throw new Error(`sequence ${i} has ${len} tokens, which fills the model context (${model.config.context}); nothing can be decoded`);
+    if (len >= model.context) throw new Error(`sequence ${i} has ${len} tokens, which fills the model context (${model.context}); nothing can be decoded`);
   }
   const { rows, leftPad } = paddedRows(state, active);
   if (state.useKvCache) {
@@ -225,13 +239,13 @@ function ensureLogits(model: GPT, state: DecodeState): void {
     const room = Math.max(
       ...active.map((i) => {
         const q = state.sequences[i];
-        return Math.min(state.maxNewTokens - q.tokens.length, model.config.context - q.prompt.length - q.tokens.length);
+        return Math.min(state.maxNewTokens - q.tokens.length, model.context - q.prompt.length - q.tokens.length);
       }),
     );
     const { cache, logits } = model.prefill(rows, leftPad, rows[0].length + room);
-    state.cache = { kv: cache, rows: active, logits, version: cache.version };
+    state.cache = { kv: cache, model, rows: active, logits, version: cache.version };
   } else {
-    state.cache = { kv: null, rows: active, logits: model.lastLogits(rows, leftPad), version };
+    state.cache = { kv: null, model, rows: active, logits: model.lastLogits(rows, leftPad), version };
   }
 }
 
@@ -245,11 +259,19 @@ function paddedRows(state: DecodeState, seqIdx: number[]): { rows: number[][]; l
 }
 
 /**
- * Draw one token from logits with temperature and top-p, given a uniform u in [0, 1). Computed in
- * float64. Returns the token, its log-probability under the distribution sampled from, and its
- * log-probability under softmax(logits).
+ * Draw one token from logits with temperature, top-k and top-p, given a uniform u in [0, 1).
+ * Computed in float64. Returns the token, its log-probability under the distribution sampled
+ * from, and its log-probability under softmax(logits).
+ *
+ * Candidate order: index order without truncation; most likely first (ties by index) with it.
+ * The nucleus (Holtzman et al. 2020) is the shortest prefix of that order whose mass reaches
+ * top_p of the (top-k) total. Only the candidates that can be in it are sorted: tokens are
+ * binned by the binary exponent of their weight, the fewest top bins holding enough mass give a
+ * threshold, and every token at or above it is sorted — O(V + n log n) for a nucleus of n
+ * instead of O(V·n), with the same prefix, the same sums in the same order and so the same
+ * result as selecting by repeated maximum.
  */
-export function sampleFromLogits(logits: ArrayLike<number>, temperature: number, topP: number, u: number): { token: number; logProb: number; rawLogProb: number } {
+export function sampleFromLogits(logits: ArrayLike<number>, temperature: number, topP: number, u: number, topK = 0): { token: number; logProb: number; rawLogProb: number } {
   const V = logits.length;
   let max = -Infinity;
   let argmax = 0;
@@ -270,32 +292,29 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
     w[i] = Math.exp((logits[i] - max) / temperature);
     total += w[i];
   }
-  // Candidate order: index order without top-p; most likely first (ties by index) with it.
-  const order = new Int32Array(V);
-  for (let i = 0; i < V; i++) order[i] = i;
-  let n = V;
-  let kept = total;
-  if (topP < 1) {
-    // Nucleus (Holtzman et al. 2020): the smallest set of most likely tokens whose mass reaches
-    // top_p. Selection by repeated maximum stops as soon as the mass is reached.
-    let cum = 0;
-    n = 0;
-    while (n < V && cum < topP * total) {
-      let best = n;
-      for (let j = n + 1; j < V; j++) {
-        const a = order[j];
-        const b = order[best];
-        if (w[a] > w[b] || (w[a] === w[b] && a < b)) best = j;
-      }
-      const tmp = order[n];
-      order[n] = order[best];
-      order[best] = tmp;
-      cum += w[order[n]];
-      n++;
+  let order: Int32Array;
+  let n: number;
+  let kept: number;
+  const byWeight = (a: number, b: number) => (w[a] !== w[b] ? w[b] - w[a] : a - b);
+  if (topK > 0 && topK < V) {
+    order = topKIndices(w, topK).sort(byWeight);
+    total = 0;
+    for (let k = 0; k < order.length; k++) total += w[order[k]];
+    n = order.length;
+    kept = total;
+    if (topP < 1) ({ n, kept } = nucleusPrefix(order, w, topP * total));
+  } else if (topP < 1) {
+    order = nucleusCandidates(w, topP * total).sort(byWeight);
+    ({ n, kept } = nucleusPrefix(order, w, topP * total));
+    if (n === order.length && order.length < V && kept < topP * total) {
+      // Rounding left the candidates' running sum short of the target: fall back to all tokens.
+      order = Int32Array.from({ length: V }, (_, i) => i).sort(byWeight);
+      ({ n, kept } = nucleusPrefix(order, w, topP * total));
     }
-    n = Math.max(1, n);
-    kept = 0;
-    for (let k = 0; k < n; k++) kept += w[order[k]];
+  } else {
+    order = Int32Array.from({ length: V }, (_, i) => i);
+    n = V;
+    kept = total;
   }
   let target = u * kept;
   let token = order[n - 1];
@@ -307,4 +326,68 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
     }
   }
   return { token, logProb: Math.log(w[token] / kept), rawLogProb: logits[token] - rawLse };
+}
+
+/** The shortest prefix of `order` whose running sum reaches `target` (at least one token) and its mass. */
+function nucleusPrefix(order: Int32Array, w: Float64Array, target: number): { n: number; kept: number } {
+  let cum = 0;
+  let n = 0;
+  while (n < order.length && cum < target) cum += w[order[n++]];
+  n = Math.max(1, n);
+  let kept = 0;
+  for (let k = 0; k < n; k++) kept += w[order[k]];
+  return { n, kept };
+}
+
+/**
+ * Every token whose weight is at least a threshold chosen so that those tokens hold at least
+ * `target` of the mass (so they contain the nucleus, which is a most-likely-first prefix).
+ * Weights are ≤ 1 (the maximum is 1), binned by ⌊−log2 w⌋.
+ */
+function nucleusCandidates(w: Float64Array, target: number): Int32Array {
+  const BINS = 1100; // −log2 of the smallest positive double is 1074
+  const mass = new Float64Array(BINS);
+  const bin = (x: number) => (x > 0 ? Math.min(BINS - 1, Math.floor(-Math.log2(x))) : BINS - 1);
+  for (let i = 0; i < w.length; i++) mass[bin(w[i])] += w[i];
+  let cum = 0;
+  let last = 0;
+  while (last < BINS - 1 && cum + mass[last] < target) cum += mass[last++];
+  // The smallest weight in the chosen bins is the threshold: every token at or above it is taken,
+  // so the set is a prefix of the sorted order even if log2 rounded a weight into a lower bin.
+  let threshold = Infinity;
+  for (let i = 0; i < w.length; i++) if (bin(w[i]) <= last && w[i] < threshold) threshold = w[i];
+  let count = 0;
+  for (let i = 0; i < w.length; i++) if (w[i] >= threshold) count++;
+  const out = new Int32Array(count);
+  let j = 0;
+  for (let i = 0; i < w.length; i++) if (w[i] >= threshold) out[j++] = i;
+  return out;
+}
+
+/** Indices of the k largest weights (ties by lower index), in no particular order: a min-heap of size k. */
+function topKIndices(w: Float64Array, k: number): Int32Array {
+  const heap = new Int32Array(k);
+  // "a is worse than b": smaller weight, or equal weight and larger index.
+  const worse = (a: number, b: number) => w[a] < w[b] || (w[a] === w[b] && a > b);
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < k && worse(heap[l], heap[m])) m = l;
+      if (r < k && worse(heap[r], heap[m])) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  };
+  for (let i = 0; i < k; i++) heap[i] = i;
+  for (let i = (k >> 1) - 1; i >= 0; i--) down(i);
+  for (let i = k; i < w.length; i++) {
+    if (worse(heap[0], i)) {
+      heap[0] = i;
+      down(0);
+    }
+  }
+  return heap;
 }

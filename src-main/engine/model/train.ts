@@ -4,7 +4,7 @@
  * lossMask 0, the role's answer positions 1.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import type { GPT } from './gpt';
+import type { PolicyModel } from './policy-model';
 import type { Adam, StepResult } from './optim';
 
 export interface SupervisedBatch {
@@ -28,7 +28,7 @@ export interface SupervisedStepResult extends StepResult {
  * Mean masked cross-entropy as a scalar tensor (differentiable). Returns the number of target
  * tokens too. Throws when the mask selects nothing.
  */
-export function supervisedLoss(model: GPT, batch: SupervisedBatch): { loss: tf.Scalar; count: number } {
+export function supervisedLoss(model: PolicyModel, batch: SupervisedBatch): { loss: tf.Scalar; count: number } {
   const B = batch.tokens.length;
   const T = batch.tokens[0]?.length ?? 0;
   if (batch.lossMask.length !== B || batch.lossMask.some((r, b) => r.length !== batch.tokens[b].length)) {
@@ -57,7 +57,7 @@ export function supervisedLoss(model: GPT, batch: SupervisedBatch): { loss: tf.S
  * One optimizer step on a supervised batch: forward, backward, clip, Adam. Returns the loss
  * (before the update) and the gradient norm (before clipping). A NaN/Inf gradient skips the update.
  */
-export function supervisedStep(model: GPT, optimizer: Adam, batch: SupervisedBatch): SupervisedStepResult {
+export function supervisedStep(model: PolicyModel, optimizer: Adam, batch: SupervisedBatch): SupervisedStepResult {
   let count = 0;
   const { value, grads } = tf.variableGrads(() => {
     const r = supervisedLoss(model, batch);

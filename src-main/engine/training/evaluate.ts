@@ -20,11 +20,9 @@
 import type { Role, RunConfig } from '../config/schema';
 import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type Verdict } from '../agents';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
-import type { Tokenizer } from '../model/tokenizer';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
 import { decodeInSegments } from './rollout';
-import { promptTokens, responseText } from './sequences';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
 
@@ -49,27 +47,27 @@ export interface EvalChain {
 
 export interface EvalContext {
   family: TaskFamily;
-  tokenizer: Tokenizer;
+  /** Each role's policy, with its own model and tokenizer. */
   policies: Record<Role, PolicyRuntime>;
   config: RunConfig;
 }
 
 function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): string[] {
   const policy = ctx.policies[role];
-  const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: promptTokens(ctx.tokenizer, role, promptText), streamId: i }));
+  const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: policy.tokenizer.promptTokens(role, promptText), streamId: i }));
   if (requests.length === 0) return [];
   const longest = Math.max(...requests.map((r) => r.promptTokens.length));
-  const results = decodeInSegments(policy, ctx.tokenizer, requests, {
+  const results = decodeInSegments(policy, requests, {
     seed,
     temperature,
     topP: temperature === 0 ? 1 : ctx.config.rollout.top_p,
-    maxNewTokens: Math.max(1, Math.min(ctx.config.rollout.max_response_tokens, policy.model.config.context - longest)),
+    maxNewTokens: Math.max(1, Math.min(ctx.config.rollout.max_response_tokens, policy.model.context - longest)),
     // Evaluation decodes to the end at once: segments matter for training overlap, not here.
     segmentTokens: ctx.config.rollout.max_response_tokens,
     maxSegments: 1,
     agent: role,
   });
-  return results.map((r) => responseText(ctx.tokenizer, r.responseTokens));
+  return results.map((r) => policy.tokenizer.responseText(r.responseTokens));
 }
 
 /** Run `samples` chains per problem; temperature 0 is greedy (then one sample is enough). */

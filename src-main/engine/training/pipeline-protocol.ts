@@ -18,14 +18,17 @@
  *                      Float32Array laid out as the weights, moved).
  */
 import type { Role } from '../config/schema';
-import type { GPTConfig } from '../model/gpt';
 import type { EvalChain, EvalPart, FixedSolution } from './evaluate';
+import type { ModelIdentity, PolicyModelSource } from './policies';
 import type { PolicySample, PpoOptions, PpoPartSums } from './ppo';
 import type { RolloutTurn } from './rollout';
 
 export interface PolicyWeights {
   policyId: string;
-  model: GPTConfig;
+  /** How to rebuild the policy's model and tokenizer (either family); the trainable weights follow. */
+  source: PolicyModelSource;
+  /** The model the policy started from (kept with the copy, as the trainer has it). */
+  identity: ModelIdentity;
   weights: Float32Array;
   /** The trainer's version of these weights (RL updates applied). */
   version: number;

@@ -24,12 +24,11 @@
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
  */
 import type { RunConfig } from '../config/schema';
-import { createModel } from '../model/gpt';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
 import { evaluatePart, fixedSetMetrics, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
-import { PolicyRuntime, rolePolicies } from './policies';
+import { buildPolicyModel, PolicyRuntime, rolePolicies } from './policies';
 import { flattenGradients, ppoPartGradients } from './ppo';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
 import { drive, rolloutSteps, type RolloutContext, type RolloutPause } from './rollout';
@@ -92,8 +91,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   const copyWith = (p: PolicyWeights): PolicyRuntime => {
     let copy = evalPolicies.get(p.policyId);
     if (!copy) {
-      const model = createModel(p.model, 0);
-      copy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
+      const { model, tokenizer } = buildPolicyModel(p.source);
+      copy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, tokenizer, createOptimizer(model, config.policies[p.policyId].optimizer), p.source, p.identity);
       evalPolicies.set(p.policyId, copy);
     }
     copy.adoptWeights(p.weights, p.version);
@@ -109,8 +108,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     const start: Extract<TrainerToRollout, { type: 'init' }> = init;
     const slots = new Map<string, number>();
     for (const p of start.policies) {
-      const model = createModel(p.model, 0);
-      const policy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, createOptimizer(model, config.policies[p.policyId].optimizer));
+      const { model, tokenizer } = buildPolicyModel(p.source);
+      const policy = new PolicyRuntime(p.policyId, config.policies[p.policyId], model, tokenizer, createOptimizer(model, config.policies[p.policyId].optimizer), p.source, p.identity);
       policy.adoptWeights(p.weights, p.version);
       policies.set(p.policyId, policy);
       slots.set(p.policyId, p.slot);
@@ -124,7 +123,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       while (evaluations.length > 0) {
         const request = evaluations.shift()!;
         for (const p of request.policies) copyWith(p);
-        const ctx = { family: data.family, tokenizer: data.tokenizer, policies: rolePolicies(config, evalPolicies), config };
+        const ctx = { family: data.family, policies: rolePolicies(config, evalPolicies), config };
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
         for (const part of request.parts) chains[part] = evaluatePart(ctx, evalSet.problems, evalSet.seed, part);
@@ -199,7 +198,6 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       const stepStart = Date.now();
       const ctx: RolloutContext = {
         family: data.family,
-        tokenizer: data.tokenizer,
         policies: roles,
         config,
         onSegment: (s) => options.timeline?.({ kind: 'segment', agent: s.agent, worker: options.worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),

@@ -139,7 +139,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     handle();
     return !signal?.aborted;
   };
-  const weightsOf = (p: PolicyRuntime): PolicyWeights => ({ policyId: p.id, model: { ...p.model.config }, weights: p.model.getWeights(), version: p.version, slot: slots.get(p.id)! });
+  const weightsOf = (p: PolicyRuntime): PolicyWeights => ({ policyId: p.id, source: p.source, identity: p.identity, weights: p.model.getWeights(), version: p.version, slot: slots.get(p.id)! });
   const interrupted = (): PipelineOutcome => {
     stopReason = String(signal?.reason ?? 'stopped');
     return { status: 'interrupted', step: run.cursor.step, reason: stopReason };
@@ -291,7 +291,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       if (!(await evaluateSplit(step + 1))) return false;
     }
     if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
-      saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, run.data.tokenizer, config, step, metrics);
+      saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, config, step, metrics);
     }
     run.cursor.step = step + 1;
     return true;

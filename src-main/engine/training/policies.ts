@@ -1,27 +1,77 @@
 /**
- * The policies of a run: one model and optimizer per policy id, shared by every role that the
- * config's `agents` maps to it (one shared policy, one per role, or different sizes per role).
+ * The policies of a run: one model, tokenizer and optimizer per policy id, shared by every role
+ * that the config's `agents` maps to it (one shared policy, one per role, or different sizes per
+ * role). Callers reach a policy only through the seam of policy-model.ts (`PolicyModel`,
+ * `PolicyTokenizer`), so the same rollout, training and checkpoint code serves the Studio's own
+ * GPT and a Hugging Face model (issue #13), even side by side in one run.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
-import { createModel, type GPT } from '../model/gpt';
+import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
-import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
-import { Tokenizer } from '../model/tokenizer';
+import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
+import { loadHfModel } from '../hf/load';
+import type { HfModel } from '../hf/model';
+import { hfPolicyTokenizer, type HfTokenizer } from '../hf/tokenizer';
+import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
+import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
 import { hashString } from '../util/rng';
 import { resourcesDir } from '../resources';
+import { CharPolicyTokenizer } from './sequences';
+
+const CHECKPOINT_FILE = 'checkpoint.json';
+
+/**
+ * What another process (the pipeline's rollout) or a KL reference needs to rebuild a policy's
+ * model and tokenizer without its trainable weights, which travel separately as one flat buffer.
+ */
+export type PolicyModelSource =
+  | { family: 'gpt'; config: GPTConfig; tokenizer: TokenizerJSON }
+  | {
+      family: 'hf';
+      /** A Hugging Face folder or a Studio checkpoint of the hf family (its architecture and weights are read). */
+      path: string;
+      dtype: 'float32';
+      /** The folder holding the tokenizer files (the model folder, or a checkpoint's tokenizer/). */
+      tokenizerDir: string;
+      prompts: HfPromptSettings;
+    };
+
+/**
+ * Which model a policy started from, recorded with the run so that Compare shows when two runs
+ * started from different models: for the GPT family the init checkpoint (or a fresh seed), for the
+ * Hugging Face family the folder and the digests of its config and weights.
+ */
+export interface ModelIdentity {
+  family: 'gpt' | 'hf';
+  /** The init checkpoint (gpt) or the model folder (hf); null for a freshly initialised GPT. */
+  path: string | null;
+  /** SHA-256 of the model's config (hf: config.json; gpt: the architecture and tokenizer). */
+  configDigest: string;
+  /** SHA-256 of the starting weights (hf: the safetensors; gpt: the init checkpoint's weights.bin, or null when fresh). */
+  weightsDigest: string | null;
+  /** hf: the Hugging Face folder the weights came from first (what an hf checkpoint records as its base). */
+  base?: { path: string; configDigest: string; weightsDigest: string };
+}
 
 export class PolicyRuntime {
   /** Frozen copy of the starting weights, for the KL penalty (only when kl_coef > 0). */
-  reference: GPT | null = null;
+  reference: PolicyModel | null = null;
 
   constructor(
     readonly id: string,
     readonly config: PolicyConfig,
-    readonly model: GPT,
+    readonly model: PolicyModel,
+    /** How this policy's prompts and responses become tokens (one per policy: bases may differ). */
+    readonly tokenizer: PolicyTokenizer,
     public optimizer: Adam,
+    /** How to rebuild this policy's model elsewhere (see `buildPolicyModel`). */
+    readonly source: PolicyModelSource,
+    /** The model this policy started from. */
+    readonly identity: ModelIdentity,
     /** RL updates applied before this process loaded the policy (from a checkpoint). */
     private readonly baseVersion = 0,
   ) {}
@@ -47,12 +97,57 @@ export class PolicyRuntime {
     this.adoptedVersion = version;
   }
 
+  /** Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`). */
+  freezeReference(): void {
+    this.reference?.dispose();
+    const { model } = buildPolicyModel(this.source);
+    model.setWeights(this.model.getWeights());
+    this.reference = model;
+  }
+
   dispose(): void {
     this.model.dispose();
     this.optimizer.dispose();
     this.reference?.dispose();
   }
 }
+
+/**
+ * A policy's model and tokenizer rebuilt from its source, with the source's starting weights
+ * (gpt: a seed-0 initialisation, hf: the folder's weights); callers then set the trained ones.
+ */
+export function buildPolicyModel(source: PolicyModelSource): { model: PolicyModel; tokenizer: PolicyTokenizer } {
+  if (source.family === 'gpt') {
+    return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
+  }
+  const { model, tokenizer } = loadHfSource(source.path);
+  return { model, tokenizer: hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking }) };
+}
+
+/** An hf model and tokenizer from a Hugging Face folder or a Studio checkpoint of the family. */
+function loadHfSource(dir: string): { model: HfModel; tokenizer: HfTokenizer } {
+  if (fs.existsSync(path.join(dir, CHECKPOINT_FILE))) {
+    const loaded = loadHfCheckpoint(dir);
+    loaded.optimizer?.dispose();
+    return { model: loaded.model, tokenizer: loaded.tokenizer };
+  }
+  const { model, tokenizer } = loadHfModel(dir, { dtype: 'float32' });
+  return { model, tokenizer };
+}
+
+/**
+ * What each role of a Hugging Face policy is told in its system message: its job and the exact
+ * output format the Studio parses (agents/formats.ts: `A:<answer>` on the last line, `V:ok` /
+ * `V:no`); the user message is the role's prompt text, as the GPT family reads it.
+ */
+export const DEFAULT_SYSTEM_PROMPTS: Record<Role, string> = {
+  solver:
+    'You are the Solver in a team of agents. Solve the problem in the user message. Keep any working short, then end your reply with one line of the form A:<answer> holding only the final answer.',
+  verifier:
+    'You are the Verifier in a team of agents. The user message is a problem, then "|", then a proposed final answer written A:<answer>. Check whether that answer is right. Reply with exactly V:ok if it is right or V:no if it is wrong, and nothing after it.',
+  corrector:
+    'You are the Corrector in a team of agents. The user message is a problem, a proposed solution and the Verifier\'s verdict on it (V:no), separated by "|". Write a corrected solution and end your reply with one line of the form A:<answer> holding only the final answer.',
+};
 
 export type RolePolicies = Record<Role, PolicyRuntime>;
 
@@ -89,8 +184,24 @@ export function resolveInitPath(init: string): string {
   return found;
 }
 
-/** A fresh policy, or one loaded from its init checkpoint, with a new RL optimizer. */
+function sha256Json(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex');
+}
+
+function gptSource(config: GPTConfig, tokenizer: Tokenizer): Extract<PolicyModelSource, { family: 'gpt' }> {
+  return { family: 'gpt', config: { ...config }, tokenizer: tokenizer.toJSON() };
+}
+
+function gptIdentity(source: Extract<PolicyModelSource, { family: 'gpt' }>, init: string | null, weightsDigest: string | null): ModelIdentity {
+  return { family: 'gpt', path: init, configDigest: sha256Json({ config: source.config, tokenizer: source.tokenizer }), weightsDigest };
+}
+
+/**
+ * A fresh policy, or one loaded from its init checkpoint, with a new RL optimizer. `tokenizer` is
+ * the task's character tokenizer, which the GPT family uses.
+ */
 export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: Tokenizer, seed: number): { policy: PolicyRuntime; fromCheckpoint: string | null } {
+  if (policyConfig.model.kind === 'hf') return createHfPolicy(id, policyConfig, policyConfig.model);
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
     const loaded = loadCheckpoint(dir);
@@ -101,38 +212,99 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
     }
     loaded.optimizer?.dispose();
     const optimizer = createOptimizer(loaded.model, policyConfig.optimizer);
-    return { policy: new PolicyRuntime(id, policyConfig, loaded.model, optimizer), fromCheckpoint: dir };
+    const source = gptSource(loaded.model.config, loaded.tokenizer);
+    const identity = gptIdentity(source, dir, loaded.manifest.files['weights.bin']?.sha256 ?? null);
+    return { policy: new PolicyRuntime(id, policyConfig, loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, identity), fromCheckpoint: dir };
   }
-  const model = createModel({ ...policyConfig.model, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
-  return { policy: new PolicyRuntime(id, policyConfig, model, createOptimizer(model, policyConfig.optimizer)), fromCheckpoint: null };
+  const { kind: _kind, ...sizes } = policyConfig.model;
+  const model = createModel({ ...sizes, vocabSize: tokenizer.vocabSize }, (seed ^ hashString(`policy:${id}`)) >>> 0);
+  const source = gptSource(model.config, tokenizer);
+  const policy = new PolicyRuntime(id, policyConfig, model, new CharPolicyTokenizer(tokenizer), createOptimizer(model, policyConfig.optimizer), source, gptIdentity(source, null, null));
+  return { policy, fromCheckpoint: null };
+}
+
+/**
+ * Save one policy as a Studio checkpoint of its family (model, optimizer state when given,
+ * tokenizer, the run's config snapshot, `extra` plus the policy's identity).
+ */
+export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: { optimizer: Adam | null; config: unknown; step: number; extra?: object }): void {
+  const extra = { ...args.extra, identity: policy.identity };
+  const { source } = policy;
+  if (source.family === 'gpt') {
+    const model = { config: source.config, specs: policy.model.specs, numParams: policy.model.numParams, getWeights: () => policy.model.getWeights() };
+    saveCheckpoint(dir, { model, optimizer: args.optimizer, tokenizer: Tokenizer.fromJSON(source.tokenizer), config: args.config, step: args.step, extra });
+  } else {
+    const base = policy.identity.base;
+    if (!base) throw new Error(`policy ${policy.id}: the Hugging Face folder it started from is not known, so its checkpoint cannot name its base`);
+    saveHfCheckpoint(dir, { model: policy.model as HfModel, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
+  }
+}
+
+/**
+ * A Hugging Face policy: the folder's weights (or the init checkpoint's, a Studio checkpoint of the
+ * hf family), its tokenizer with the chat template, and a new RL optimizer. It needs no warm start,
+ * so `fromCheckpoint` is always its starting folder.
+ */
+function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<PolicyConfig['model'], { kind: 'hf' }>): { policy: PolicyRuntime; fromCheckpoint: string } {
+  const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
+  const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
+  if (policyConfig.init) {
+    const dir = resolveInitPath(policyConfig.init);
+    if (checkpointFamily(dir) !== 'hf') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of the gpt family, but policies.${id}.model is kind hf; give an hf checkpoint or remove init`);
+    const loaded = loadHfCheckpoint(dir);
+    loaded.optimizer?.dispose();
+    const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: loaded.tokenizerDir, prompts };
+    const identity: ModelIdentity = { family: 'hf', path: dir, configDigest: loaded.base.configDigest, weightsDigest: loaded.manifest.files['weights.safetensors']?.sha256 ?? null, base: loaded.base };
+    const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
+    return { policy, fromCheckpoint: dir };
+  }
+  const dir = path.resolve(model.path);
+  const loaded = loadHfModel(dir, { dtype: model.dtype });
+  const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: dir, prompts };
+  const identity: ModelIdentity = { family: 'hf', ...loaded.identity, base: loaded.identity };
+  const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
+  return { policy, fromCheckpoint: dir };
 }
 
 /** Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). */
-export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, tokenizer: Tokenizer, config: RunConfig, step: number, extra: unknown): string[] {
+export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, extra: object): string[] {
   const written: string[] = [];
   for (const [id, policy] of policies) {
     const target = path.join(dir, id);
-    saveCheckpoint(target, { model: policy.model, optimizer: policy.optimizer, tokenizer, config, step, extra: { ...(extra as object), policyVersion: policy.version } });
+    savePolicyCheckpoint(target, policy, { optimizer: policy.optimizer, config, step, extra: { ...extra, policyVersion: policy.version } });
     written.push(target);
   }
   return written;
 }
 
 /** Load policies saved by `savePolicies`, restoring optimizer state and versions exactly. */
-export function loadPolicies(dir: string, config: RunConfig): { policies: Map<string, PolicyRuntime>; step: number; extra: unknown; tokenizer: Tokenizer } {
+export function loadPolicies(dir: string, config: RunConfig): { policies: Map<string, PolicyRuntime>; step: number; extra: unknown } {
   const policies = new Map<string, PolicyRuntime>();
   let step = -1;
   let extra: unknown = null;
-  let tokenizer: Tokenizer | null = null;
   for (const id of usedPolicyIds(config)) {
+    if (checkpointFamily(path.join(dir, id)) === 'hf') {
+      const loaded = loadHfCheckpoint(path.join(dir, id));
+      const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
+      // The base folder, not this checkpoint's copy: older checkpoints of a run are pruned as it goes.
+      const source: PolicyModelSource = { family: 'hf', path: loaded.base.path, dtype: 'float32', tokenizerDir: loaded.base.path, prompts: loaded.prompts };
+      const saved = (loaded.extra as { identity?: ModelIdentity } | null)?.identity;
+      const identity = saved ?? { family: 'hf', path: loaded.base.path, configDigest: loaded.base.configDigest, weightsDigest: loaded.base.weightsDigest, base: loaded.base };
+      const tokenizer = hfPolicyTokenizer(loaded.tokenizer, loaded.prompts.systemPrompts, { enableThinking: loaded.prompts.enableThinking });
+      policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, tokenizer, optimizer, source, identity));
+      step = loaded.step;
+      extra = loaded.extra;
+      continue;
+    }
     const loaded = loadCheckpoint(path.join(dir, id));
     const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
+    const source = gptSource(loaded.model.config, loaded.tokenizer);
+    const saved = (loaded.extra as { identity?: ModelIdentity } | null)?.identity;
     // The optimizer's own step count already counts the updates; baseVersion stays 0.
-    policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, optimizer));
+    policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, new CharPolicyTokenizer(loaded.tokenizer), optimizer, source, saved ?? gptIdentity(source, null, null)));
     step = loaded.step;
     extra = loaded.extra;
-    tokenizer = loaded.tokenizer;
   }
-  if (!tokenizer) throw new Error(`no policy checkpoints in ${dir}`);
-  return { policies, step, extra, tokenizer };
+  if (step < 0) throw new Error(`no policy checkpoints in ${dir}`);
+  return { policies, step, extra };
 }

@@ -13,7 +13,7 @@
  * the ratio is exactly 1 for on-policy tokens.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import type { GPT } from '../model/gpt';
+import type { PolicyModel } from '../model/policy-model';
 import type { Adam } from '../model/optim';
 import { padBatch, type TrainingSequence } from './sequences';
 
@@ -86,11 +86,11 @@ export interface PpoRemotePart {
  * `minibatchTokens` in all. Computing a minibatch in parts (in two processes) gives the gradient of
  * the whole, up to the order of float additions.
  */
-export function ppoPartGradients(model: GPT, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): PpoPart {
+export function ppoPartGradients(model: PolicyModel, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): PpoPart {
   const { tokens } = padBatch(samples, options.padId);
   const B = samples.length;
   const T = tokens[0].length;
-  // Time-major rows: row (t−1)·B + b scores token t of sequence b (see GPT.nextTokenStatsTimeMajor).
+  // Time-major rows: row (t−1)·B + b scores token t of sequence b (see PolicyModel.nextTokenStatsTimeMajor).
   const rows = (T - 1) * B;
   const mask = new Float32Array(rows);
   const behaviour = new Float32Array(rows);
@@ -158,7 +158,7 @@ export function ppoPartGradients(model: GPT, samples: readonly PolicySample[], o
 }
 
 /** A part's gradient as one buffer laid out as `model.getWeights()` (to send to another process). */
-export function flattenGradients(model: GPT, grads: readonly tf.Tensor[]): Float32Array {
+export function flattenGradients(model: PolicyModel, grads: readonly tf.Tensor[]): Float32Array {
   const flat = new Float32Array(model.numParams);
   grads.forEach((g, i) => flat.set(g.dataSync() as Float32Array, model.specs[i].offset));
   return flat;
@@ -179,7 +179,7 @@ export function addPpoParts(a: PpoPart, b: PpoPart): PpoPart {
  * Sum the parts of one minibatch and take the optimizer step. Disposes the local part's tensors.
  * A non-finite loss or gradient skips the step and says why.
  */
-export function applyPpoParts(model: GPT, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[] = []): PpoStepResult {
+export function applyPpoParts(model: PolicyModel, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[] = []): PpoStepResult {
   let grads = local.grads;
   try {
     if (remote.length > 0) {
@@ -217,12 +217,12 @@ export function applyPpoParts(model: GPT, optimizer: Adam, local: PpoPart, remot
  * One optimizer step on a minibatch of one agent's turns. A NaN/Inf in the loss or the gradient
  * skips the update and says so; the caller counts consecutive skips.
  */
-export function ppoStep(model: GPT, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): PpoStepResult {
+export function ppoStep(model: PolicyModel, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): PpoStepResult {
   return applyPpoParts(model, optimizer, ppoPartGradients(model, samples, options, responseTokenCount(samples)));
 }
 
 /** log π(y_t) of each response token under `model` (no gradient), e.g. for the KL reference. */
-export function responseLogProbs(model: GPT, samples: readonly TrainingSequence[], temperature: number, padId: number): number[][] {
+export function responseLogProbs(model: PolicyModel, samples: readonly TrainingSequence[], temperature: number, padId: number): number[][] {
   const { tokens, T } = padBatch(samples, padId);
   const B = samples.length;
   const { stats } = model.nextTokenStatsTimeMajor(tokens, { temperature, entropy: false });

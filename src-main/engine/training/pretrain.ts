@@ -15,13 +15,13 @@ import type { PretrainSchema, Role, RunConfig } from '../config/schema';
 import type { z } from 'zod';
 import { correctorPrompt, parseSolution, solverPrompt, verdictText, verifierPrompt } from '../agents';
 import { createOptimizer } from '../model/optim';
+import type { PolicyTokenizer } from '../model/policy-model';
 import { supervisedStep } from '../model/train';
-import type { Tokenizer } from '../model/tokenizer';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import { rolesOf, type PolicyRuntime } from './policies';
 import { decodeInSegments } from './rollout';
-import { padBatch, promptTokens, responseText, targetTokens, type TrainingSequence } from './sequences';
+import { padBatch, type TrainingSequence } from './sequences';
 
 export interface WarmStartExample {
   role: Role;
@@ -32,9 +32,9 @@ export interface WarmStartExample {
 type PretrainConfig = z.infer<typeof PretrainSchema>;
 
 /** Solver samples used as Verifier/Corrector inputs: what the Solver really writes. */
-export function sampleSolverSolutions(policy: PolicyRuntime, tokenizer: Tokenizer, problems: readonly Problem[], config: RunConfig, seed: number): string[] {
-  const requests = problems.map((p, i) => ({ promptText: solverPrompt(p), promptTokens: promptTokens(tokenizer, 'solver', solverPrompt(p)), streamId: i }));
-  const results = decodeInSegments(policy, tokenizer, requests, {
+export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number): string[] {
+  const requests = problems.map((p, i) => ({ promptText: solverPrompt(p), promptTokens: policy.tokenizer.promptTokens('solver', solverPrompt(p)), streamId: i }));
+  const results = decodeInSegments(policy, requests, {
     seed,
     temperature: 1,
     topP: 1,
@@ -43,7 +43,7 @@ export function sampleSolverSolutions(policy: PolicyRuntime, tokenizer: Tokenize
     maxSegments: 1,
     agent: 'solver',
   });
-  return results.map((r) => responseText(tokenizer, r.responseTokens));
+  return results.map((r) => policy.tokenizer.responseText(r.responseTokens));
 }
 
 /**
@@ -67,9 +67,9 @@ export function warmStartExample(family: TaskFamily, role: Role, problem: Proble
   return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
 }
 
-function toSequence(tokenizer: Tokenizer, example: WarmStartExample, context: number): TrainingSequence | null {
-  const prompt = promptTokens(tokenizer, example.role, example.prompt);
-  const tokens = [...prompt, ...targetTokens(tokenizer, example.target)];
+function toSequence(tokenizer: PolicyTokenizer, example: WarmStartExample, context: number): TrainingSequence | null {
+  const prompt = tokenizer.promptTokens(example.role, example.prompt);
+  const tokens = [...prompt, ...tokenizer.targetTokens(example.target)];
   if (tokens.length > context) return null;
   return { tokens, responseStart: prompt.length };
 }
@@ -97,11 +97,11 @@ export interface PretrainEval {
  * default; at the rollout temperature it says what RL will see (a Solver whose samples are all
  * wrong gives RL no signal, whatever its greedy accuracy).
  */
-export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): number {
+export function roleScore(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): number {
   const rng = new Rng(seed, `score:${role}`);
   const examples = problems.map((p) => warmStartExample(family, role, p, rng));
-  const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: promptTokens(tokenizer, role, ex.prompt), streamId: i }));
-  const results = decodeInSegments(policy, tokenizer, requests, {
+  const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: policy.tokenizer.promptTokens(role, ex.prompt), streamId: i }));
+  const results = decodeInSegments(policy, requests, {
     seed,
     temperature,
     topP: temperature === 0 ? 1 : config.rollout.top_p,
@@ -112,7 +112,7 @@ export function roleScore(policy: PolicyRuntime, tokenizer: Tokenizer, family: T
   });
   let right = 0;
   results.forEach((r, i) => {
-    const text = responseText(tokenizer, r.responseTokens);
+    const text = policy.tokenizer.responseText(r.responseTokens);
     if (role === 'verifier') {
       const expected = examples[i].target.slice(examples[i].target.lastIndexOf('V:'));
       if (text.trim().endsWith(expected)) right++;
@@ -131,7 +131,6 @@ export async function pretrainPolicy(
   policy: PolicyRuntime,
   args: {
     family: TaskFamily;
-    tokenizer: Tokenizer;
     config: RunConfig;
     pretrain: PretrainConfig;
     train: readonly Problem[];
@@ -150,9 +149,9 @@ export async function pretrainPolicy(
   const history: PretrainEval[] = [];
   const evaluateNow = (step: number) => {
     const scores: Partial<Record<Role, number>> = {};
-    for (const role of roles) scores[role] = roleScore(policy, args.tokenizer, args.family, role, args.heldOut, args.config, args.seed + 17);
+    for (const role of roles) scores[role] = roleScore(policy, args.family, role, args.heldOut, args.config, args.seed + 17);
     const e: PretrainEval = { policyId: policy.id, step, scores };
-    if (roles.includes('solver')) e.sampledSolver = roleScore(policy, args.tokenizer, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
+    if (roles.includes('solver')) e.sampledSolver = roleScore(policy, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
     history.push(e);
     args.onEval?.(e);
   };
@@ -165,10 +164,10 @@ export async function pretrainPolicy(
       while (sequences.length < args.pretrain.batch_size) {
         const role = roles[sequences.length % roles.length];
         const problem = args.train[rng.int(0, args.train.length - 1)];
-        const seq = toSequence(args.tokenizer, warmStartExample(args.family, role, problem, rng, args.solverSamples), policy.model.config.context);
+        const seq = toSequence(policy.tokenizer, warmStartExample(args.family, role, problem, rng, args.solverSamples), policy.model.context);
         if (seq) sequences.push(seq);
       }
-      const { tokens, lossMask } = padBatch(sequences, args.tokenizer.padId);
+      const { tokens, lossMask } = padBatch(sequences, policy.tokenizer.padId);
       const result = supervisedStep(policy.model, optimizer, { tokens, lossMask });
       args.onProgress?.({ policyId: policy.id, step, steps: args.pretrain.steps, loss: result.loss, gradNorm: result.gradNorm, lr: result.lr });
       if (args.evalEvery > 0 && (step + 1) % args.evalEvery === 0) evaluateNow(step + 1);

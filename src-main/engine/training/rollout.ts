@@ -16,11 +16,9 @@ import type { Role, RunConfig } from '../config/schema';
 import { agentName, correctorPrompt, parseSolution, parseVerdict, selectInputs, solverPrompt, verifierPrompt, type Verdict } from '../agents';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
 import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
-import type { Tokenizer } from '../model/tokenizer';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { PolicyRuntime } from './policies';
-import { promptTokens, responseText } from './sequences';
 
 export interface SegmentRecord {
   index: number;
@@ -80,7 +78,7 @@ export interface RolloutEpisode {
 
 export interface RolloutContext {
   family: TaskFamily;
-  tokenizer: Tokenizer;
+  /** Each role's policy, with its own model and tokenizer. */
   policies: Record<Role, PolicyRuntime>;
   config: RunConfig;
   /** Called after each decoded segment, e.g. to log the pipeline timeline. */
@@ -143,12 +141,11 @@ export async function drive<T>(steps: Generator<RolloutPause, T, void>, onPause:
  */
 export function decodeInSegments(
   policy: PolicyRuntime,
-  tokenizer: Tokenizer,
   requests: readonly DecodeRequest[],
   options: DecodeOptions,
   onSegment?: RolloutContext['onSegment'],
 ): DecodeResult[] {
-  return drain(decodeInSegmentsSteps(policy, tokenizer, requests, options, onSegment));
+  return drain(decodeInSegmentsSteps(policy, requests, options, onSegment));
 }
 
 export interface DecodeOptions {
@@ -170,7 +167,6 @@ export interface DecodeOptions {
  */
 export function* decodeInSegmentsSteps(
   policy: PolicyRuntime,
-  tokenizer: Tokenizer,
   requests: readonly DecodeRequest[],
   options: DecodeOptions,
   onSegment?: RolloutContext['onSegment'],
@@ -182,7 +178,7 @@ export function* decodeInSegmentsSteps(
       maxNewTokens: options.maxNewTokens,
       temperature: options.temperature,
       topP: options.topP,
-      stopTokens: [tokenizer.eosId],
+      stopTokens: [...policy.tokenizer.stopTokens],
       seed: options.seed,
       streamIds: requests.map((r) => r.streamId),
     },
@@ -206,7 +202,7 @@ export function* decodeInSegmentsSteps(
             index: segments[i].length,
             tokenStart: before[i],
             tokenEnd: s.tokens.length,
-            text: responseText(tokenizer, s.tokens.slice(before[i])),
+            text: policy.tokenizer.responseText(s.tokens.slice(before[i])),
             finished: s.finished,
             policyVersion: version,
             startedAt,
@@ -251,16 +247,15 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
   const policy = ctx.policies[role];
   const { rollout, pipeline } = ctx.config;
   yield { kind: 'agent-start', agent, role, policy, turns: pending.length };
-  const requests = pending.map((p, i) => ({ promptText: p.promptText, promptTokens: promptTokens(ctx.tokenizer, role, p.promptText), streamId: i }));
+  const requests = pending.map((p, i) => ({ promptText: p.promptText, promptTokens: policy.tokenizer.promptTokens(role, p.promptText), streamId: i }));
   const results = yield* decodeInSegmentsSteps(
     policy,
-    ctx.tokenizer,
     requests,
     {
       seed,
       temperature,
       topP: rollout.top_p,
-      maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.config.context - Math.max(...requests.map((r) => r.promptTokens.length))),
+      maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.context - Math.max(...requests.map((r) => r.promptTokens.length))),
       segmentTokens: pipeline.segment_tokens,
       maxSegments: pipeline.max_segments,
       agent,
@@ -270,7 +265,7 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
   const turns = pending.map((p, i) => {
     const episode = episodes[p.episode];
     const result = results[i];
-    const text = responseText(ctx.tokenizer, result.responseTokens);
+    const text = policy.tokenizer.responseText(result.responseTokens);
     const [vMin, vMax] = versionsOf(result.segments, policy.version);
     const turn: RolloutTurn = {
       index: episode.turns.length,

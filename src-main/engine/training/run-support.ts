@@ -22,6 +22,7 @@ export class NonFiniteError extends Error {}
 
 export interface TaskData {
   family: TaskFamily;
+  /** The task's character tokenizer: the GPT family's vocabulary (a Hugging Face policy brings its own). */
   tokenizer: Tokenizer;
   train: Problem[];
   test: Problem[];
@@ -77,9 +78,9 @@ export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export function saveRunCheckpoint(store: Store, runId: number, root: string, policies: Map<string, PolicyRuntime>, tokenizer: Tokenizer, config: RunConfig, step: number, metrics: Record<string, number>): void {
+export function saveRunCheckpoint(store: Store, runId: number, root: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, metrics: Record<string, number>): void {
   const dir = path.join(root, `step-${String(step).padStart(6, '0')}`);
-  const written = savePolicies(dir, policies, tokenizer, config, step, { runId });
+  const written = savePolicies(dir, policies, config, step, { runId });
   for (const target of written) {
     store.events.addCheckpoint({ runId, step, policyId: path.basename(target), path: target, createdAt: Date.now(), metrics: null });
   }
@@ -142,7 +143,6 @@ export interface UpdateContext {
   config: RunConfig;
   writer: BatchWriter;
   worker: string;
-  padId: number;
   injectNanLossFromStep?: number;
   /** Updates skipped for NaN/Inf in a row, across agents and steps. */
   skips: { consecutive: number };
@@ -285,10 +285,10 @@ export async function updateAgent(
     }));
   if (samples.length === 0) return metrics;
   if (policy.reference) {
-    const refs = responseLogProbs(policy.reference, samples, config.rollout.temperature, ctx.padId);
+    const refs = responseLogProbs(policy.reference, samples, config.rollout.temperature, policy.tokenizer.padId);
     samples.forEach((s, i) => (s.referenceLogProbs = refs[i]));
   }
-  const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: ctx.padId };
+  const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: policy.tokenizer.padId };
   const norms: number[] = [];
   const agentStats = { loss: [] as number[], entropy: [] as number[], kl: [] as number[], clip: [] as number[] };
   for (let epoch = 0; epoch < config.optimization.ppo_epochs; epoch++) {

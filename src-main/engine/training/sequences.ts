@@ -9,6 +9,7 @@
  * scores.
  */
 import type { Role } from '../config/schema';
+import type { PolicyTokenizer } from '../model/policy-model';
 import type { Tokenizer } from '../model/tokenizer';
 
 export function promptTokens(tokenizer: Tokenizer, role: Role, promptText: string): number[] {
@@ -22,6 +23,44 @@ export function targetTokens(tokenizer: Tokenizer, responseText: string): number
 /** The text of sampled response tokens: specials (the closing <eos>) are dropped. */
 export function responseText(tokenizer: Tokenizer, tokens: readonly number[]): string {
   return tokenizer.decode(tokens, { skipSpecial: true });
+}
+
+/**
+ * The GPT family's side of the policy seam (policy-model.ts): the character tokenizer with the
+ * `<bos> prompt <role> … <eos>` layout above.
+ */
+export class CharPolicyTokenizer implements PolicyTokenizer {
+  readonly vocabSize: number;
+  readonly padId: number;
+  readonly stopTokens: readonly number[];
+
+  constructor(readonly chars: Tokenizer) {
+    this.vocabSize = chars.vocabSize;
+    this.padId = chars.padId;
+    this.stopTokens = [chars.eosId];
+  }
+
+  /**
+   * A prompt may quote another policy's output (a Verifier judging a Hugging Face Solver's text):
+   * characters outside this policy's charset are left out, as it could not read them anyway.
+   */
+  promptTokens(role: Role, promptText: string): number[] {
+    return promptTokens(this.chars, role, this.readable(promptText));
+  }
+
+  private readable(text: string): string {
+    let out = '';
+    for (const ch of text) if (this.chars.charset.includes(ch)) out += ch;
+    return out;
+  }
+
+  targetTokens(text: string): number[] {
+    return targetTokens(this.chars, text);
+  }
+
+  responseText(tokens: readonly number[]): string {
+    return responseText(this.chars, tokens);
+  }
 }
 
 export interface TrainingSequence {

@@ -81,6 +81,9 @@ export interface TrainOptions {
 
 export type TrainOutcome = { status: 'done'; step: number } | { status: 'interrupted'; step: number; reason: string } | { status: 'failed'; step: number; reason: string };
 
+/** The event that records the model identity (family, path, config and weights digests) of each policy at the run's start. */
+export const MODEL_IDENTITY_EVENT = 'model_identity';
+
 /** The event that keeps a run's fixed judged set of Solver answers. */
 export const FIXED_SET_EVENT = 'eval_fixed_set';
 
@@ -128,19 +131,18 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
         if (fromCheckpoint) store.events.log(runId, 'info', 'init_checkpoint', `policy ${id} starts from ${fromCheckpoint}`, { policy: id, path: fromCheckpoint });
         else needWarmStart.push(policy);
       }
+      // Which model each policy started from, so a comparison shows runs that started from different ones.
+      const identities = Object.fromEntries([...policies].map(([id, p]) => [id, p.identity]));
+      store.events.log(runId, 'info', MODEL_IDENTITY_EVENT, `models: ${[...policies].map(([id, p]) => `${id} ${p.identity.family}${p.identity.path ? ` from ${p.identity.path}` : ''}`).join('; ')}`, { policies: identities });
       if (needWarmStart.length > 0) await warmStart(options, data, policies, needWarmStart, writer, wallTime);
     }
     const roles = rolePolicies(config, policies);
     if (config.optimization.kl_coef > 0) {
-      for (const p of policies.values()) {
-        const { createModel } = await import('../model/gpt');
-        p.reference = createModel(p.model.config, 0);
-        p.reference.setWeights(p.model.getWeights());
-      }
+      for (const p of policies.values()) p.freezeReference();
     }
 
     const evalSet = evaluationSet(config, data);
-    const evalContext = { family: data.family, tokenizer: data.tokenizer, policies: roles, config };
+    const evalContext = { family: data.family, policies: roles, config };
     // The fixed judged set (evaluate.ts): made by the run's first evaluation, kept in the store so
     // that a resumed run judges the same answers.
     let fixedSet = (store.events.latestOfKind(runId, FIXED_SET_EVENT)?.data?.solutions as FixedSolution[] | undefined) ?? null;
@@ -171,7 +173,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       const result = evaluate(evalContext, evalSet.problems, evalSet.seed);
       return recordEvaluation(at, result, t0, Date.now());
     };
-    const update: UpdateContext = { store, runId, config, writer, worker, padId: data.tokenizer.padId, injectNanLossFromStep: options.injectNanLossFromStep, skips: { consecutive: 0 } };
+    const update: UpdateContext = { store, runId, config, writer, worker, injectNanLossFromStep: options.injectNanLossFromStep, skips: { consecutive: 0 } };
 
     if (config.pipeline.mode === 'pipeline') {
       const outcome = await trainPipelined({
@@ -227,7 +229,6 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     const episodes = rolloutEpisodes(
       {
         family: data.family,
-        tokenizer: data.tokenizer,
         policies: roles,
         config,
         onSegment: (s) => writer.timelineSpan({ runId, kind: 'segment', agent: s.agent, worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),
@@ -267,7 +268,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     const isLast = step === config.optimization.steps - 1;
     if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) run.runEvaluation(step + 1);
     if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
-      saveRunCheckpoint(store, runId, run.checkpointRoot, run.policies, data.tokenizer, config, step, metrics);
+      saveRunCheckpoint(store, runId, run.checkpointRoot, run.policies, config, step, metrics);
     }
   }
   return null;
@@ -297,7 +298,7 @@ async function warmStart(
   for (const policy of ordered) {
     if (policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
       const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
-      const texts = sampleSolverSolutions(roles.solver, data.tokenizer, sampleProblems, config, config.seed + 3);
+      const texts = sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
     }
     await yieldToEventLoop();
@@ -305,7 +306,6 @@ async function warmStart(
     store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps`, { policy: policy.id });
     await pretrainPolicy(policy, {
       family: data.family,
-      tokenizer: data.tokenizer,
       config,
       pretrain: config.pretrain,
       train: data.train,

@@ -63,6 +63,8 @@ export function policyDefaults(fields: readonly ConfigField[]): ConfigDoc {
   const out: ConfigDoc = {};
   for (const field of fields) {
     if (!field.path.startsWith('policies.*.') || field.default === undefined) continue;
+    // Only the default kind's fields (a new policy's model is a GPT, without the hf folder's).
+    if (field.whenKind !== undefined && field.whenKind !== kindDefault(fields, field.path)) continue;
     setPath(out, field.path.slice('policies.*.'.length), structuredClone(field.default));
   }
   return out;
@@ -83,4 +85,10 @@ export function changedPaths(base: ConfigDoc, doc: ConfigDoc, prefix = ''): Set<
     }
   }
   return out;
+}
+
+/** The default of the `kind` beside a field (`policies.*.model.kind` for `policies.*.model.d_model`). */
+export function kindDefault(fields: readonly ConfigField[], path: string): unknown {
+  const kindPath = `${path.slice(0, path.lastIndexOf('.'))}.kind`;
+  return fields.find((f) => f.path === kindPath)?.default;
 }

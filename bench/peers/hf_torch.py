@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""PyTorch peer of the Studio's Hugging Face models (Llama / Qwen2 / Qwen3), for tests and
+`npm run bench -- hf` only; never a dependency of the app.
+
+An independent plain-torch forward pass written from the papers and the config.json fields
+(transformers is not installed here): RMSNorm, RoPE in the rotate-half convention with
+rope_theta and rope_scaling (linear, llama3), grouped-query attention, SwiGLU, tied embeddings,
+Qwen2's q/k/v biases and Qwen3's per-head q/k RMSNorm. Weights are read from the safetensors
+folder directly (single file or sharded index); bf16 is widened by shifting its 16 bits into
+the top of a float32 (torch 1.13 cannot take bf16 from numpy).
+
+Usage:
+  hf_torch.py logprobs DIR OUT.f32     stdin: {"prompts": [[ids], ...]}; writes the float32
+                                       log-softmax of every position of every prompt (each run
+                                       alone, unpadded), rows in prompt order, [positions, V];
+                                       computed in float64. Prints {"ok": true, "rows": N, "vocab": V}.
+  hf_torch.py bench DIR --threads 1 --prompt P --new N --batch B --seconds S
+                                       float32 prefill and KV-cached greedy decode timings.
+"""
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+
+def read_safetensors(path):
+    with open(path, 'rb') as f:
+        n = struct.unpack('<Q', f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = 8 + n
+        out = {}
+        for name, info in header.items():
+            if name == '__metadata__':
+                continue
+            a, b = info['data_offsets']
+            f.seek(base + a)
+            raw = f.read(b - a)
+            dt = info['dtype']
+            if dt == 'F32':
+                arr = np.frombuffer(raw, dtype='<f4').copy()
+            elif dt == 'F16':
+                arr = np.frombuffer(raw, dtype='<f2').astype(np.float32)
+            elif dt == 'BF16':
+                arr = (np.frombuffer(raw, dtype='<u2').astype(np.uint32) << 16).view(np.float32)
+            else:
+                raise ValueError(f'{path}: {name}: dtype {dt} not supported by the peer')
+            out[name] = arr.reshape(info['shape'])
+    return out
+
+
+def read_folder(d):
+    idx = os.path.join(d, 'model.safetensors.index.json')
+    if os.path.exists(idx):
+        with open(idx) as f:
+            files = sorted(set(json.load(f)['weight_map'].values()))
+        w = {}
+        for fn in files:
+            w.update(read_safetensors(os.path.join(d, fn)))
+        return w
+    return read_safetensors(os.path.join(d, 'model.safetensors'))
+
+
+def inv_freq(cfg, hd):
+    theta = cfg.get('rope_theta', 10000.0)
+    inv = [1.0 / theta ** (2 * i / hd) for i in range(hd // 2)]
+    rs = cfg.get('rope_scaling')
+    if rs:
+        kind = rs.get('rope_type', rs.get('type'))
+        if kind == 'linear':
+            inv = [x / rs['factor'] for x in inv]
+        elif kind == 'llama3':
+            # Meta's Llama 3.1 frequency rule: long wavelengths slowed by `factor`, short ones
+            # kept, a linear blend in 1/wavelength between the two thresholds.
+            f, lo, hi, old = rs['factor'], rs['low_freq_factor'], rs['high_freq_factor'], rs['original_max_position_embeddings']
+            out = []
+            for x in inv:
+                wl = 2 * math.pi / x
+                if wl < old / hi:
+                    out.append(x)
+                elif wl > old / lo:
+                    out.append(x / f)
+                else:
+                    s = (old / wl - lo) / (hi - lo)
+                    out.append((1 - s) * x / f + s * x)
+            inv = out
+        elif kind not in (None, 'default'):
+            raise ValueError(f'rope_scaling {kind} not supported by the peer')
+    return inv
+
+
+class Model:
+    def __init__(self, d, dtype):
+        import torch
+        self.torch = torch
+        with open(os.path.join(d, 'config.json')) as f:
+            cfg = json.load(f)
+        self.cfg = cfg
+        self.D = cfg['hidden_size']
+        self.H = cfg['num_attention_heads']
+        self.KV = cfg.get('num_key_value_heads', self.H)
+        self.hd = cfg.get('head_dim') or self.D // self.H
+        self.L = cfg['num_hidden_layers']
+        self.eps = cfg.get('rms_norm_eps', 1e-6)
+        self.qk_norm = cfg['model_type'] == 'qwen3'
+        raw = read_folder(d)
+        self.w = {k: torch.from_numpy(np.ascontiguousarray(v)).to(dtype) for k, v in raw.items()}
+        self.head = self.w['model.embed_tokens.weight'] if cfg.get('tie_word_embeddings') else self.w['lm_head.weight']
+        self.inv = torch.tensor(inv_freq(cfg, self.hd), dtype=torch.float64)
+        self.dtype = dtype
+
+    def rms(self, x, g):
+        return x * self.torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps) * g
+
+    def rope(self, x, pos):
+        # x [B, heads, T, hd]; pos [B, T]
+        torch = self.torch
+        ang = pos.to(torch.float64)[:, None, :, None] * self.inv[None, None, None, :]
+        cos, sin = torch.cos(ang).to(self.dtype), torch.sin(ang).to(self.dtype)
+        h = self.hd // 2
+        x1, x2 = x[..., :h], x[..., h:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    def lin(self, x, name, bias=False):
+        y = x @ self.w[name + '.weight'].T
+        if bias and (name + '.bias') in self.w:
+            y = y + self.w[name + '.bias']
+        return y
+
+    def forward(self, ids, pos, past=None):
+        """ids, pos [B, T] (no padding); past: list of (k, v) [B, KV, L, hd]. Returns logits, new past."""
+        torch = self.torch
+        B, T = ids.shape
+        x = self.w['model.embed_tokens.weight'][ids]
+        G = self.H // self.KV
+        new = []
+        Lp = 0 if past is None else past[0][0].shape[2]
+        causal = torch.ones(T, Lp + T, dtype=torch.bool).tril(Lp)
+        for i in range(self.L):
+            p = f'model.layers.{i}.'
+            h = self.rms(x, self.w[p + 'input_layernorm.weight'])
+            q = self.lin(h, p + 'self_attn.q_proj', True).view(B, T, self.H, self.hd).transpose(1, 2)
+            k = self.lin(h, p + 'self_attn.k_proj', True).view(B, T, self.KV, self.hd).transpose(1, 2)
+            v = self.lin(h, p + 'self_attn.v_proj', True).view(B, T, self.KV, self.hd).transpose(1, 2)
+            if self.qk_norm:
+                q = self.rms(q, self.w[p + 'self_attn.q_norm.weight'])
+                k = self.rms(k, self.w[p + 'self_attn.k_norm.weight'])
+            q, k = self.rope(q, pos), self.rope(k, pos)
+            if past is not None:
+                k = torch.cat([past[i][0], k], 2)
+                v = torch.cat([past[i][1], v], 2)
+            new.append((k, v))
+            kk = k.repeat_interleave(G, dim=1)
+            vv = v.repeat_interleave(G, dim=1)
+            s = (q @ kk.transpose(-1, -2)) / math.sqrt(self.hd)
+            s = s.masked_fill(~causal, float('-inf'))
+            o = (torch.softmax(s, -1) @ vv).transpose(1, 2).reshape(B, T, self.H * self.hd)
+            x = x + self.lin(o, p + 'self_attn.o_proj')
+            h = self.rms(x, self.w[p + 'post_attention_layernorm.weight'])
+            g = self.lin(h, p + 'mlp.gate_proj')
+            x = x + self.lin(torch.nn.functional.silu(g) * self.lin(h, p + 'mlp.up_proj'), p + 'mlp.down_proj')
+        x = self.rms(x, self.w['model.norm.weight'])
+        return x @ self.head.T, new
+
+
+def cmd_logprobs(d, out):
+    import torch
+    req = json.load(sys.stdin)
+    m = Model(d, torch.float64)
+    rows = 0
+    V = None
+    with open(out, 'wb') as f:
+        with torch.no_grad():
+            for ids in req['prompts']:
+                t = torch.tensor([ids])
+                logits, _ = m.forward(t, torch.arange(len(ids))[None, :])
+                lp = torch.log_softmax(logits[0], -1)
+                V = lp.shape[-1]
+                rows += lp.shape[0]
+                f.write(lp.to(torch.float32).numpy().astype('<f4').tobytes())
+    print(json.dumps({'ok': True, 'rows': rows, 'vocab': V}))
+
+
+def cmd_bench(d, args):
+    import torch
+    threads = int(args.get('--threads', 1))
+    torch.set_num_threads(threads)
+    P, N, B, seconds = int(args['--prompt']), int(args['--new']), int(args['--batch']), float(args.get('--seconds', 3))
+    m = Model(d, torch.float32)
+    V = m.head.shape[0]
+    g = torch.Generator().manual_seed(0)
+    prompts = torch.randint(0, min(V, 100000), (B, P), generator=g)
+    pos = torch.arange(P)[None, :].expand(B, P)
+
+    def timed(fn):
+        times = []
+        end = time.perf_counter() + seconds
+        while not times or time.perf_counter() < end:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        return {'best_ms': times[0] * 1000, 'median_ms': times[len(times) // 2] * 1000, 'calls': len(times)}
+
+    def prefill():
+        with torch.no_grad():
+            logits, past = m.forward(prompts, pos)
+        return logits[:, -1], past
+
+    def decode():
+        with torch.no_grad():
+            logits, past = prefill()
+            t0 = time.perf_counter()
+            for j in range(N):
+                nxt = logits.argmax(-1)[:, None]
+                logits, past = m.forward(nxt, torch.full((B, 1), P + j), past)
+                logits = logits[:, -1]
+            return time.perf_counter() - t0
+
+    pre = timed(lambda: prefill())
+    dec_times = []
+    end = time.perf_counter() + seconds
+    while not dec_times or time.perf_counter() < end:
+        dec_times.append(decode())
+    dec_times.sort()
+    print(json.dumps({
+        'ok': True, 'torch': torch.__version__, 'threads': threads,
+        'prefill': {**pre, 'tokens_per_call': B * P},
+        'decode': {'best_ms': dec_times[0] * 1000, 'median_ms': dec_times[len(dec_times) // 2] * 1000, 'calls': len(dec_times), 'tokens_per_call': B * N},
+    }))
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    cmd, d = sys.argv[1], sys.argv[2]
+    if cmd == 'logprobs':
+        cmd_logprobs(d, sys.argv[3])
+    elif cmd == 'bench':
+        rest = sys.argv[3:]
+        cmd_bench(d, {rest[i]: rest[i + 1] for i in range(0, len(rest) - 1, 2)})
+    else:
+        print(f'unknown command {cmd}', file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,145 @@
+/**
+ * `marsrl model …`: Hugging Face models from the terminal (issue #13) — inspect a downloaded
+ * folder, export a folder or a Studio checkpoint as a Hugging Face folder or GGUF, and generate
+ * (model-generate.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { HfArchConfig } from '../../engine/hf/config';
+import type { HfExportSource } from '../../engine/hf/export';
+import type { SafetensorsDtype } from '../../engine/hf/safetensors';
+import { parseCommand, UsageError } from '../args';
+import type { Command, CommandContext } from '../context';
+import { printJson } from '../format';
+
+const usage = `Usage: marsrl model inspect DIR [--json]
+       marsrl model export SRC --format hf|gguf [--dtype f32|f16|bf16] --out PATH [--force]
+       marsrl model generate DIR|CHECKPOINT (--prompt TEXT | --chat FILE | --prompt-ids 1,2,3) [options]
+
+Hugging Face decoder models (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) in the layout
+the Hub uses: config.json, model.safetensors (or an index and shards), tokenizer.json,
+tokenizer_config.json, generation_config.json.
+
+  inspect   architecture, parameters, weights and dtypes, context, tokenizer, chat template, and
+            whether the Studio can run it (if not, why: file and key). Exit code 1 when not.
+  export    SRC is a model folder or a Studio checkpoint of a Hugging Face policy.
+            --format hf    a Hugging Face folder (config.json, model.safetensors, tokenizer files,
+                           generation_config.json); --dtype f32, f16 or bf16 (default: the
+                           source's torch_dtype, else f32)
+            --format gguf  one GGUF file for llama.cpp / Ollama; --dtype f32 (default) or f16
+            --force        replace an existing PATH (otherwise an existing PATH is refused)
+  generate  see \`marsrl model generate --help\``;
+
+const INSPECT_OPTIONS = {} as const;
+const EXPORT_OPTIONS = {
+  format: { type: 'string' },
+  dtype: { type: 'string' },
+  out: { type: 'string', short: 'o' },
+  force: { type: 'boolean', default: false },
+} as const;
+
+async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
+  const { values, positionals } = parseCommand(argv, INSPECT_OPTIONS, usage, 1);
+  if (values.help) {
+    ctx.out(usage);
+    return 0;
+  }
+  const dir = positionals[0];
+  if (!dir) throw new UsageError('inspect needs the model folder: marsrl model inspect DIR', usage);
+  const { inspectHfFolder, formatInspectReport } = await import('../../engine/hf/inspect');
+  const report = inspectHfFolder(dir);
+  if (values.json) printJson(report);
+  else ctx.out(formatInspectReport(report));
+  if (!report.supported) {
+    for (const p of report.problems) ctx.err(`marsrl model inspect: ${p}`);
+    return 1;
+  }
+  return 0;
+}
+
+const HF_DTYPES: Record<string, SafetensorsDtype> = { f32: 'F32', f16: 'F16', bf16: 'BF16' };
+const TORCH_TO_DTYPE: Record<string, 'f32' | 'f16' | 'bf16'> = { float32: 'f32', float16: 'f16', bfloat16: 'bf16' };
+
+/**
+ * The export source: a Hugging Face folder (tensors stream from its files), or a Studio
+ * checkpoint of the hf family (loaded into the engine; its current weights are written).
+ */
+async function exportSource(src: string): Promise<{ source: HfExportSource; release: () => void }> {
+  if (!fs.existsSync(src)) throw new Error(`${src}: not found (give a model folder or a Studio checkpoint folder)`);
+  const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/model/checkpoint');
+  if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
+    const family = checkpointFamily(src);
+    if (family !== 'hf') throw new Error(`${path.join(src, CHECKPOINT_MANIFEST)}: family ${family}: a checkpoint of the Studio's own GPT has no Hugging Face architecture to export to (only Llama / Qwen2 / Qwen3 policies export as hf or gguf)`);
+    const { initBackend } = await import('../../engine/model/backend');
+    await initBackend('auto');
+    const { loadHfCheckpoint } = await import('../../engine/model/checkpoint');
+    const { hfNamedTensors } = await import('../../engine/hf/load');
+    const { hfConfigJson } = await import('../../engine/hf/config');
+    const loaded = loadHfCheckpoint(src);
+    loaded.optimizer?.dispose();
+    const config: HfArchConfig = loaded.model.config;
+    return {
+      source: { config, configJson: hfConfigJson(config), tensors: hfNamedTensors(loaded.model), tokenizerDir: loaded.tokenizerDir },
+      release: () => loaded.model.dispose(),
+    };
+  }
+  const { hfFolderSource } = await import('../../engine/hf/export');
+  return { source: hfFolderSource(src), release: () => {} };
+}
+
+async function exportCommand(argv: string[], ctx: CommandContext): Promise<number> {
+  const { values, positionals } = parseCommand(argv, EXPORT_OPTIONS, usage, 1);
+  if (values.help) {
+    ctx.out(usage);
+    return 0;
+  }
+  const src = positionals[0];
+  if (!src) throw new UsageError('export needs the source: marsrl model export SRC --format hf|gguf --out PATH', usage);
+  if (values.format !== 'hf' && values.format !== 'gguf') throw new UsageError(`--format must be hf or gguf (got ${JSON.stringify(values.format ?? null)})`, usage);
+  if (!values.out) throw new UsageError('--out PATH is required (a folder for --format hf, a .gguf file for --format gguf)', usage);
+  if (values.dtype !== undefined && !(values.dtype in HF_DTYPES)) throw new UsageError(`--dtype must be f32, f16 or bf16 (got ${JSON.stringify(values.dtype)})`, usage);
+  if (values.format === 'gguf' && values.dtype === 'bf16') throw new UsageError('--dtype bf16 is not offered for GGUF: use f32 or f16', usage);
+  const out = path.resolve(values.out);
+  // Refuse before reading anything: an existing output stays as it is.
+  if (fs.existsSync(out) && !values.force) throw new Error(`${out} already exists; choose another --out or pass --force to replace it`);
+  if (path.resolve(src) === out) throw new Error(`--out ${out} is the source itself; write the export somewhere else`);
+
+  const { exportGguf, exportHfFolder } = await import('../../engine/hf/export');
+  const { source, release } = await exportSource(src);
+  const started = Date.now();
+  try {
+    if (values.format === 'hf') {
+      const dtype = values.dtype ?? TORCH_TO_DTYPE[source.config.torchDtype ?? ''] ?? 'f32';
+      exportHfFolder(out, { ...source, dtype: HF_DTYPES[dtype], force: values.force });
+      const result = { format: 'hf', dtype, out, tensors: source.tensors.length, seconds: (Date.now() - started) / 1000 };
+      if (values.json) printJson(result);
+      else ctx.out(`Wrote ${out} (Hugging Face folder, ${dtype}, ${source.tensors.length} tensors) in ${result.seconds.toFixed(1)} s`);
+    } else {
+      const dtype = (values.dtype ?? 'f32') as 'f32' | 'f16';
+      exportGguf(out, { ...source, dtype, force: values.force, name: path.basename(path.resolve(src)) });
+      const result = { format: 'gguf', dtype, out, bytes: fs.statSync(out).size, seconds: (Date.now() - started) / 1000 };
+      if (values.json) printJson(result);
+      else ctx.out(`Wrote ${out} (GGUF ${dtype}, ${(result.bytes / 2 ** 20).toFixed(1)} MiB) in ${result.seconds.toFixed(1)} s`);
+    }
+  } finally {
+    release();
+  }
+  return 0;
+}
+
+export const modelCommand: Command = {
+  name: 'model',
+  summary: 'Hugging Face models: inspect a folder, export as hf/gguf, generate',
+  usage,
+  async run(argv, ctx) {
+    const [sub, ...rest] = argv;
+    if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+      ctx.out(usage);
+      return sub === undefined ? 2 : 0;
+    }
+    if (sub === 'inspect') return inspect(rest, ctx);
+    if (sub === 'export') return exportCommand(rest, ctx);
+    if (sub === 'generate') return (await import('./model-generate')).generateCommand(rest, ctx);
+    throw new UsageError(`unknown subcommand ${JSON.stringify(sub)} (inspect, export, generate)`, usage);
+  },
+};

@@ -1,0 +1,37 @@
+/**
+ * The check a run config makes of a Hugging Face policy's folder (`policies.<id>.model.path`,
+ * issue #13) before anything runs: the folder exists, holds config.json, and config.json describes
+ * an architecture the Studio runs. Weights and tokenizer are read when the run starts (they are
+ * large); what the config's cross-field rules need from here is the model's context.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseHfConfig, type HfArchConfig } from '../hf/config';
+
+export type HfFolderCheck = { ok: true; dir: string; config: HfArchConfig; context: number } | { ok: false; message: string };
+
+/** Check a model folder; relative paths are read from the working directory. */
+export function checkHfModelFolder(folder: string): HfFolderCheck {
+  const dir = path.resolve(folder);
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(dir);
+  } catch {
+    return { ok: false, message: `no folder at ${dir}; give the folder of a downloaded Hugging Face model (the one holding config.json)` };
+  }
+  if (!stat.isDirectory()) return { ok: false, message: `${dir} is a file, not a folder; give the folder that holds config.json` };
+  const file = path.join(dir, 'config.json');
+  if (!fs.existsSync(file)) return { ok: false, message: `${dir} has no config.json; give the folder of a Hugging Face model (config.json, model.safetensors, tokenizer.json)` };
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (error) {
+    return { ok: false, message: `${file} is not valid JSON (${(error as Error).message}); re-download the model` };
+  }
+  try {
+    const config = parseHfConfig(json, file);
+    return { ok: true, dir, config, context: config.maxPositions };
+  } catch (error) {
+    return { ok: false, message: `${(error as Error).message}; use a Llama, Qwen2 or Qwen3 checkpoint` };
+  }
+}

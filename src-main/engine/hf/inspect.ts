@@ -1,0 +1,158 @@
+/**
+ * What `marsrl model inspect` and the new-run form show about a Hugging Face model folder before
+ * a run starts (issue #13): its architecture, size, weights, tokenizer and chat template, and
+ * whether the Studio can run it — and if not, why, naming the file and the key. Reads headers
+ * and JSON only (no weights), so it is quick on a multi-gigabyte folder.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { hfParameterCount, type HfArchConfig } from './config';
+import { checkHfTensors, readHfConfig } from './load';
+import { openSafetensors, type SafetensorsDtype } from './safetensors';
+import { HfTokenizer, TOKENIZER_JSON } from './tokenizer';
+
+export interface HfInspectReport {
+  path: string;
+  /** True when the Studio can load and run this folder as a policy. */
+  supported: boolean;
+  /** Why not: each names the file and the key. */
+  problems: string[];
+  /** config.json's architectures[0] / model_type as written (also when unsupported). */
+  architecture: string | null;
+  modelType: string | null;
+  config: HfArchConfig | null;
+  parameters: number | null;
+  /** Longest sequence in tokens (max_position_embeddings). */
+  context: number | null;
+  weights: null | { files: string[]; tensors: number; bytes: number; dtypes: Partial<Record<SafetensorsDtype, number>> };
+  tokenizer: null | {
+    vocabSize: number;
+    bos: { id: number; text: string } | null;
+    stopTokens: Array<{ id: number; text: string }>;
+    pad: { id: number; text: string };
+    chatTemplate: null | { source: string; renders: boolean; length: number };
+  };
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Inspect a model folder; never throws for a bad folder (problems are reported instead). */
+export function inspectHfFolder(dir: string): HfInspectReport {
+  const report: HfInspectReport = {
+    path: path.resolve(dir),
+    supported: false,
+    problems: [],
+    architecture: null,
+    modelType: null,
+    config: null,
+    parameters: null,
+    context: null,
+    weights: null,
+    tokenizer: null,
+  };
+  const configFile = path.join(dir, 'config.json');
+  try {
+    const raw = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { architectures?: unknown; model_type?: unknown };
+    if (Array.isArray(raw.architectures) && typeof raw.architectures[0] === 'string') report.architecture = raw.architectures[0];
+    if (typeof raw.model_type === 'string') report.modelType = raw.model_type;
+  } catch {
+    // readHfConfig below reports a missing or unparsable config.json with its own message.
+  }
+  try {
+    report.config = readHfConfig(dir).config;
+    report.parameters = hfParameterCount(report.config);
+    report.context = report.config.maxPositions;
+  } catch (error) {
+    report.problems.push(message(error));
+    // Without config.json this is not a model folder: nothing else to say.
+    if (!fs.existsSync(configFile)) return report;
+  }
+
+  try {
+    const st = openSafetensors(dir);
+    const dtypes: Partial<Record<SafetensorsDtype, number>> = {};
+    let bytes = 0;
+    for (const t of st.tensors.values()) {
+      dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
+      bytes += t.byteLength;
+    }
+    report.weights = { files: st.files.map((f) => path.basename(f)), tensors: st.tensors.size, bytes, dtypes };
+    if (report.config) checkHfTensors(dir, report.config);
+  } catch (error) {
+    report.problems.push(message(error));
+  }
+
+  try {
+    const tok = HfTokenizer.fromFolder(dir);
+    const named = (id: number) => ({ id, text: tok.idToToken(id) ?? `<id ${id}>` });
+    let chatTemplate: NonNullable<HfInspectReport['tokenizer']>['chatTemplate'] = null;
+    if (tok.chatTemplate !== null && tok.chatTemplateSource) {
+      let renders = true;
+      try {
+        tok.checkChatTemplate();
+      } catch (error) {
+        renders = false;
+        report.problems.push(message(error));
+      }
+      chatTemplate = { source: `${path.basename(tok.chatTemplateSource.file)} (${tok.chatTemplateSource.key})`, renders, length: tok.chatTemplate.length };
+    }
+    report.tokenizer = {
+      vocabSize: tok.vocabSize,
+      bos: tok.bosId === null ? null : named(tok.bosId),
+      stopTokens: tok.stopTokens.map(named),
+      pad: named(tok.padId),
+      chatTemplate,
+    };
+    if (report.config && tok.vocabSize > report.config.vocabSize) {
+      report.problems.push(`${path.join(dir, TOKENIZER_JSON)} (model.vocab): the tokenizer has ${tok.vocabSize} ids but ${configFile} vocab_size (the embedding's rows) is ${report.config.vocabSize}: the tokenizer does not belong to these weights`);
+    }
+    if (tok.stopTokens.length === 0) report.problems.push(`${path.join(dir, 'generation_config.json')} (eos_token_id): no stop token (nor eos_token in tokenizer_config.json): generation would never stop`);
+  } catch (error) {
+    report.problems.push(message(error));
+  }
+  report.supported = report.problems.length === 0;
+  return report;
+}
+
+function human(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  return String(n);
+}
+
+function bytesHuman(n: number): string {
+  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  return `${(n / 1024).toFixed(1)} KiB`;
+}
+
+/** The report as terminal text. */
+export function formatInspectReport(r: HfInspectReport): string {
+  const lines = [`model        ${r.path}`];
+  const c = r.config;
+  lines.push(`architecture ${r.architecture ?? '(unknown)'}${r.modelType ? ` (model_type ${r.modelType})` : ''}`);
+  if (c) {
+    lines.push(`parameters   ${human(r.parameters ?? 0)} (${r.parameters})`);
+    lines.push(`layers       ${c.numLayers}, hidden ${c.hiddenSize}, MLP ${c.intermediateSize}`);
+    lines.push(`attention    ${c.numHeads} heads × ${c.headDim}, ${c.numKvHeads} KV heads${c.numKvHeads < c.numHeads ? ' (grouped-query)' : ''}${c.attentionBias ? ', q/k/v bias' : ''}${c.qkNorm ? ', q/k RMSNorm' : ''}`);
+    const scaling = c.ropeScaling === null ? 'none' : c.ropeScaling.type === 'linear' ? `linear ×${c.ropeScaling.factor}` : `llama3 ×${c.ropeScaling.factor} (original ${c.ropeScaling.originalMaxPositions})`;
+    lines.push(`rope         θ = ${c.ropeTheta}, scaling ${scaling}`);
+    lines.push(`context      ${r.context} tokens`);
+    lines.push(`vocabulary   ${c.vocabSize} embedding rows${c.tieWordEmbeddings ? ', tied LM head' : ', separate LM head'}`);
+  }
+  if (r.weights) {
+    const dtypes = Object.entries(r.weights.dtypes).map(([d, n]) => `${d} ×${n}`).join(', ');
+    lines.push(`weights      ${r.weights.files.join(', ')}: ${r.weights.tensors} tensors, ${bytesHuman(r.weights.bytes)} (${dtypes})${c?.torchDtype ? `, torch_dtype ${c.torchDtype}` : ''}`);
+  }
+  const t = r.tokenizer;
+  if (t) {
+    lines.push(`tokenizer    ${t.vocabSize} ids; bos ${t.bos ? `${t.bos.text} (${t.bos.id})` : 'none'}; stop ${t.stopTokens.map((s) => `${s.text} (${s.id})`).join(', ') || 'none'}; pad ${t.pad.text} (${t.pad.id})`);
+    lines.push(`chat         ${t.chatTemplate ? `template from ${t.chatTemplate.source}, ${t.chatTemplate.length} chars, ${t.chatTemplate.renders ? 'renders' : 'FAILS to render'}` : 'no chat template (prompts are plain text)'}`);
+  }
+  lines.push(`supported    ${r.supported ? 'yes: loads as a policy, exports as Hugging Face and GGUF' : 'no'}`);
+  for (const p of r.problems) lines.push(`  - ${p}`);
+  return lines.join('\n');
+}

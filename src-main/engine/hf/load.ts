@@ -1,0 +1,208 @@
+/**
+ * Loading a Hugging Face checkpoint folder into an HfModel (issue #13), and its weights back out
+ * under Hugging Face names (for export).
+ *
+ * Memory: tensors are read one at a time in pieces of ~1M elements (never a whole shard, never
+ * a whole tensor twice). Matrices are transposed on the way in ([out, in] → [in, out], see
+ * model.ts); on tfjs-backend-wasm each piece is written straight into the tensor's memory on the
+ * wasm heap, so loading holds little more than the model's float32 size (`npm run bench -- hf`
+ * measures it).
+ *
+ * Refused, naming the file and the key: a folder without config.json, a config that does not
+ * parse or is unsupported (config.ts), a missing or misshapen tensor, a tensor the architecture
+ * has no place for, and a tokenizer with more ids than the embedding has rows.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { hfTensorShapes, parseHfConfig, type HfArchConfig } from './config';
+import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
+import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
+import { HfTokenizer } from './tokenizer';
+
+/** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */
+export type HfNamedTensors = Array<{ name: string; shape: number[]; data: () => Float32Array }>;
+
+/** What a run records about the model it started from. */
+export interface HfModelIdentity {
+  path: string;
+  /** sha256 of config.json's bytes. */
+  configDigest: string;
+  /** sha256 over the weights files, in name order (each file's name, size and sha256). */
+  weightsDigest: string;
+}
+
+export interface LoadHfModelOptions extends HfModelOptions {
+  /** Compute dtype; only float32 today (F16/BF16 checkpoints are widened on load). */
+  dtype?: 'float32';
+}
+
+/** Read and parse config.json of a model folder. */
+export function readHfConfig(dir: string): { config: HfArchConfig; json: Record<string, unknown>; file: string } {
+  const file = path.join(dir, 'config.json');
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new HfFormatError(dir, null, 'not a folder (give the folder of a Hugging Face model: config.json, model.safetensors, tokenizer.json)');
+  if (!fs.existsSync(file)) throw new HfFormatError(file, null, 'not found: a Hugging Face model folder has config.json beside its weights');
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new HfFormatError(file, null, `does not parse as JSON (${(e as Error).message})`);
+  }
+  return { config: parseHfConfig(json, file), json: json as Record<string, unknown>, file };
+}
+
+/** Tensors the architecture ignores: rotary caches some exports keep, a tied head's copy. */
+function ignorable(name: string, c: HfArchConfig): boolean {
+  return name.endsWith('.rotary_emb.inv_freq') || (c.tieWordEmbeddings && name === 'lm_head.weight');
+}
+
+/**
+ * Check that the safetensors folder holds exactly the tensors the config implies, with its
+ * shapes. Returns them by name.
+ */
+export function checkHfTensors(dir: string, c: HfArchConfig): Map<string, SafetensorsTensor> {
+  const st = openSafetensors(dir);
+  const expected = hfTensorShapes(c);
+  const known = new Set(expected.map((e) => e.name));
+  for (const e of expected) {
+    const t = st.tensors.get(e.name);
+    if (!t) throw new HfFormatError(st.files.length === 1 ? st.files[0] : dir, e.name, `missing: config.json (${c.architecture}) implies this tensor [${e.shape.join(', ')}]`);
+    if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
+      throw new HfFormatError(t.file, e.name, `shape [${t.shape.join(', ')}] disagrees with config.json, which implies [${e.shape.join(', ')}]`);
+    }
+  }
+  for (const [name, t] of st.tensors) {
+    if (!known.has(name) && !ignorable(name, c)) throw new HfFormatError(t.file, name, `${c.architecture} as config.json describes it has no such tensor (a different architecture or an unsupported option)`);
+  }
+  return st.tensors;
+}
+
+const PIECE_ELEMENTS = 1 << 20;
+
+/** Read `count` elements starting at element `at` of a tensor as float32. */
+function readPiece(fd: number, t: SafetensorsTensor, at: number, count: number, out: Float32Array<ArrayBuffer>): void {
+  const bytes = dtypeBytes(t.dtype);
+  const raw = new Uint8Array(count * bytes);
+  let done = 0;
+  while (done < raw.length) {
+    const n = fs.readSync(fd, raw, done, raw.length - done, t.start + at * bytes + done);
+    if (n <= 0) throw new HfFormatError(t.file, t.name, 'file ended inside this tensor (truncated download?)');
+    done += n;
+  }
+  if (t.dtype === 'F32') out.set(new Float32Array(raw.buffer, 0, count));
+  else if (t.dtype === 'BF16') bf16ArrayToF32(new Uint16Array(raw.buffer, 0, count), out);
+  else f16ArrayToF32(new Uint16Array(raw.buffer, 0, count), out);
+}
+
+interface WasmHeapAccess {
+  typedArrayFromHeap(t: tf.TensorInfo): Float32Array;
+}
+
+/**
+ * A 2-D [out, in] tensor read transposed into a [in, out] float32 tensor, piece by piece. On wasm
+ * the destination is the tensor's own memory on the heap (fetched again for each piece: the heap
+ * may move when it grows).
+ */
+function readTransposed(t: SafetensorsTensor): tf.Tensor2D {
+  const [rows, cols] = t.shape;
+  const onWasm = tf.getBackend() === 'wasm';
+  const tensor = onWasm ? (tf.zeros([cols, rows]) as tf.Tensor2D) : null;
+  const host = onWasm ? null : new Float32Array(rows * cols);
+  const dest = () => (tensor ? (tf.backend() as unknown as WasmHeapAccess).typedArrayFromHeap(tensor) : host!);
+  const piecesRows = Math.max(1, Math.floor(PIECE_ELEMENTS / cols));
+  const piece = new Float32Array(piecesRows * cols);
+  const fd = fs.openSync(t.file, 'r');
+  try {
+    for (let r0 = 0; r0 < rows; r0 += piecesRows) {
+      const n = Math.min(piecesRows, rows - r0);
+      readPiece(fd, t, r0 * cols, n * cols, piece);
+      const out = dest();
+      for (let r = 0; r < n; r++) {
+        const src = r * cols;
+        for (let c = 0; c < cols; c++) out[c * rows + r0 + r] = piece[src + c];
+      }
+    }
+  } catch (e) {
+    tensor?.dispose();
+    throw e;
+  } finally {
+    fs.closeSync(fd);
+  }
+  return tensor ?? tf.tensor2d(host!, [cols, rows]);
+}
+
+/** sha256 of a file, read in pieces. */
+function fileSha256(file: string): string {
+  const h = crypto.createHash('sha256');
+  const buf = Buffer.allocUnsafe(1 << 22);
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n <= 0) break;
+      h.update(buf.subarray(0, n));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return h.digest('hex');
+}
+
+/** The identity of a model folder (see HfModelIdentity). */
+export function hfModelIdentity(dir: string): HfModelIdentity {
+  const st = openSafetensors(dir);
+  const files = [...st.files].sort();
+  const h = crypto.createHash('sha256');
+  for (const f of files) h.update(`${path.basename(f)}\n${fs.statSync(f).size}\n${fileSha256(f)}\n`);
+  return {
+    path: path.resolve(dir),
+    configDigest: crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, 'config.json'))).digest('hex'),
+    weightsDigest: h.digest('hex'),
+  };
+}
+
+/**
+ * Load a Hugging Face model folder: config, tokenizer, weights (F32/F16/BF16, single file or
+ * sharded) and its identity. The backend must be initialised first.
+ */
+export function loadHfModel(dir: string, opts: LoadHfModelOptions = {}): { model: HfModel; tokenizer: HfTokenizer; identity: HfModelIdentity } {
+  if (opts.dtype !== undefined && opts.dtype !== 'float32') throw new Error(`dtype ${String(opts.dtype)} is not supported (float32 only; F16/BF16 weights are widened on load)`);
+  const { config, file } = readHfConfig(dir);
+  const tokenizer = HfTokenizer.fromFolder(dir);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new HfFormatError(path.join(dir, 'tokenizer.json'), 'vocab', `the tokenizer has ${tokenizer.vocabSize} ids but ${file} vocab_size (the embedding's rows) is ${config.vocabSize}: the tokenizer does not belong to these weights`);
+  }
+  const tensors = checkHfTensors(dir, config);
+  const identity = hfModelIdentity(dir);
+  const { decodeMode, headChunkRows } = opts;
+  const model = new HfModel(
+    config,
+    (spec) => {
+      const t = tensors.get(spec.name)!;
+      return spec.shape.length === 2 ? readTransposed(t) : tf.tensor1d(readTensorF32(t));
+    },
+    { decodeMode, headChunkRows },
+  );
+  return { model, tokenizer, identity };
+}
+
+/** The model's current weights under Hugging Face names and shapes (the inverse of loading), for export. */
+export function hfNamedTensors(model: HfModel): HfNamedTensors {
+  const byName = new Map(model.specs.map((s, i) => [s.name, model.variables[i]]));
+  return hfParamSpecs(model.config).map((s) => {
+    const v = byName.get(s.name)!;
+    if (s.shape.length === 1) return { name: s.name, shape: s.shape, data: () => (v.dataSync() as Float32Array).slice() };
+    const [inDim, outDim] = s.shape;
+    return {
+      name: s.name,
+      shape: [outDim, inDim],
+      data: () => {
+        const src = v.dataSync() as Float32Array;
+        const out = new Float32Array(src.length);
+        for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * inDim + i] = src[i * outDim + o];
+        return out;
+      },
+    };
+  });
+}
