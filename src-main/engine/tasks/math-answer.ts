@@ -30,7 +30,8 @@
  *    converse (`0.28` vs `28`) is wrong;
  *  - `\dfrac`, `\tfrac`, `\cfrac` are `\frac`; `\left` / `\right` and LaTeX spacing are dropped.
  */
-import { ComputeEngine } from '@cortex-js/compute-engine';
+import { createRequire } from 'node:module';
+import type { ComputeEngine } from '@cortex-js/compute-engine';
 
 export type AnswerSource = 'boxed' | 'hashes' | 'answer-line';
 
@@ -152,6 +153,7 @@ function replaceCommand(text: string, command: string, replace: (content: string
   return out;
 }
 
+const PLAIN_NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)$/;
 const THOUSANDS = /^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$/;
 
 export interface NormalizedAnswer {
@@ -210,8 +212,16 @@ export function normalizeAnswer(raw: string): NormalizedAnswer {
 }
 
 let engine: ComputeEngine | null = null;
+/**
+ * The engine, loaded on first use: the package takes 0.3–0.5 s to import, and this module is
+ * reached from the config schema (through the prompt templates), which every CLI command and
+ * worker loads whether or not it ever checks a math answer.
+ */
 function computeEngine(): ComputeEngine {
-  engine ??= new ComputeEngine();
+  if (engine === null) {
+    const { ComputeEngine: Engine } = createRequire(import.meta.url)('@cortex-js/compute-engine') as typeof import('@cortex-js/compute-engine');
+    engine = new Engine();
+  }
   return engine;
 }
 
@@ -278,6 +288,13 @@ export function mathAnswersEqual(reference: string, candidate: string | null): b
   const cand = normalizeAnswer(candidate);
   if (ref.latex === '' || cand.latex === '') return false;
   if (ref.percent === cand.percent && textForm(ref.latex) === textForm(cand.latex)) return true;
+  // Plain decimals (most answers, every generated one) need no engine: the same rules, in numbers.
+  if (PLAIN_NUMBER.test(ref.latex) && PLAIN_NUMBER.test(cand.latex)) {
+    const r = Number(ref.latex);
+    const c = Number(cand.latex);
+    if (closeEnough(ref.percent ? r / 100 : r, cand.percent ? c / 100 : c)) return true;
+    return ref.percent && !cand.percent && closeEnough(r, c);
+  }
   const refParsed = parseLatex(ref.latex);
   const candParsed = parseLatex(cand.latex);
   if (refParsed && candParsed) {
