@@ -32,7 +32,7 @@ import type { ChatMessage } from '../model/policy-model';
 import type { Problem } from '../tasks/types';
 import { extractFinalAnswer } from '../tasks/math-answer';
 import type { TaskFamily } from '../tasks/types';
-import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verifierPrompt, type ParsedSolution, type ParsedVerdict, type Verdict } from './formats';
+import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type ParsedSolution, type ParsedVerdict, type Verdict } from './formats';
 
 export const PROMPT_VARIABLES: Readonly<Record<Role, readonly string[]>> = {
   solver: ['question'],
@@ -197,6 +197,8 @@ export interface AgentTextFormat {
   correctorPrompt(problem: Pick<Problem, 'question'>, solution: string, report: string | null): string;
   parseSolution(text: string): ParsedSolution;
   parseVerdict(text: string): ParsedVerdict;
+  /** A bare verdict as this format writes it (the oracle Verifier's report, the warm-start report). */
+  verdictText(verdict: Verdict): string;
 }
 
 /**
@@ -215,11 +217,12 @@ export function templatedFormat(templates: Readonly<Record<Role, PromptTemplates
       text('corrector', { question: problem.question, solution: solution.trim(), report: (report ?? verdictLine('reject')).trim() }),
     parseSolution: parseBoxedSolution,
     parseVerdict: parseStrictVerdict,
+    verdictText: verdictLine,
   };
 }
 
 /** The character tasks' format (`agents/formats`), unchanged. */
-export const CHARACTER_FORMAT: AgentTextFormat = { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict };
+export const CHARACTER_FORMAT: AgentTextFormat = { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict, verdictText };
 
 /** The format a family's agents use: its own, or the character format. */
 export function textFormatOf(family: Pick<TaskFamily, 'format'>): AgentTextFormat {
