@@ -71,6 +71,11 @@ describe('templates', () => {
     expect(format.verifierPrompt(problem, ' 2+3=5 so \\boxed{5} ')).toBe('2+3?|5|2+3=5 so \\boxed{5}');
     expect(format.correctorPrompt(problem, '\\boxed{6}', 'Step 1 is wrong.\nVerdict: incorrect')).toBe('2+3?|\\boxed{6}|Step 1 is wrong.\nVerdict: incorrect');
     expect(format.correctorPrompt(problem, '\\boxed{6}', null)).toBe('2+3?|\\boxed{6}|Verdict: incorrect');
+    expect(format.chat!.solver(problem)).toEqual([
+      { role: 'system', content: 'S' },
+      { role: 'user', content: '2+3?' },
+    ]);
+    expect(format.chat!.verifier(problem, '\\boxed{5}')).toEqual([{ role: 'user', content: '2+3?|5|\\boxed{5}' }]);
   });
 
   it('leaves the character tasks on their own format', () => {

@@ -81,6 +81,9 @@ const TABLE: [string, string, boolean, string][] = [
   ['\\text{Evelyn}', 'Evelny', false, 'a misspelt name is another name'],
   ['2x', 'x', false, 'a coefficient dropped'],
   ['3', '3.0000001', false, 'close is not equal [exact]'],
+  ['12345678901234567890', '12345678901234567891', false, 'large integers compared exactly, not as floats'],
+  ['007', '7', true, 'leading zeros'],
+  ['-0', '0', true, 'negative zero is zero'],
 ];
 
 describe('mathAnswersEqual: the judged table', () => {

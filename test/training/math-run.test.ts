@@ -15,11 +15,11 @@ import { tinyConfig } from './tiny';
 
 const policy = { model: { d_model: 16, n_layers: 1, n_heads: 2, context: 320, mlp_ratio: 2 }, optimizer: { lr: 1e-3 } };
 
-const config = tinyConfig({
+const configFor = (mode: 'sync' | 'pipeline') => tinyConfig({
   task: { family: 'math', difficulty: 1, train_size: 30, test_size: 10 },
   policies: { solver: policy, verifier: policy, corrector: policy },
   rollout: { problems_per_step: 1, solver_group: 2, select_k: 1, verifier_group: 2, corrector_group: 1, rounds: 1, max_response_tokens: 64, selection: 'adaptive' },
-  pipeline: { mode: 'sync', segment_tokens: 32, max_segments: 2 },
+  pipeline: { mode, segment_tokens: 32, max_segments: 2 },
   reward: { format_penalty: 0.5 },
   eval: { every: 0, k: 1, problems: 2 },
   prompts: {
@@ -29,7 +29,9 @@ const config = tinyConfig({
   },
 });
 
-describe('a tiny MarsRL run on the math family (shipped generator, difficulty 1)', () => {
+// Both loops: the synchronous baseline and the pipeline (its rollout in this process here).
+describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run on the math family (shipped generator, difficulty 1, %s)', (mode) => {
+  const config = configFor(mode);
   let tmp: ReturnType<typeof tempDir>;
   let store: Store;
   let runId: number;

@@ -199,6 +199,15 @@ export interface AgentTextFormat {
   parseVerdict(text: string): ParsedVerdict;
   /** A bare verdict as this format writes it (the oracle Verifier's report, the warm-start report). */
   verdictText(verdict: Verdict): string;
+  /**
+   * The same prompts as chat messages (system, user), for policies that render a chat template
+   * (the Hugging Face family); the string prompts above are these messages flattened.
+   */
+  chat?: {
+    solver(problem: Pick<Problem, 'question'>): ChatMessage[];
+    verifier(problem: Pick<Problem, 'question'>, solution: string): ChatMessage[];
+    corrector(problem: Pick<Problem, 'question'>, solution: string, report: string | null): ChatMessage[];
+  };
 }
 
 /**
@@ -207,17 +216,21 @@ export interface AgentTextFormat {
  * a Verifier (the control) is handed the report `Verdict: incorrect`.
  */
 export function templatedFormat(templates: Readonly<Record<Role, PromptTemplates>>): AgentTextFormat {
-  const messages = (role: Role, values: Readonly<Record<string, string>>) => chatPrompt(templates[role], values);
-  const text = (role: Role, values: Readonly<Record<string, string>>) => flattenMessages(messages(role, values));
+  const chat = {
+    solver: (problem: Pick<Problem, 'question'>) => chatPrompt(templates.solver, { question: problem.question }),
+    verifier: (problem: Pick<Problem, 'question'>, solution: string) =>
+      chatPrompt(templates.verifier, { question: problem.question, solution: solution.trim(), answer: parseBoxedSolution(solution).answer ?? '' }),
+    corrector: (problem: Pick<Problem, 'question'>, solution: string, report: string | null) =>
+      chatPrompt(templates.corrector, { question: problem.question, solution: solution.trim(), report: (report ?? verdictLine('reject')).trim() }),
+  };
   return {
-    solverPrompt: (problem) => text('solver', { question: problem.question }),
-    verifierPrompt: (problem, solution) =>
-      text('verifier', { question: problem.question, solution: solution.trim(), answer: parseBoxedSolution(solution).answer ?? '' }),
-    correctorPrompt: (problem, solution, report) =>
-      text('corrector', { question: problem.question, solution: solution.trim(), report: (report ?? verdictLine('reject')).trim() }),
+    solverPrompt: (problem) => flattenMessages(chat.solver(problem)),
+    verifierPrompt: (problem, solution) => flattenMessages(chat.verifier(problem, solution)),
+    correctorPrompt: (problem, solution, report) => flattenMessages(chat.corrector(problem, solution, report)),
     parseSolution: parseBoxedSolution,
     parseVerdict: parseStrictVerdict,
     verdictText: verdictLine,
+    chat,
   };
 }
 

@@ -153,6 +153,7 @@ function replaceCommand(text: string, command: string, replace: (content: string
   return out;
 }
 
+const INTEGER = /^[-+]?\d+$/;
 const PLAIN_NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)$/;
 const THOUSANDS = /^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$/;
 
@@ -289,6 +290,10 @@ export function mathAnswersEqual(reference: string, candidate: string | null): b
   if (ref.latex === '' || cand.latex === '') return false;
   if (ref.percent === cand.percent && textForm(ref.latex) === textForm(cand.latex)) return true;
   // Plain decimals (most answers, every generated one) need no engine: the same rules, in numbers.
+  if (!ref.percent && !cand.percent && INTEGER.test(ref.latex) && INTEGER.test(cand.latex)) {
+    // Exactly, as integers: a float would call 20-digit neighbours equal.
+    return BigInt(ref.latex.replace(/^\+/, '')) === BigInt(cand.latex.replace(/^\+/, ''));
+  }
   if (PLAIN_NUMBER.test(ref.latex) && PLAIN_NUMBER.test(cand.latex)) {
     const r = Number(ref.latex);
     const c = Number(cand.latex);
