@@ -8,12 +8,12 @@ const GENERATED = ['sort', 'countdown', 'factor', 'addition'] as const;
 
 describe('task registry', () => {
   it('knows the families of the config schema', () => {
-    expect([...TASK_FAMILY_NAMES]).toEqual(['sort', 'countdown', 'factor', 'addition', 'jsonl']);
+    expect([...TASK_FAMILY_NAMES]).toEqual(['sort', 'countdown', 'factor', 'addition', 'jsonl', 'math']);
     for (const name of GENERATED) expect(getTaskFamily(name).name).toBe(name);
   });
 
   it('fails on an unknown family with the list of known ones', () => {
-    expect(() => getTaskFamily('sudoku')).toThrow(/unknown task family "sudoku"; known families: sort, countdown, factor, addition, jsonl/);
+    expect(() => getTaskFamily('sudoku')).toThrow(/unknown task family "sudoku"; known families: sort, countdown, factor, addition, jsonl, math/);
   });
 });
 

@@ -78,7 +78,7 @@ export const pretrainCommand: Command = {
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
         const problems = data.train.slice(0, Math.min(1024, data.train.length));
-        const texts = sampleSolverSolutions(roles.solver, problems, config, config.seed + 3);
+        const texts = sampleSolverSolutions(roles.solver, problems, config, config.seed + 3, data.family);
         solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
       }
       const policyRoles = rolesOf(config, policy.id);

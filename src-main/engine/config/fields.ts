@@ -16,6 +16,7 @@ const GROUPS: { id: string; title: string; sections: string[] }[] = [
   { id: 'optimization', title: 'Optimization', sections: ['optimization', 'pretrain'] },
   { id: 'pipeline', title: 'Pipeline', sections: ['pipeline'] },
   { id: 'evaluation', title: 'Evaluation', sections: ['eval'] },
+  { id: 'prompts', title: 'Prompts', sections: ['prompts'] },
 ];
 
 interface JsonSchema {

@@ -7,11 +7,13 @@
  */
 import { z } from 'zod';
 import { checkHfModelFolder } from './hf-folder';
+import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
+import { checkMathFile } from '../tasks/math-data';
 
 export const ROLES = ['solver', 'verifier', 'corrector'] as const;
 export type Role = (typeof ROLES)[number];
 
-export const TASK_FAMILIES = ['sort', 'countdown', 'factor', 'addition', 'jsonl'] as const;
+export const TASK_FAMILIES = ['sort', 'countdown', 'factor', 'addition', 'jsonl', 'math'] as const;
 export const SELECTION_STRATEGIES = ['random', 'balanced', 'adaptive'] as const;
 export const REWARD_SCHEMES = ['decoupled', 'shared'] as const;
 export const ADVANTAGE_MODES = ['agentwise', 'global', 'agent-mean', 'agent-std', 'no-std'] as const;
@@ -79,14 +81,64 @@ export const PolicySchema = z.strictObject({
 }).describe('One policy: its model size, optimizer and starting checkpoint.');
 export type PolicyConfig = z.infer<typeof PolicySchema>;
 
-export const TaskSchema = z.strictObject({
-  family: z.enum(TASK_FAMILIES).default('sort').describe('Problem family: sort (checked by order and permutation), countdown (reach a target), factor, addition, or jsonl (your own {question, answer} file).'),
-  difficulty: z.number().int().min(1).max(10).default(3).describe('Difficulty knob of the generator (list length, number size, …).'),
-  train_size: z.number().int().min(1).max(10_000_000).default(2000).describe('Number of training problems generated from the seed.'),
-  test_size: z.number().int().min(1).max(1_000_000).default(200).describe('Number of held-out problems; never overlaps the training set.'),
-  jsonl_path: z.string().min(1).optional().describe('Path to a JSONL file of {"question", "answer"} lines; required when family is jsonl.'),
-  checker: z.enum(['exact', 'numeric']).default('exact').describe('How a jsonl answer is compared to the reference.'),
-});
+export const MathGeneratorSchema = z.strictObject({
+  steps: z.number().int().min(1).max(8).optional().describe('Operations per word problem; by default 1 + ⌊(difficulty − 1) / 3⌋ (1 at difficulty 1–3, 4 at 10).'),
+  max_number: z.number().int().min(3).max(1_000_000).optional().describe('Largest number a problem starts from or adds; by default 10 at difficulty 1, growing to 10 000 at 10.'),
+  operations: z
+    .string()
+    .regex(/^[-+*/]+$/, 'write the operations as a string of + - * / (e.g. "+-" for addition and subtraction)')
+    .optional()
+    .describe('Operations a problem may use, as a string of + - * /; by default + and − up to difficulty 3, × from 4, ÷ (exact) from 7.'),
+}).describe('The shipped generator of multi-step arithmetic word problems (task.family math without task.math_path); task.difficulty sets every knob not given here.');
+
+export const TaskSchema = z
+  .strictObject({
+    family: z.enum(TASK_FAMILIES).default('sort').describe('Problem family: sort (checked by order and permutation), countdown (reach a target), factor, addition, jsonl (your own {question, answer} file), or math (word problems: a JSONL/Parquet file in task.math_path, or the shipped generator).'),
+    difficulty: z.number().int().min(1).max(10).default(3).describe('Difficulty knob of the generator (list length, number size, …).'),
+    train_size: z.number().int().min(1).max(10_000_000).default(2000).describe('Number of training problems generated from the seed.'),
+    test_size: z.number().int().min(1).max(1_000_000).default(200).describe('Number of held-out problems; never overlaps the training set.'),
+    jsonl_path: z.string().min(1).optional().describe('Path to a JSONL file of {"question", "answer"} lines; required when family is jsonl.'),
+    checker: z.enum(['exact', 'numeric']).default('exact').describe('How a jsonl answer is compared to the reference.'),
+    math_path: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Math family: a JSONL or Parquet (.parquet) file with a question/problem column and an answer column (GSM8K "#### n", MATH/AIME \\boxed{}, or a bare answer), optionally a solution column; without it the shipped word-problem generator is used.'),
+    math_generator: MathGeneratorSchema.prefault({}),
+  })
+  .superRefine((task, ctx) => {
+    // Checked here, with the other field errors, so a bad file is refused before a run exists.
+    if (task.family !== 'math' || task.math_path === undefined) return;
+    const problem = checkMathFile(task.math_path);
+    if (problem !== null) ctx.addIssue({ code: 'custom', path: ['math_path'], message: problem });
+  });
+
+/** One role's prompt templates; see agents/prompts.ts for the syntax and the variables. */
+function rolePromptSchema(role: Role) {
+  const template = (part: 'system' | 'user') =>
+    z
+      .string()
+      .max(20_000)
+      .default(DEFAULT_PROMPTS[role][part])
+      .superRefine((text, ctx) => {
+        const problem = checkTemplate(role, text);
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      });
+  return z
+    .strictObject({
+      system: template('system').describe(`System message of the ${role} (empty: none).`),
+      user: template('user').refine((text) => text.trim() !== '', 'the user message cannot be empty').describe(`User message of the ${role}.`),
+    })
+    .prefault({});
+}
+
+export const PromptsSchema = z
+  .strictObject({
+    solver: rolePromptSchema('solver').describe('Solver prompt; variable {question}. The default asks for a step-by-step solution ending in \\boxed{answer}.'),
+    verifier: rolePromptSchema('verifier').describe('Verifier prompt; variables {question}, {solution}, {answer}. The default asks for findings, then a final line "Verdict: correct" or "Verdict: incorrect".'),
+    corrector: rolePromptSchema('corrector').describe('Corrector prompt; variables {question}, {solution}, {report}. The default asks for a revised solution ending in \\boxed{answer}.'),
+  })
+  .describe('Chat prompt templates of the math family (the character tasks keep their own fixed formats).');
 
 export const AgentsSchema = z.strictObject({
   solver: z.string().min(1).default('solver').describe('Policy id used by the Solver.'),
@@ -196,6 +248,7 @@ export const RunConfigSchema = z
     pipeline: PipelineSchema.prefault({}).describe('Rollout/training overlap and segment rollout.'),
     eval: EvalSchema.prefault({}).describe('Held-out evaluation.'),
     runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
+    prompts: PromptsSchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
     // Cross-field rules only mean something once the fields they read are valid on their own:

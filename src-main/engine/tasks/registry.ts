@@ -1,18 +1,19 @@
 /**
- * Task families by name. The generated families are fixed objects; `jsonl` is built from a user's
- * file, so it needs options.
+ * Task families by name. The generated families are fixed objects; `jsonl` and `math` are built
+ * from a config (a user's file, the generator's knobs, the prompt templates), so they take options.
  */
 import { TASK_FAMILIES } from '../config/schema';
 import { additionFamily } from './addition';
 import { countdownFamily } from './countdown';
 import { factorFamily } from './factor';
 import { createJsonlFamily, type JsonlFamilyOptions } from './jsonl';
+import { createMathFamily, type MathFamilyOptions } from './math';
 import { sortFamily } from './sort';
 import type { TaskFamily } from './types';
 
 export type TaskFamilyName = (typeof TASK_FAMILIES)[number];
 
-const GENERATED: Record<Exclude<TaskFamilyName, 'jsonl'>, TaskFamily> = {
+const GENERATED: Record<Exclude<TaskFamilyName, 'jsonl' | 'math'>, TaskFamily> = {
   sort: sortFamily,
   countdown: countdownFamily,
   factor: factorFamily,
@@ -22,12 +23,17 @@ const GENERATED: Record<Exclude<TaskFamilyName, 'jsonl'>, TaskFamily> = {
 /** Every family name `getTaskFamily` knows, in the config schema's order. */
 export const TASK_FAMILY_NAMES: readonly TaskFamilyName[] = TASK_FAMILIES;
 
+/** Options of the families built from a config: `jsonl`'s file and checker, `math`'s file, generator and prompts. */
+export type TaskFamilyOptions = JsonlFamilyOptions & MathFamilyOptions;
+
 /**
- * The family called `name`. `jsonl` needs `{ path | text, checker }`; the others ignore options.
- * An unknown name fails with the list of known ones.
+ * The family called `name`. `jsonl` needs `{ path | text, checker }`; `math` takes `{ mathPath,
+ * generator, prompts }` (none needed: the shipped generator and prompts); the others ignore
+ * options. An unknown name fails with the list of known ones.
  */
-export function getTaskFamily(name: string, options: JsonlFamilyOptions = {}): TaskFamily {
+export function getTaskFamily(name: string, options: TaskFamilyOptions = {}): TaskFamily {
   if (name === 'jsonl') return createJsonlFamily(options);
+  if (name === 'math') return createMathFamily(options);
   const family = (GENERATED as Record<string, TaskFamily | undefined>)[name];
   if (family === undefined) throw new Error(`unknown task family "${name}"; known families: ${TASK_FAMILY_NAMES.join(', ')}`);
   return family;

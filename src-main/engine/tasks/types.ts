@@ -2,6 +2,7 @@
  * The contract every task family implements: seeded generation with a difficulty knob, a
  * deterministic checker, and the warm-start targets for the three roles.
  */
+import type { AgentTextFormat } from '../agents/prompts';
 import type { Rng } from '../util/rng';
 
 export type Split = 'train' | 'test';
@@ -52,4 +53,10 @@ export interface TaskFamily {
   correctorTarget(problem: Problem, solutionText: string, reportText: string): string;
   /** A plausible wrong solution built from `solutionText` (or from the reference when it has no answer). */
   corruptSolution(problem: Problem, solutionText: string, rng: Rng): string;
+  /**
+   * How the agents' prompts are written and their outputs parsed, when not by the character
+   * format of `agents/formats` (`A:` / `V:`): the math family's templated chat prompts, boxed
+   * answers and verdict lines (agents/prompts.ts). Targets and `checkAnswer` follow this format.
+   */
+  format?: AgentTextFormat;
 }

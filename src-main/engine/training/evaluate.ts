@@ -18,7 +18,8 @@
  * Corrector repair, exactly those (`fixedSetMetrics`, `eval/fixed/…`).
  */
 import type { Role, RunConfig } from '../config/schema';
-import { correctorPrompt, parseSolution, parseVerdict, solverPrompt, verdictText, verifierPrompt, type Verdict } from '../agents';
+import type { Verdict } from '../agents';
+import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
@@ -72,6 +73,7 @@ function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: numb
 
 /** Run `samples` chains per problem; temperature 0 is greedy (then one sample is enough). */
 export function runChains(ctx: EvalContext, problems: readonly Problem[], samples: number, temperature: number, mode: VerifierMode, seed: number): EvalChain[] {
+  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict, verdictText } = textFormatOf(ctx.family);
   const chains: EvalChain[] = [];
   for (const problem of problems) {
     for (let s = 0; s < samples; s++) chains.push({ problem, sample: s, steps: [], solverCorrect: false, finalAnswer: null, finalCorrect: false });
@@ -197,6 +199,7 @@ export function fixedSetFrom(problems: readonly Problem[], sampledChains: readon
 export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Record<string, number> {
   // Its own seeds, apart from the evaluation's parts (greedy decoding uses them only for stream ids).
   const seed = evalSeed + 31;
+  const { verifierPrompt, correctorPrompt, parseSolution, parseVerdict } = textFormatOf(ctx.family);
   const metrics: Record<string, number> = {};
   if (ctx.config.rollout.rounds === 0 || solutions.length === 0) return metrics;
   const items = solutions.map((s) => {

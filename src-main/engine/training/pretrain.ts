@@ -13,7 +13,7 @@
  */
 import type { PretrainSchema, Role, RunConfig } from '../config/schema';
 import type { z } from 'zod';
-import { correctorPrompt, parseSolution, solverPrompt, verdictText, verifierPrompt } from '../agents';
+import { textFormatOf } from '../agents/prompts';
 import { createOptimizer } from '../model/optim';
 import type { PolicyTokenizer } from '../model/policy-model';
 import { supervisedStep } from '../model/train';
@@ -31,8 +31,12 @@ export interface WarmStartExample {
 
 type PretrainConfig = z.infer<typeof PretrainSchema>;
 
-/** Solver samples used as Verifier/Corrector inputs: what the Solver really writes. */
-export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number): string[] {
+/**
+ * Solver samples used as Verifier/Corrector inputs: what the Solver really writes. `family` gives
+ * the prompt format (the character format when absent).
+ */
+export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): string[] {
+  const { solverPrompt } = textFormatOf(family);
   const requests = problems.map((p, i) => ({ promptText: solverPrompt(p), promptTokens: policy.tokenizer.promptTokens('solver', solverPrompt(p)), streamId: i }));
   const results = decodeInSegments(policy, requests, {
     seed,
@@ -51,6 +55,7 @@ export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly 
  * judged solutions half of the time when present.
  */
 export function warmStartExample(family: TaskFamily, role: Role, problem: Problem, rng: Rng, solverSamples?: Map<string, string>): WarmStartExample {
+  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, verdictText } = textFormatOf(family);
   if (role === 'solver') return { role, prompt: solverPrompt(problem), target: family.solverTarget(problem) };
   const reference = family.solverTarget(problem);
   const own = solverSamples?.get(problem.key);
@@ -114,9 +119,15 @@ export function roleScore(policy: PolicyRuntime, family: TaskFamily, role: Role,
   results.forEach((r, i) => {
     const text = policy.tokenizer.responseText(r.responseTokens);
     if (role === 'verifier') {
-      const expected = examples[i].target.slice(examples[i].target.lastIndexOf('V:'));
-      if (text.trim().endsWith(expected)) right++;
-    } else if (family.checkAnswer(problems[i], parseSolution(text).answer)) {
+      if (family.format) {
+        // A templated Verifier is right when its well-formed verdict line is the target's.
+        const parsed = family.format.parseVerdict(text);
+        if (parsed.formatValid && parsed.verdict === family.format.parseVerdict(examples[i].target).verdict) right++;
+      } else {
+        const expected = examples[i].target.slice(examples[i].target.lastIndexOf('V:'));
+        if (text.trim().endsWith(expected)) right++;
+      }
+    } else if (family.checkAnswer(problems[i], textFormatOf(family).parseSolution(text).answer)) {
       right++;
     }
   });

@@ -13,7 +13,8 @@
  * behaviour log-probabilities rather than silently treated as on-policy.
  */
 import type { Role, RunConfig } from '../config/schema';
-import { agentName, correctorPrompt, parseSolution, parseVerdict, selectInputs, solverPrompt, verifierPrompt, type Verdict } from '../agents';
+import { agentName, selectInputs, type Verdict } from '../agents';
+import { textFormatOf } from '../agents/prompts';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
 import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
 import type { Problem, TaskFamily } from '../tasks/types';
@@ -291,14 +292,14 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
       policyVersionMax: vMax,
     };
     if (role === 'verifier') {
-      const parsed = parseVerdict(text);
+      const parsed = textFormatOf(ctx.family).parseVerdict(text);
       const judged = episode.turns[p.parent!];
       turn.verdict = parsed.verdict;
       turn.formatValid = parsed.formatValid;
       // An unparseable verdict is never right: it neither approves nor rejects.
       turn.correct = parsed.verdict !== null && (parsed.verdict === 'approve') === judged.correct;
     } else {
-      const parsed = parseSolution(text);
+      const parsed = textFormatOf(ctx.family).parseSolution(text);
       turn.answer = parsed.answer;
       turn.formatValid = parsed.formatValid;
       turn.correct = ctx.family.checkAnswer(episode.problem, parsed.answer);
@@ -321,6 +322,7 @@ export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[
  */
 export function* rolloutSteps(ctx: RolloutContext, problems: readonly Problem[], seed: number): Generator<RolloutPause, RolloutEpisode[], void> {
   const { rollout } = ctx.config;
+  const { solverPrompt, verifierPrompt, correctorPrompt } = textFormatOf(ctx.family);
   const rng = new Rng(seed, 'rollout');
   const episodes: RolloutEpisode[] = problems.map((problem) => ({ problem, turns: [], finalAnswer: null, correct: false, rounds: 0, chains: [] }));
 

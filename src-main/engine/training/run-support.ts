@@ -29,7 +29,13 @@ export interface TaskData {
 }
 
 export function loadTaskData(config: RunConfig): TaskData {
-  const family = getTaskFamily(config.task.family, { path: config.task.jsonl_path, checker: config.task.checker });
+  const family = getTaskFamily(config.task.family, {
+    path: config.task.jsonl_path,
+    checker: config.task.checker,
+    mathPath: config.task.math_path,
+    generator: config.task.math_generator,
+    prompts: config.prompts,
+  });
   const tokenizer = new Tokenizer(family.charset);
   const train = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.train_size, split: 'train' });
   const test = family.generate({ seed: config.seed, difficulty: config.task.difficulty, count: config.task.test_size, split: 'test' });

@@ -298,7 +298,7 @@ async function warmStart(
   for (const policy of ordered) {
     if (policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
       const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
-      const texts = sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3);
+      const texts = sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3, data.family);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
     }
     await yieldToEventLoop();

@@ -1,0 +1,240 @@
+/**
+ * math: word problems for language-model agents (issue #14), from a user's JSONL/Parquet file
+ * (`task.math_path`, GSM8K / MATH / AIME layouts, see math-data.ts) or from the shipped generator
+ * of multi-step arithmetic word problems (math-generator.ts).
+ *
+ * Unlike the character tasks, the agents' texts are chat-style (agents/prompts.ts): prompts come
+ * from the `prompts.<role>` templates, a Solver or Corrector ends with `\boxed{answer}`, a
+ * Verifier writes findings and ends with `Verdict: correct` / `Verdict: incorrect`, parsed
+ * strictly. Answers are compared with `mathAnswersEqual` (math-answer.ts).
+ *
+ * Targets for the warm start:
+ *  - Solver: generated problems write one `a op b = c` line per step, then `\boxed{answer}`; file
+ *    problems write the file's solution (ending with a box of the reference answer when it has
+ *    none), or `\boxed{answer}` alone when the file has no solution.
+ *  - Verifier (generated): one line per step of the reference chain, saying whether the solution's
+ *    step is right (`Step 2: 10 - 4 = 6, right.`), wrong (`…, not 5.`) or missing, then the final
+ *    answer's check, then the verdict line. Files: the answer check and the verdict line (a free-form
+ *    solution has no checkable steps).
+ *  - Corrector: the given solution when it is right and boxed, else the reference solution.
+ *
+ * Splits: by a hash of the canonical problem (generated: person, thing, start, operations; files:
+ * the question), 10% held out, as for every family; a file's split returns its problems in a
+ * seeded order, at most `count` of them.
+ *
+ * charset: the characters of every question, answer, solution and prompt template, plus the
+ * fixed words of the targets, so the character GPT can be used with this family. Its context
+ * must hold a whole prompt: with the shipped (MarsRL-style) system prompts that is over a thousand
+ * characters, so a GPT run sets short templates (e.g. `prompts.solver.system: ""`); the shipped
+ * defaults are meant for Hugging Face chat models.
+ */
+import type { Role } from '../config/schema';
+import { DEFAULT_PROMPTS, templatedFormat, verdictLine, parseBoxedSolution, type PromptTemplates } from '../agents/prompts';
+import { uniqueChars } from '../agents/formats';
+import { Rng } from '../util/rng';
+import { assertDifficulty, firstWrong, generateDistinct, problemKey, splitOf, DIGITS } from './common';
+import { mathAnswersEqual } from './math-answer';
+import { readMathFile, type MathRecord } from './math-data';
+import {
+  GENERATOR_PUNCTUATION,
+  parseSteps,
+  runSteps,
+  sampleWordProblem,
+  stepText,
+  wordProblemSettings,
+  type Operation,
+  type WordProblemOverrides,
+  type WordProblemStep,
+} from './math-generator';
+import type { GenerateOptions, Problem, Split, TaskFamily } from './types';
+
+const FAMILY = 'math';
+
+export interface MathFamilyOptions {
+  /** A JSONL or Parquet file of problems; without it (and without `records`) the generator is used. */
+  mathPath?: string;
+  /** Records instead of a file (tests, previews). */
+  records?: MathRecord[];
+  /** The generator's knobs beyond the difficulty (`task.math_generator`). */
+  generator?: WordProblemOverrides;
+  /** The prompt templates by role (`prompts`); absent roles use the shipped defaults. */
+  prompts?: Partial<Record<Role, PromptTemplates>>;
+}
+
+/** Words and symbols the targets add to what the problems and templates contain. */
+const TARGET_TEXT = `Step: right. not missing, expected Answer is wrong no boxed answer ${verdictLine('approve')} ${verdictLine('reject')} \\boxed{} +-*/= \n`;
+const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+function boxed(answer: string): string {
+  return `\\boxed{${answer}}`;
+}
+
+interface GeneratedMeta {
+  start: number;
+  steps: WordProblemStep[];
+  source: 'generator';
+}
+
+function generatedMeta(problem: Problem): GeneratedMeta | null {
+  return problem.meta.source === 'generator' ? (problem.meta as unknown as GeneratedMeta) : null;
+}
+
+function solutionFromSteps(steps: readonly WordProblemStep[], answer: string | number): string {
+  return [...steps.map(stepText), boxed(String(answer))].join('\n');
+}
+
+export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
+  const templates: Record<Role, PromptTemplates> = {
+    solver: options.prompts?.solver ?? DEFAULT_PROMPTS.solver,
+    verifier: options.prompts?.verifier ?? DEFAULT_PROMPTS.verifier,
+    corrector: options.prompts?.corrector ?? DEFAULT_PROMPTS.corrector,
+  };
+  const format = templatedFormat(templates);
+  const records = options.records ?? (options.mathPath !== undefined ? readMathFile(options.mathPath) : null);
+  const templateChars = Object.values(templates).map((t) => t.system + t.user).join('');
+
+  const checkAnswer = (problem: Problem, answer: string | null) => answer !== null && mathAnswersEqual(problem.answer, answer);
+  const isRight = (problem: Problem, text: string) => checkAnswer(problem, parseBoxedSolution(text).answer);
+
+  const solverTarget = (problem: Problem): string => {
+    const meta = generatedMeta(problem);
+    if (meta) return solutionFromSteps(meta.steps, problem.answer);
+    const solution = typeof problem.meta.solution === 'string' ? problem.meta.solution : null;
+    if (solution === null) return boxed(problem.answer);
+    return parseBoxedSolution(solution).formatValid ? solution : `${solution}\n${boxed(problem.answer)}`;
+  };
+
+  const answerFinding = (problem: Problem, solutionText: string): string => {
+    const { answer } = parseBoxedSolution(solutionText);
+    if (answer === null) return 'Answer: no boxed answer.';
+    return checkAnswer(problem, answer) ? `Answer: ${answer} is right.` : `Answer: ${answer} is wrong.`;
+  };
+
+  const verifierTarget = (problem: Problem, solutionText: string): string => {
+    const lines: string[] = [];
+    const meta = generatedMeta(problem);
+    if (meta) {
+      const written = parseSteps(solutionText);
+      meta.steps.forEach((step, i) => {
+        const theirs = written[i];
+        if (theirs && theirs.left === step.left && theirs.op === step.op && theirs.operand === step.operand) {
+          lines.push(theirs.result === step.result ? `Step ${i + 1}: ${stepText(step)}, right.` : `Step ${i + 1}: ${stepText(step)}, not ${theirs.result}.`);
+        } else {
+          lines.push(`Step ${i + 1}: expected ${stepText(step)}.`);
+        }
+      });
+    }
+    lines.push(answerFinding(problem, solutionText));
+    lines.push(verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject'));
+    return lines.join('\n');
+  };
+
+  const correctorTarget = (problem: Problem, solutionText: string): string => {
+    const parsed = parseBoxedSolution(solutionText);
+    if (parsed.formatValid && checkAnswer(problem, parsed.answer)) return solutionText.trim();
+    return solverTarget(problem);
+  };
+
+  const corruptSolution = (problem: Problem, _solutionText: string, rng: Rng): string => {
+    const isCorrect = (text: string) => isRight(problem, text);
+    const meta = generatedMeta(problem);
+    if (meta) {
+      const ops = meta.steps.map((s) => ({ op: s.op, operand: s.operand }));
+      const fromOps = (changed: { op: Operation; operand: number }[], start = meta.start, slip?: { at: number; by: number }) => {
+        let steps = runSteps(start, changed);
+        if (slip) {
+          // A slip in one step's result, carried through the steps after it.
+          const head = steps.slice(0, slip.at);
+          const wrong = { ...steps[slip.at], result: steps[slip.at].result + slip.by };
+          steps = [...head, wrong, ...runSteps(wrong.result, changed.slice(slip.at + 1))];
+        }
+        if (steps.length === 0 || steps.some((s) => !Number.isInteger(s.result) || s.result < 0)) return null;
+        return solutionFromSteps(steps, steps[steps.length - 1].result);
+      };
+      const swap: Record<Operation, Operation> = { '+': '-', '-': '+', '*': '+', '/': '*' };
+      const mutations = [
+        () => fromOps(ops, meta.start, { at: rng.int(0, ops.length - 1), by: rng.pick([-2, -1, 1, 2, 10, -10]) }),
+        () => {
+          const at = rng.int(0, ops.length - 1);
+          return fromOps(ops.map((o, i) => (i === at ? { ...o, op: swap[o.op] } : o)));
+        },
+        () => {
+          if (ops.length < 2) return null;
+          const dropped = rng.int(0, ops.length - 1);
+          return fromOps(ops.filter((_, i) => i !== dropped));
+        },
+        () => solutionFromSteps(meta.steps, Number(problem.answer) + rng.pick([-1, 1])),
+      ];
+      return firstWrong(rng, mutations, isCorrect, () => solutionFromSteps(meta.steps, `${problem.answer}1`));
+    }
+    const reference = solverTarget(problem);
+    const number = Number(problem.answer);
+    const replaceBox = (answer: string) => {
+      const at = reference.lastIndexOf('\\boxed{');
+      return at === -1 ? `${reference}\n${boxed(answer)}` : `${reference.slice(0, at)}${boxed(answer)}`;
+    };
+    const mutations = [
+      () => (Number.isFinite(number) ? replaceBox(String(number + rng.pick([-1, 1, 2]))) : null),
+      () => (Number.isFinite(number) && number !== 0 ? replaceBox(String(-number)) : null),
+      () => replaceBox(`${problem.answer}+1`),
+    ];
+    return firstWrong(rng, mutations, isCorrect, () => replaceBox(`${problem.answer}${DIGITS[rng.int(1, 9)]}`));
+  };
+
+  const common = {
+    name: FAMILY,
+    checkAnswer,
+    solverTarget,
+    verifierTarget,
+    correctorTarget,
+    corruptSolution,
+    format,
+  };
+
+  if (records === null) {
+    const overrides = options.generator ?? {};
+    return {
+      ...common,
+      description: 'Multi-step arithmetic word problems (shipped generator), chat-style prompts and boxed answers.',
+      charset: uniqueChars(`${LETTERS}${DIGITS}${GENERATOR_PUNCTUATION}${TARGET_TEXT}${templateChars}`),
+      generate(generateOptions: GenerateOptions): Problem[] {
+        const settings = wordProblemSettings(generateOptions.difficulty, overrides);
+        return generateDistinct(FAMILY, generateOptions, (rng) => {
+          const drawn = sampleWordProblem(rng, settings);
+          if (drawn === null) return null;
+          return {
+            canonical: drawn.canonical,
+            question: drawn.question,
+            answer: String(drawn.answer),
+            meta: { source: 'generator', start: drawn.start, steps: drawn.steps, difficulty: generateOptions.difficulty },
+          };
+        });
+      },
+    };
+  }
+
+  const seen = new Set<string>();
+  const unique = records.filter((r) => (seen.has(r.question) ? false : (seen.add(r.question), true)));
+  const splitRecords: Record<Split, MathRecord[]> = { train: [], test: [] };
+  for (const record of unique) splitRecords[splitOf(FAMILY, record.question)].push(record);
+  const recordChars = unique.map((r) => r.question + r.answer + (r.solution ?? '')).join('');
+  return {
+    ...common,
+    description: `Math problems from ${options.mathPath ?? 'a file'} (${unique.length} problems), chat-style prompts and boxed answers.`,
+    charset: uniqueChars(`${recordChars}${DIGITS}${TARGET_TEXT}${templateChars}`),
+    generate(generateOptions: GenerateOptions): Problem[] {
+      assertDifficulty(FAMILY, generateOptions.difficulty);
+      const pool = splitRecords[generateOptions.split];
+      if (pool === undefined) throw new Error(`math: split must be "train" or "test", got ${String(generateOptions.split)}`);
+      const order = new Rng(generateOptions.seed, `tasks/math/${generateOptions.split}`).shuffle(pool);
+      return order.slice(0, generateOptions.count).map((record) => ({
+        key: problemKey(FAMILY, record.question),
+        family: FAMILY,
+        split: generateOptions.split,
+        question: record.question,
+        answer: record.answer,
+        meta: { source: 'file', row: record.row, solution: record.solution },
+      }));
+    },
+  };
+}
