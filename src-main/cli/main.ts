@@ -30,6 +30,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'study', summary: 'run a study matrix (config values × seeds) and report it', load: async () => (await import('./commands/study')).studyCommand },
   { name: 'export', summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)', load: async () => (await import('./commands/export')).exportCommand },
   { name: 'serve', summary: 'serve the interface to a web browser (HTTP + WebSocket)', load: async () => (await import('./commands/serve')).serveCommand },
+  { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
   { name: 'bench', summary: 'run a benchmark (store, model, export, ui, …)', load: async () => (await import('./commands/bench')).benchCommand },
 ];

@@ -68,6 +68,8 @@ export interface EndpointClientOptions {
   /** Random numbers in [0, 1) for the jitter. Default Math.random. */
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** User message of the probe's tiny request (a policy with a narrow alphabet needs its own). Default "Say hi.". */
+  probePrompt?: string;
 }
 
 export type UnsupportedFeature = 'logprobs' | 'n' | 'seed' | 'top_k' | 'min_p' | 'chat_template_kwargs' | 'stream' | 'usage';
@@ -183,6 +185,7 @@ export class EndpointClient {
   private readonly env: NodeJS.ProcessEnv;
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly probePrompt: string;
 
   constructor(opts: EndpointClientOptions) {
     this.name = opts.name;
@@ -199,6 +202,7 @@ export class EndpointClient {
     this.env = opts.env ?? process.env;
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.probePrompt = opts.probePrompt ?? 'Say hi.';
   }
 
   /** A chat completion (`POST {baseUrl}/chat/completions`). */
@@ -255,7 +259,7 @@ export class EndpointClient {
     let first: EndpointResult | null = null;
     for (let tries = 0; tries <= optional.length && !first; tries++) {
       try {
-        first = await this.requestWith('chat/completions', { messages: [{ role: 'user', content: 'Say hi.' }] }, { sampling: wanted }, dropped, 0);
+        first = await this.requestWith('chat/completions', { messages: [{ role: 'user', content: this.probePrompt }] }, { sampling: wanted }, dropped, 0);
       } catch (error) {
         const e = error as EndpointError;
         const named = e.status === 400 || e.status === 422 ? optional.find((f) => !dropped.has(f) && mentions(e.message, f)) : undefined;
@@ -284,7 +288,7 @@ export class EndpointClient {
     }
     if (!dropped.has('seed')) {
       try {
-        const again = await this.requestWith('chat/completions', { messages: [{ role: 'user', content: 'Say hi.' }] }, { sampling: wanted }, dropped, 0);
+        const again = await this.requestWith('chat/completions', { messages: [{ role: 'user', content: this.probePrompt }] }, { sampling: wanted }, dropped, 0);
         if (again.choices.map((c) => c.text).join('\u0000') !== first.choices.map((c) => c.text).join('\u0000')) {
           dropped.add('seed');
           report.notes.push('does not honour seed: two seeded requests at temperature 1 answered differently');
@@ -400,9 +404,9 @@ export class EndpointClient {
     return this.env[this.apiKeyEnv] ?? null;
   }
 
-  private headers(json: boolean): Record<string, string> {
+  private headers(json: boolean, hasBody: boolean): Record<string, string> {
     const h: Record<string, string> = { accept: json ? 'application/json' : 'text/event-stream' };
-    if (json) h['content-type'] = 'application/json';
+    if (hasBody) h['content-type'] = 'application/json';
     const key = this.key();
     if (key) h.authorization = `Bearer ${key}`;
     return h;
@@ -442,7 +446,7 @@ export class EndpointClient {
     try {
       res = await fetch(url, {
         method: body === null ? 'GET' : 'POST',
-        headers: this.headers(json || body === null),
+        headers: this.headers(json, body !== null),
         body: body === null ? undefined : JSON.stringify(body),
         signal: timer.signal,
       });
