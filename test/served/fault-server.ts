@@ -34,6 +34,8 @@ export interface FaultServerOptions {
   ignoreN?: boolean;
   noLogprobs?: boolean;
   rejectTopK?: boolean;
+  /** Answer successful requests after this many ms (a slow replica). */
+  delayMs?: number;
 }
 
 export interface FaultServer {
@@ -41,6 +43,9 @@ export interface FaultServer {
   baseUrl: string;
   seen: SeenRequest[];
   script: Behaviour[];
+  /** Requests being answered now, and the most at once so far. */
+  active(): number;
+  maxActive(): number;
   close(): Promise<void>;
 }
 
@@ -50,6 +55,8 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
   const script = [...(opts.script ?? [])];
   const hanging = new Set<http.ServerResponse>();
   const text = opts.text ?? 'hello world';
+  let active = 0;
+  let maxActive = 0;
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -64,6 +71,13 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
         }
       }
       seen.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, body });
+      active++;
+      maxActive = Math.max(maxActive, active);
+      res.on('close', () => active--);
+      if (opts.delayMs && req.method === 'POST') setTimeout(() => respond(body), opts.delayMs);
+      else respond(body);
+    });
+    const respond = (body: Record<string, unknown> | null) => {
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(value));
@@ -132,7 +146,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
         choices: texts.map((t, i) => (chat ? { index: i, message: { role: 'assistant', content: t }, finish_reason: 'stop', logprobs: logprobsOf(t) } : { index: i, text: t, finish_reason: 'stop', logprobs: null })),
         usage,
       });
-    });
+    };
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -141,6 +155,8 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
     baseUrl: `http://127.0.0.1:${port}/v1`,
     seen,
     script,
+    active: () => active,
+    maxActive: () => maxActive,
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
