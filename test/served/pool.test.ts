@@ -31,11 +31,12 @@ describe('EndpointPool', () => {
   it('routes each agent to its endpoint (Solver apart from Verifier/Corrector, as MarsRL deploys them)', async () => {
     const solverBox = await fault({ text: 'from solver box' });
     const judgeBox = await fault({ text: 'from judge box' });
-    const { p } = pool([spec('solvers', [solverBox]), spec('judges', [judgeBox])], { solver: 'solvers', verifier1: 'judges', corrector1: 'judges' });
+    const { p } = pool([spec('solvers', [solverBox]), spec('judges', [judgeBox])], { solver: 'solvers', verifier: 'judges', corrector: 'judges' });
     expect((await p.chat('solver', hi)).choices[0].text).toBe('from solver box');
     expect((await p.chat('verifier1', hi)).choices[0].text).toBe('from judge box');
     expect((await p.chat('corrector1', hi)).choices[0].text).toBe('from judge box');
-    expect(() => p.endpointOf('corrector2')).toThrow(/agent corrector2 has no endpoint in the pool/);
+    expect(p.endpointOf('verifier2')).toBe('judges');
+    expect(() => p.endpointOf('reviewer')).toThrow(/agent reviewer has no endpoint in the pool/);
     expect(() => pool([spec('a', [solverBox])], { solver: 'b' })).toThrow(/agent solver is mapped to endpoint "b", which is not defined \(defined: a\)/);
   });
 

@@ -38,6 +38,8 @@ function groupOf(path: string): string {
 }
 
 function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigField[]): void {
+  // Served endpoints (issue #16) get their own section of the new-run form, not generic fields.
+  if (path === 'endpoints') return;
   if (schema.type === 'object' && schema.properties) {
     for (const [key, child] of Object.entries(schema.properties)) {
       walk(child, path ? `${path}.${key}` : key, (schema.required ?? []).includes(key), out);

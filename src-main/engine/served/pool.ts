@@ -130,9 +130,12 @@ export class EndpointPool {
     this.agents = { ...opts.agents };
   }
 
-  /** The endpoint an agent's requests go to. */
+  /**
+   * The endpoint an agent's requests go to: its own mapping, else its role's (verifier2 → the
+   * endpoint of verifier), as every Verifier round shares the Verifier policy.
+   */
   endpointOf(agent: string): string {
-    const name = this.agents[agent];
+    const name = this.agents[agent] ?? this.agents[agent.replace(/\d+$/, '')];
     if (name === undefined) throw new Error(`agent ${agent} has no endpoint in the pool (mapped agents: ${Object.keys(this.agents).join(', ') || 'none'})`);
     return name;
   }
