@@ -101,12 +101,13 @@ export class RequestBatcher {
   private readonly queue: PendingJob[] = [];
   private running = false;
   private timer: NodeJS.Timeout | null = null;
+  private firstQueuedAt = 0;
   readonly stats: BatcherStats = { batches: 0, rows: 0, steps: 0, largestBatch: 0, queued: 0 };
 
   constructor(
     private readonly model: PolicyModel,
     private readonly tokenizer: ServedTokenizer,
-    private readonly opts: { windowMs?: number; maxRows?: number } = {},
+    private readonly opts: { windowMs?: number; maxWaitMs?: number; maxRows?: number } = {},
   ) {}
 
   /** Queue a request; resolves with its choices once every one of them finished. */
@@ -118,36 +119,44 @@ export class RequestBatcher {
     });
   }
 
+  /**
+   * The window is a quiet period: each arrival restarts it, so a burst (clients that all answer
+   * the previous batch's results at once) lands in one batch; `maxWaitMs` caps how long the first
+   * request of a batch waits. While a batch decodes, arrivals queue for the next one.
+   */
   private schedule(): void {
-    if (this.running || this.timer) return;
+    if (this.running) return;
+    const now = Date.now();
+    if (this.timer) clearTimeout(this.timer);
+    else this.firstQueuedAt = now;
+    const windowMs = this.opts.windowMs ?? 2;
+    const maxWaitMs = this.opts.maxWaitMs ?? Math.max(20, 10 * windowMs);
+    const wait = Math.max(0, Math.min(windowMs, this.firstQueuedAt + maxWaitMs - now));
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.drain();
-    }, this.opts.windowMs ?? 2);
+    }, wait);
   }
 
   private async drain(): Promise<void> {
     this.running = true;
+    const maxRows = this.opts.maxRows ?? 64;
+    const batch: PendingJob[] = [];
+    let rows = 0;
+    while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0].params.n <= maxRows)) {
+      const job = this.queue.shift()!;
+      rows += job.params.n;
+      batch.push(job);
+    }
+    this.stats.queued = this.queue.length;
     try {
-      while (this.queue.length > 0) {
-        const maxRows = this.opts.maxRows ?? 64;
-        const batch: PendingJob[] = [];
-        let rows = 0;
-        while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0].params.n <= maxRows)) {
-          const job = this.queue.shift()!;
-          rows += job.params.n;
-          batch.push(job);
-        }
-        this.stats.queued = this.queue.length;
-        try {
-          await this.decode(batch);
-        } catch (error) {
-          for (const job of batch) job.reject(error as Error);
-        }
-      }
+      await this.decode(batch);
+    } catch (error) {
+      for (const job of batch) job.reject(error as Error);
     } finally {
       this.running = false;
     }
+    if (this.queue.length > 0) this.schedule();
   }
 
   private async decode(batch: PendingJob[]): Promise<void> {
