@@ -31,6 +31,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'export', summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)', load: async () => (await import('./commands/export')).exportCommand },
   { name: 'serve', summary: 'serve the interface to a web browser (HTTP + WebSocket)', load: async () => (await import('./commands/serve')).serveCommand },
   { name: 'model', summary: 'Hugging Face models: inspect a folder, export as hf or gguf, generate', load: async () => (await import('./commands/model')).modelCommand },
+  { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
   { name: 'bench', summary: 'run a benchmark (store, model, export, ui, …)', load: async () => (await import('./commands/bench')).benchCommand },
 ];

@@ -11,6 +11,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
+  serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('../../bench/serve') },
 };
 
 const usage = () => `Usage: marsrl bench NAME [options]   (npm run bench -- NAME [options])

@@ -1,14 +1,17 @@
-import { configToYaml, loadRunConfig } from '../../engine/config/load';
+import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
+import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage:
-  marsrl config validate FILE [--set key.path=value …] [--json]
+  marsrl config validate FILE [--set key.path=value …] [--probe] [--json]
   marsrl config print [--preset NAME] [--config FILE] [--set key.path=value …] [--json]
 
 validate  checks a YAML or JSON run configuration against the schema and prints every problem
-          (field path, value given, what is allowed); exit 0 when valid, 2 otherwise.
+          (field path, value given, what is allowed); exit 0 when valid, 2 otherwise. The API key
+          variables of served endpoints must be set; --probe also asks each endpoint what it
+          serves and supports (unreachable URL, model not served, key refused).
 print     prints the fully resolved configuration (every default filled in):
           preset, then file, then overrides.`;
 
@@ -16,6 +19,7 @@ const options = {
   preset: { type: 'string' },
   config: { type: 'string' },
   set: { type: 'string', multiple: true },
+  probe: { type: 'boolean', default: false },
 } as const;
 
 export const configCommand: Command = {
@@ -33,6 +37,14 @@ export const configCommand: Command = {
       if (!file) throw new UsageError('config validate needs a FILE', usage);
       if (values.preset || values.config) throw new UsageError('config validate takes the file as its argument; --preset/--config belong to config print', usage);
       const { config } = loadRunConfig({ file, overrides: values.set ?? [] });
+      const envIssues = endpointEnvIssues(config, ctx.env);
+      if (envIssues.length > 0) throw new ConfigError(envIssues, file);
+      if (values.probe && config.endpoints) {
+        const reports = await poolFromConfig(config, { env: ctx.env }).probe();
+        const issues = probeIssues(reports);
+        if (issues.length > 0) throw new ConfigError(issues, file);
+        for (const r of reports) ctx.err(`endpoint ${r.endpoint}: serves ${r.models.join(', ') || '(no list)'}${r.missing.length > 0 ? `; lacks ${r.missing.join(', ')}` : ''}`);
+      }
       if (values.json) printJson({ ok: true, file, config });
       else ctx.out(`${file}: valid (seed ${config.seed}, task ${config.task.family}, ${Object.keys(config.policies).length} policies, ${config.optimization.steps} steps)`);
       return 0;

@@ -41,6 +41,8 @@ function groupOf(path: string): string {
 }
 
 function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigField[]): void {
+  // Served endpoints (issue #16) get their own section of the new-run form, not generic fields.
+  if (path === 'endpoints') return;
   if (schema.anyOf && schema.anyOf.every((o) => o.type === 'object' && o.properties?.kind?.const !== undefined)) {
     walkKinds(schema.anyOf, path, out);
     return;

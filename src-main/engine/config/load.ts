@@ -97,7 +97,9 @@ function collectIssues(issues: readonly ZodIssue[], prefix: readonly PropertyKey
       }
       continue;
     }
-    const value = valueAt(input, issue.path);
+    // A key pasted where its variable's name belongs must not be echoed into an error or a log.
+    const secret = issue.path.some((p) => p === 'api_key_env');
+    const value = secret ? undefined : valueAt(input, issue.path);
     out.push({ path: issue.path.map(String).join('.'), message: explain(issue), value });
   }
 }

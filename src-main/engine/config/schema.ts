@@ -70,6 +70,45 @@ export const OptimizerSchema = z.strictObject({
 });
 export type OptimizerConfig = z.infer<typeof OptimizerSchema>;
 
+/**
+ * Served models (issue #16): sampling parameters sent with every request to an endpoint. Fields
+ * beyond OpenAI's (top_k, min_p, chat_template_kwargs) are vLLM / SGLang extensions; the
+ * capability probe reports before a run which ones a server lacks.
+ */
+export const EndpointSamplingSchema = z.strictObject({
+  temperature: z.number().min(0).max(2).optional().describe('Sampling temperature (MarsRL’s reasoning system uses 0.6).'),
+  top_p: z.number().gt(0).max(1).optional().describe('Nucleus threshold (MarsRL uses 0.95).'),
+  top_k: z.number().int().min(-1).max(100_000).optional().describe('Keep the k most likely tokens (vLLM/SGLang/llama.cpp; -1 disables).'),
+  min_p: z.number().min(0).max(1).optional().describe('Drop tokens less likely than min_p × the most likely one (vLLM/SGLang/llama.cpp).'),
+  max_tokens: z.number().int().min(1).max(1_000_000).optional().describe('Most tokens per response.'),
+  seed: z.number().int().min(0).max(2 ** 31 - 1).optional().describe('Sampling seed, where the server honours it.'),
+  n: z.number().int().min(1).max(256).optional().describe('Choices per request: a whole group in one request where the server supports it.'),
+  stop: z.array(z.string().min(1)).max(16).optional().describe('Text sequences that end a response.'),
+  logprobs: z.boolean().optional().describe('Keep the sampled tokens’ log-probabilities when the server returns them.'),
+  top_logprobs: z.number().int().min(0).max(20).optional().describe('Alternatives per position kept with logprobs.'),
+  chat_template_kwargs: z.record(z.string(), z.unknown().describe('One chat-template option (any JSON value).')).optional().describe('Chat-template options, e.g. {enable_thinking: false} for Qwen3 (vLLM/SGLang).'),
+});
+
+const httpUrl = z
+  .string()
+  .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, 'must be an http(s) URL including the API prefix, e.g. http://127.0.0.1:8000/v1');
+
+export const EndpointSchema = z.strictObject({
+  base_url: httpUrl.describe('Base URL of the OpenAI-compatible API, including /v1 (vLLM, SGLang, Ollama, llama.cpp, marsrl serve-model).'),
+  model: z.string().min(1).describe('Model name the server serves (as its /v1/models lists it).'),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself')
+    .optional()
+    .describe('Name of the environment variable holding the API key; the key itself is never written to a config, the database or a log.'),
+  replicas: z.array(httpUrl).max(256).default([]).describe('Further base URLs serving the same model; requests are balanced over base_url and these by outstanding requests.'),
+  concurrency: z.number().int().min(1).max(4096).default(8).describe('Most requests in flight at once over all replicas; more wait in a queue.'),
+  timeout_s: z.number().gt(0).max(3600).default(120).describe('Seconds without an answer (or a streamed byte) before a request is abandoned and retried.'),
+  retries: z.number().int().min(0).max(20).default(3).describe('Attempts after the first on 429, 5xx, timeouts and cut streams (exponential backoff with jitter, Retry-After honoured).'),
+  sampling: EndpointSamplingSchema.prefault({}).describe('Sampling parameters sent with every request.'),
+}).describe('One served model: where it is, its name, its key’s environment variable and how to call it.');
+export type EndpointConfig = z.infer<typeof EndpointSchema>;
+
 export const PolicySchema = z.strictObject({
   model: PolicyModelSchema.prefault({}).describe('This policy’s model: a GPT of the given size, or a Hugging Face folder.'),
   optimizer: OptimizerSchema.prefault({}).describe('Optimizer used in RL for this policy.'),
@@ -78,6 +117,11 @@ export const PolicySchema = z.strictObject({
     .min(1)
     .optional()
     .describe('Starting checkpoint (a folder written by `marsrl pretrain`); when absent the run warms up first.'),
+  endpoint: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('A served model (a name in `endpoints`) plays this policy: inference only, never trained.'),
 }).describe('One policy: its model size, optimizer and starting checkpoint.');
 export type PolicyConfig = z.infer<typeof PolicySchema>;
 
@@ -249,6 +293,10 @@ export const RunConfigSchema = z
     eval: EvalSchema.prefault({}).describe('Held-out evaluation.'),
     runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
     prompts: PromptsSchema.prefault({}),
+    endpoints: z
+      .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'endpoint names are lower-case words (letters, digits, - and _)'), EndpointSchema)
+      .optional()
+      .describe('Served models by name (OpenAI-compatible endpoints) that policies may point at.'),
   })
   .superRefine((cfg, ctx) => {
     // Cross-field rules only mean something once the fields they read are valid on their own:
@@ -269,6 +317,16 @@ export const RunConfigSchema = z
           code: 'custom',
           path: ['agents', role],
           message: `policy "${id}" is not defined; defined policies: ${policyIds.join(', ') || '(none)'}`,
+        });
+      }
+    }
+    const endpointNames = Object.keys(cfg.endpoints ?? {});
+    for (const [id, policy] of Object.entries(cfg.policies)) {
+      if (policy.endpoint !== undefined && !cfg.endpoints?.[policy.endpoint]) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policies', id, 'endpoint'],
+          message: `endpoint "${policy.endpoint}" is not defined; defined endpoints: ${endpointNames.join(', ') || '(none: add an endpoints block)'}`,
         });
       }
     }

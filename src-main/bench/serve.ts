@@ -1,0 +1,181 @@
+/**
+ * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
+ *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--json]`
+ *
+ * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
+ * HTTP with the Studio's endpoint client) with 1, 8 and 32 concurrent clients, against the same
+ * decoding in-process: the same batcher fed the same requests (prompts, seeds, max_tokens) by the
+ * same number of concurrent callers, without HTTP or JSON. Each client sends K requests one after
+ * another (a closed loop); every request is seeded, so both sides generate the same tokens.
+ * Overhead = served wall time / in-process wall time − 1 (target at 8 clients: under 10%, issue #16).
+ *
+ * Also printed: the engine's plain batched sampler (`sample`) on the same prompts in batches of
+ * the client count, for scale. Sides are interleaved in `rounds` rounds and each side's best round
+ * counts (the machines this runs on are shared; the load average is printed).
+ *
+ * The clients run in the server's process, so their JSON work competes with decoding for the
+ * same cores; a client on another machine would cost the server less.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend, type BackendPreference } from '../engine/model/backend';
+import type { GPT } from '../engine/model/gpt';
+import { sample } from '../engine/model/sampling';
+import { resourcesDir } from '../engine/resources';
+import { EndpointClient } from '../engine/served/client';
+import { Rng } from '../engine/util/rng';
+import { RequestBatcher } from '../server/openai/batcher';
+import { loadCheckpointPolicy, type ServedPolicy } from '../server/openai/policy';
+import { createModelServer } from '../server/openai/server';
+
+interface Work {
+  question: string;
+  seed: number;
+}
+
+interface Measure {
+  ms: number;
+  requests: number;
+  tokens: number;
+}
+
+function questions(clients: number, perClient: number): Work[][] {
+  const rng = new Rng(2026, 'bench-serve');
+  return Array.from({ length: clients }, (_, c) =>
+    Array.from({ length: perClient }, (_, k) => ({ question: `sort ${Array.from({ length: 8 }, () => rng.int(0, 9)).join('')}`, seed: 1000 * c + k })),
+  );
+}
+
+async function servedRound(client: EndpointClient, work: Work[][], maxTokens: number): Promise<Measure> {
+  const t0 = performance.now();
+  let tokens = 0;
+  await Promise.all(
+    work.map(async (list) => {
+      for (const w of list) {
+        const r = await client.chat([{ role: 'user', content: w.question }], { sampling: { seed: w.seed, max_tokens: maxTokens, temperature: 1 } });
+        tokens += r.usage?.completionTokens ?? 0;
+      }
+    }),
+  );
+  return { ms: performance.now() - t0, requests: work.flat().length, tokens };
+}
+
+async function inProcessRound(batcher: RequestBatcher, policy: ServedPolicy, work: Work[][], maxTokens: number): Promise<Measure> {
+  const t0 = performance.now();
+  let tokens = 0;
+  await Promise.all(
+    work.map(async (list) => {
+      for (const w of list) {
+        const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: w.question }]);
+        const choices = await batcher.submit({ prompt, params: { maxTokens: Math.min(maxTokens, policy.model.context - prompt.length), temperature: 1, topP: 1, seed: w.seed, n: 1, stop: [], topLogprobs: 0 } });
+        tokens += choices[0].ids.length;
+      }
+    }),
+  );
+  return { ms: performance.now() - t0, requests: work.flat().length, tokens };
+}
+
+function samplerRound(policy: ServedPolicy, work: Work[][], maxTokens: number): Measure {
+  const t0 = performance.now();
+  let tokens = 0;
+  const perClient = work[0].length;
+  for (let k = 0; k < perClient; k++) {
+    const prompts = work.map((list) => policy.tokenizer.chatPrompt([{ role: 'user', content: list[k].question }]));
+    const out = sample(policy.model as GPT, prompts, { maxNewTokens: Math.min(maxTokens, policy.model.context - Math.max(...prompts.map((p) => p.length))), temperature: 1, seed: k, stopTokens: [...policy.tokenizer.stopTokens] });
+    tokens += out.reduce((a, s) => a + s.tokens.length, 0);
+  }
+  return { ms: performance.now() - t0, requests: work.flat().length, tokens };
+}
+
+function best(ms: Measure[]): Measure {
+  return ms.reduce((a, b) => (b.ms < a.ms ? b : a));
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      clients: { type: 'string', default: '1,8,32' },
+      requests: { type: 'string', default: '6' },
+      rounds: { type: 'string', default: '3' },
+      'max-tokens': { type: 'string', default: '64' },
+      checkpoint: { type: 'string' },
+      backend: { type: 'string', default: 'auto' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const levels = values.clients.split(',').map(Number);
+  if (!levels.every((c) => Number.isInteger(c) && c >= 1 && c <= 256)) throw new Error(`--clients must be integers from 1 to 256 separated by commas, got ${values.clients}`);
+  const perClient = Number(values.requests);
+  const rounds = Number(values.rounds);
+  const maxTokens = Number(values['max-tokens']);
+  for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
+    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
+  }
+  const backend = values.backend as BackendPreference;
+  if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
+  const info = await initBackend(backend);
+  tf.enableProdMode();
+  const out = (s = '') => {
+    if (!values.json) console.log(s);
+  };
+  const dir = values.checkpoint ?? path.join(resourcesDir(), 'checkpoints', 'quick', 'solver');
+  const policy = loadCheckpointPolicy(dir);
+  const server = await createModelServer({ policies: [policy], batchWindowMs: 2, log: () => {} });
+  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2 });
+  const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
+  out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
+  out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
+  out('');
+  out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead   sampler tok/s');
+  const results: Array<Record<string, number>> = [];
+  try {
+    // Warm both paths (JIT, wasm kernels, keep-alive connections): the first calls are several times slower.
+    for (let i = 0; i < 2; i++) {
+      await servedRound(client, questions(8, 2), maxTokens);
+      await inProcessRound(batcher, policy, questions(8, 2), maxTokens);
+    }
+    for (const clients of levels) {
+      const work = questions(clients, perClient);
+      const before = { served: { ...server.batchers.get(policy.id)!.stats }, local: { ...batcher.stats } };
+      const served: Measure[] = [];
+      const local: Measure[] = [];
+      const plain: Measure[] = [];
+      for (let r = 0; r < rounds; r++) {
+        // Alternate which side goes first, so neither always meets the machine in the same state.
+        if (r % 2 === 0) {
+          served.push(await servedRound(client, work, maxTokens));
+          local.push(await inProcessRound(batcher, policy, work, maxTokens));
+        } else {
+          local.push(await inProcessRound(batcher, policy, work, maxTokens));
+          served.push(await servedRound(client, work, maxTokens));
+        }
+        plain.push(samplerRound(policy, work, maxTokens));
+      }
+      const sb = server.batchers.get(policy.id)!.stats;
+      const batchesServed = sb.batches - before.served.batches;
+      const batchesLocal = batcher.stats.batches - before.local.batches;
+      // Same batches on both sides means the comparison measures serving, not batch composition.
+      out(`        batches: served ${batchesServed} of ${((sb.rows - before.served.rows) / batchesServed).toFixed(1)} rows, in-process ${batchesLocal} of ${((batcher.stats.rows - before.local.rows) / batchesLocal).toFixed(1)}`);
+      const s = best(served);
+      const l = best(local);
+      const p = best(plain);
+      if (s.tokens !== l.tokens) throw new Error(`served and in-process generated different token counts (${s.tokens} vs ${l.tokens}): the comparison is void`);
+      const overhead = s.ms / l.ms - 1;
+      const row = { clients, servedRequestsPerS: (s.requests / s.ms) * 1000, servedTokensPerS: (s.tokens / s.ms) * 1000, inProcessRequestsPerS: (l.requests / l.ms) * 1000, inProcessTokensPerS: (l.tokens / l.ms) * 1000, overhead, samplerTokensPerS: (p.tokens / p.ms) * 1000 };
+      results.push(row);
+      out(
+        `${String(clients).padStart(7)}   ${row.servedRequestsPerS.toFixed(1).padStart(11)}  ${row.servedTokensPerS.toFixed(0).padStart(6)}   ${row.inProcessRequestsPerS.toFixed(1).padStart(15)}  ${row.inProcessTokensPerS.toFixed(0).padStart(6)}   ${(overhead * 100).toFixed(1).padStart(6)}%   ${row.samplerTokensPerS.toFixed(0).padStart(12)}`,
+      );
+    }
+    const at8 = results.find((r) => r.clients === 8);
+    if (at8) out(`\ntarget at 8 clients: serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
+    if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, results }, null, 2));
+  } finally {
+    await server.close();
+    policy.model.dispose();
+  }
+}

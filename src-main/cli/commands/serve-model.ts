@@ -1,0 +1,139 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Role } from '../../engine/config/schema';
+import { initBackend, type BackendPreference } from '../../engine/model/backend';
+import { resolveDatabasePath } from '../../engine/paths';
+import { openStore } from '../../engine/store';
+import { loadCheckpointPolicy, type ServedPolicy } from '../../server/openai/policy';
+import { createModelServer } from '../../server/openai/server';
+import { checkTokenStrength, generateToken, isLoopbackHost } from '../../server/security';
+import { intFlag, parseCommand, UsageError } from '../args';
+import type { Command } from '../context';
+
+const DEFAULT_PORT = 8000;
+const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
+
+const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
+                         [--token TOKEN] [--role ROLE] [--batch-window MS] [--backend NAME]
+
+Serves Studio policies on the OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions
+and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any OpenAI client —
+MarsRL's reasoning system, a notebook, another Studio's endpoint policy — can call them.
+Concurrent requests are decoded together in one batch.
+
+  FOLDER[=ID]        a checkpoint folder (checkpoint.json + weights.bin: resources/checkpoints/quick/solver,
+                     or a run's checkpoints/step-…/solver); served as ID (default: the folder's name)
+  --run RUN          serve the policies of a run's latest checkpoint (id or name; --step picks another)
+  --role ROLE        which role token closes chat prompts (solver, verifier, corrector); default:
+                     the folder's name when it is a role, else solver
+  --host HOST        address to listen on (default 127.0.0.1: this machine only). Any other address
+                     requires a token: one is generated and printed, unless --token or MARSRL_TOKEN gives it
+  --port PORT        port (default ${DEFAULT_PORT}; 0 picks a free one)
+  --token TOKEN      API key clients must send (Authorization: Bearer TOKEN), at least 16 characters;
+                     when given it is required on loopback too
+  --batch-window MS  how long the first request of a batch waits for others (default 2)
+  --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
+
+Example: marsrl serve-model resources/checkpoints/quick/solver resources/checkpoints/quick/verifier
+then:    curl http://127.0.0.1:${DEFAULT_PORT}/v1/chat/completions -H 'content-type: application/json' \\
+           -d '{"model":"solver","messages":[{"role":"user","content":"sort 53819072"}],"temperature":0}'`;
+
+export const serveModelCommand: Command = {
+  name: 'serve-model',
+  summary: 'serve Studio policies on the OpenAI-compatible API',
+  usage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(
+      argv,
+      {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        token: { type: 'string' },
+        run: { type: 'string' },
+        step: { type: 'string' },
+        role: { type: 'string' },
+        'batch-window': { type: 'string' },
+        backend: { type: 'string' },
+      },
+      usage,
+    );
+    if (values.help) {
+      ctx.out(usage);
+      return 0;
+    }
+    const host = values.host ?? '127.0.0.1';
+    const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
+    const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 2;
+    if (values.role !== undefined && !ROLES.includes(values.role as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`, usage);
+    const backends = ['auto', 'tensorflow', 'wasm', 'cpu'];
+    if (values.backend !== undefined && !backends.includes(values.backend)) throw new UsageError(`--backend must be one of ${backends.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
+    let token = values.token ?? ctx.env.MARSRL_TOKEN ?? null;
+    if (token !== null) {
+      const weakness = checkTokenStrength(token);
+      if (weakness) throw new UsageError(`--token: ${weakness}`, usage);
+    }
+    const generated = token === null && !isLoopbackHost(host);
+    if (generated) token = generateToken();
+
+    const sources: Array<{ dir: string; id?: string }> = positionals.map((arg) => {
+      const eq = arg.lastIndexOf('=');
+      return eq > 0 ? { dir: arg.slice(0, eq), id: arg.slice(eq + 1) } : { dir: arg };
+    });
+    if (values.step !== undefined && values.run === undefined) throw new UsageError('--step needs --run', usage);
+    if (values.run !== undefined) sources.push(...runCheckpoints(values.run, values.step, resolveDatabasePath(values.db, ctx.env)));
+    if (sources.length === 0) throw new UsageError('nothing to serve: give a checkpoint folder or --run RUN', usage);
+
+    const info = await initBackend((values.backend ?? 'auto') as BackendPreference);
+    const policies: ServedPolicy[] = sources.map(({ dir, id }) => {
+      if (!fs.existsSync(dir)) throw new UsageError(`${dir}: no such folder`, usage);
+      return loadCheckpointPolicy(dir, { id, role: values.role as Role | undefined });
+    });
+    const server = await createModelServer({ policies, host, port, token, batchWindowMs, log: ctx.err });
+    const lines = [
+      `Serving on ${server.baseUrl} (OpenAI-compatible; backend ${info.name}):`,
+      ...policies.map((p) => `  ${p.id.padEnd(12)} ${p.source}  (context ${p.model.context} tokens)`),
+    ];
+    if (token !== null) {
+      lines.push(`  API key: ${token}${generated ? ' (generated for this session)' : ''}; clients send "Authorization: Bearer KEY".`);
+      if (!isLoopbackHost(host)) lines.push('  Traffic is plain HTTP: on a network you do not trust, prefer the loopback default and an SSH tunnel.');
+    } else {
+      lines.push(`  Only this machine can connect. From another one: ssh -L ${server.port}:127.0.0.1:${server.port} ${os.hostname()}`);
+    }
+    lines.push('Press Ctrl-C to stop.');
+    ctx.out(lines.join('\n'));
+    await new Promise<void>((resolve) => {
+      const stop = (signal: NodeJS.Signals) => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        ctx.err(`\n${signal === 'SIGINT' ? 'Ctrl-C' : signal}: stopping…`);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    await server.close();
+    for (const p of policies) p.model.dispose();
+    ctx.err('Stopped.');
+    return 0;
+  },
+};
+
+/** The policy folders of a run's checkpoint at `step` (default: its latest), from the store. */
+function runCheckpoints(run: string, step: string | undefined, databasePath: string): Array<{ dir: string; id?: string }> {
+  const store = openStore(databasePath, { readonly: true });
+  try {
+    const row = store.runs.find(run);
+    if (!row) throw new UsageError(`--run ${run}: no such run in ${databasePath}`, usage);
+    const all = store.events.checkpoints(row.id);
+    if (all.length === 0) throw new UsageError(`--run ${run}: the run has no checkpoints yet`, usage);
+    const wanted = step === undefined ? Math.max(...all.map((c) => c.step)) : intFlag('step', step, 0, Number.MAX_SAFE_INTEGER, usage)!;
+    const at = all.filter((c) => c.step === wanted);
+    if (at.length === 0) throw new UsageError(`--step ${wanted}: run ${run} has checkpoints at steps ${[...new Set(all.map((c) => c.step))].join(', ')}`, usage);
+    const gone = at.filter((c) => !fs.existsSync(c.path));
+    if (gone.length > 0) throw new UsageError(`--run ${run}: checkpoint ${gone[0].path} is gone (a run keeps its two newest checkpoints); pick another --step`, usage);
+    return at.map((c) => ({ dir: c.path, id: path.basename(c.path) }));
+  } finally {
+    store.close();
+  }
+}

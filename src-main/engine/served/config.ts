@@ -1,0 +1,66 @@
+/**
+ * From a run config's `endpoints` block to a pool (issue #16), and the checks that need the
+ * machine rather than the schema: an API key's environment variable that is not set (at
+ * validation, before anything runs) and, by the capability probe, an unreachable URL, a model the
+ * server does not serve, or a key it refuses. Both report as config issues on the field to fix.
+ */
+import type { RunConfig } from '../config/schema';
+import { ROLES } from '../config/schema';
+import type { ConfigIssue } from '../config/load';
+import type { ServedEventSink } from './events';
+import { EndpointPool, type PoolEndpointSpec, type PoolOptions } from './pool';
+import type { ProbeReport } from './client';
+
+/** The endpoints some role's policy points at, by name. */
+export function usedEndpoints(config: RunConfig): Map<string, Array<(typeof ROLES)[number]>> {
+  const used = new Map<string, Array<(typeof ROLES)[number]>>();
+  for (const role of ROLES) {
+    const endpoint = config.policies[config.agents[role]]?.endpoint;
+    if (endpoint === undefined) continue;
+    used.set(endpoint, [...(used.get(endpoint) ?? []), role]);
+  }
+  return used;
+}
+
+/** Issues the schema cannot see: an API key variable that is not set in `env`. */
+export function endpointEnvIssues(config: RunConfig, env: NodeJS.ProcessEnv = process.env): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [name, endpoint] of Object.entries(config.endpoints ?? {})) {
+    const variable = endpoint.api_key_env;
+    if (variable !== undefined && (env[variable] === undefined || env[variable] === '')) {
+      issues.push({ path: `endpoints.${name}.api_key_env`, message: `the environment variable ${variable} is not set; export it with the API key of ${endpoint.base_url} before starting the run` });
+    }
+  }
+  return issues;
+}
+
+export function poolSpecs(config: RunConfig): PoolEndpointSpec[] {
+  return Object.entries(config.endpoints ?? {}).map(([name, e]) => ({
+    name,
+    baseUrls: [e.base_url, ...e.replicas],
+    model: e.model,
+    apiKeyEnv: e.api_key_env ?? null,
+    concurrency: e.concurrency,
+    timeoutMs: e.timeout_s * 1000,
+    retries: e.retries,
+    sampling: e.sampling,
+  }));
+}
+
+/** A pool for the config's served policies: each role whose policy names an endpoint maps to it. */
+export function poolFromConfig(config: RunConfig, opts: { env?: NodeJS.ProcessEnv; onEvent?: ServedEventSink } & Partial<PoolOptions> = {}): EndpointPool {
+  const agents: Record<string, string> = {};
+  for (const [endpoint, roles] of usedEndpoints(config)) for (const role of roles) agents[role] = endpoint;
+  return new EndpointPool({ ...opts, endpoints: poolSpecs(config), agents });
+}
+
+/** The probe's findings as config issues on the field to fix (empty when every endpoint is usable). */
+export function probeIssues(reports: readonly ProbeReport[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const r of reports) {
+    if (r.error === null) continue;
+    const field = !r.reachable ? 'base_url' : /API key|api_key_env/.test(r.error) ? 'api_key_env' : r.models.length > 0 && !r.modelServed ? 'model' : 'base_url';
+    issues.push({ path: `endpoints.${r.endpoint}.${field}`, message: r.error });
+  }
+  return issues;
+}

@@ -1,0 +1,84 @@
+/** `marsrl serve-model` as a user starts it: a child process, driven by the official openai client. */
+import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { marsrl, MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+
+function startServeModel(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, [MARSRL_BIN, 'serve-model', ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, MARSRL_DB: undefined, MARSRL_TOKEN: undefined, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve-model did not start:\n${out}\n${err}`)), 60_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /Serving on (\S+)/.exec(out);
+      if (match && out.includes('Ctrl-C')) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    void exited.then((code) => reject(new Error(`serve-model exited with ${code}:\n${out}\n${err}`)));
+  });
+  return {
+    ready,
+    stdout: () => out,
+    stderr: () => err,
+    stop: () => {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+describe('marsrl serve-model (child process)', () => {
+  it('serves the shipped quick checkpoints on loopback and stops on Ctrl-C', async () => {
+    const served = startServeModel(['resources/checkpoints/quick/solver', 'resources/checkpoints/quick/corrector=fixer', '--port', '0', '--backend', 'wasm']);
+    try {
+      const baseURL = await served.ready;
+      expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      expect(served.stdout()).toMatch(/Only this machine can connect/);
+      const client = new OpenAI({ baseURL, apiKey: 'unused-on-loopback', maxRetries: 0 });
+      expect((await client.models.list()).data.map((m) => m.id)).toEqual(['solver', 'fixer']);
+      const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: 'sort 53819072' }], temperature: 0, max_tokens: 64 });
+      expect(r.choices[0].message.content).toMatch(/ A:\d+$/);
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+    expect(served.stderr()).toMatch(/Stopped\./);
+  });
+
+  it('off loopback generates a key and requires it', async () => {
+    const served = startServeModel(['resources/checkpoints/quick/solver', '--host', '0.0.0.0', '--port', '0', '--backend', 'wasm']);
+    try {
+      const baseURL = await served.ready;
+      const key = /API key: (\S+) \(generated/.exec(served.stdout())![1];
+      expect(key.length).toBeGreaterThanOrEqual(32);
+      const without = await new OpenAI({ baseURL, apiKey: 'not-the-key-at-all', maxRetries: 0 }).models.list().catch((e: unknown) => e);
+      expect((without as { status?: number }).status).toBe(401);
+      expect((await new OpenAI({ baseURL, apiKey: key, maxRetries: 0 }).models.list()).data[0].id).toBe('solver');
+    } finally {
+      await served.stop();
+    }
+  });
+
+  it('names the flag or folder that is wrong', () => {
+    const none = marsrl(['serve-model']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/nothing to serve: give a checkpoint folder or --run RUN/);
+    const missing = marsrl(['serve-model', 'no/such/folder', '--backend', 'cpu']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no\/such\/folder: no such folder/);
+    const role = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--role', 'judge']);
+    expect(role.stderr).toMatch(/--role must be one of solver, verifier, corrector/);
+    const notCkpt = marsrl(['serve-model', 'resources/checkpoints', '--backend', 'cpu']);
+    expect(notCkpt.code).toBe(1);
+    expect(notCkpt.stderr).toMatch(/not a Studio checkpoint folder \(no checkpoint\.json\)/);
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * `marsrl serve-model` driven by the official `openai` npm package as an independent client, and
+ * by the Studio's own endpoint client, serving the shipped quick checkpoints.
+ */
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from '../../src-main/engine/model/backend';
+import type { GPT } from '../../src-main/engine/model/gpt';
+import { sample } from '../../src-main/engine/model/sampling';
+import { EndpointClient } from '../../src-main/engine/served/client';
+import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
+import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+
+const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
+const TOKEN = 'serve-model-test-token-0123456789';
+const QUESTION = 'sort 53819072';
+
+let solver: ServedPolicy;
+let verifier: ServedPolicy;
+let server: ModelServer;
+let client: OpenAI;
+
+beforeAll(async () => {
+  await initBackend('wasm');
+  solver = loadCheckpointPolicy(path.join(QUICK, 'solver'));
+  verifier = loadCheckpointPolicy(path.join(QUICK, 'verifier'));
+  // A window wide enough that four requests sent at once by one client land in one batch on a busy CI machine.
+  server = await createModelServer({ policies: [solver, verifier], token: TOKEN, batchWindowMs: 40, log: () => {} });
+  client = new OpenAI({ baseURL: server.baseUrl, apiKey: TOKEN, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+/** The in-process answer the server must reproduce: the sampler on the same prompt and seed. */
+function inProcess(policy: ServedPolicy, prompt: number[], n: number, opts: { seed: number; temperature: number; topP?: number; maxTokens: number }) {
+  const maxNewTokens = Math.min(opts.maxTokens, policy.model.context - prompt.length);
+  return sample(policy.model as GPT, Array.from({ length: n }, () => prompt), { maxNewTokens, seed: opts.seed, temperature: opts.temperature, topP: opts.topP ?? 1, stopTokens: [...policy.tokenizer.stopTokens] });
+}
+
+/** log π(token | prefix) of the policy itself, at temperature 1, recomputed over the whole sequence. */
+function policyLogProbs(policy: ServedPolicy, prompt: number[], completion: number[]): number[] {
+  const { stats, T, B } = policy.model.nextTokenStatsTimeMajor([[...prompt, ...completion]], { entropy: false });
+  const all = stats.dataSync();
+  stats.dispose();
+  expect(B).toBe(1);
+  return completion.map((_, j) => all[prompt.length - 1 + j]).slice(0, T);
+}
+
+describe('marsrl serve-model through the official openai client', () => {
+  it('lists the served policies and refuses requests without the token (401, API error shape)', async () => {
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['solver', 'verifier']);
+    const anonymous = new OpenAI({ baseURL: server.baseUrl, apiKey: 'wrong-token-wrong-token', maxRetries: 0 });
+    const error = await anonymous.models.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
+  });
+
+  it('chat: greedy answer equals in-process greedy decoding; usage counts tokens', async () => {
+    const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 0, max_tokens: 64 });
+    const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+    const [expected] = inProcess(solver, prompt, 1, { seed: 0, temperature: 0, maxTokens: 64 });
+    expect(r.choices[0].message.content).toBe(solver.tokenizer.responseText(expected.tokens));
+    expect(r.choices[0].message.content).toMatch(/ A:\d+$/);
+    expect(r.choices[0].finish_reason).toBe(expected.stopReason === 'stop' ? 'stop' : 'length');
+    expect(r.usage).toEqual({ prompt_tokens: prompt.length, completion_tokens: expected.tokens.length, total_tokens: prompt.length + expected.tokens.length });
+    expect(r.object).toBe('chat.completion');
+  });
+
+  it('n and seed: every choice equals in-process sampling with the same seed and stream ids', async () => {
+    const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 1, top_p: 0.9, n: 4, seed: 42, max_tokens: 64 });
+    const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+    const expected = inProcess(solver, prompt, 4, { seed: 42, temperature: 1, topP: 0.9, maxTokens: 64 });
+    expect(r.choices.map((c) => c.message.content)).toEqual(expected.map((e) => solver.tokenizer.responseText(e.tokens)));
+    expect(new Set(r.choices.map((c) => c.message.content)).size).toBeGreaterThan(1);
+    const again = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 1, top_p: 0.9, n: 4, seed: 42, max_tokens: 64 });
+    expect(again.choices.map((c) => c.message.content)).toEqual(r.choices.map((c) => c.message.content));
+  });
+
+  it('logprobs equal the policy’s own log-probabilities of the sampled tokens; top_logprobs are sorted and hold the greedy token', async () => {
+    const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 1, seed: 7, max_tokens: 40, logprobs: true, top_logprobs: 3 });
+    const content = r.choices[0].logprobs!.content!;
+    const text = r.choices[0].message.content!;
+    expect(content.map((t) => t.token).join('')).toBe(text);
+    const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+    const ids = solver.tokenizer.encodeText(text);
+    const own = policyLogProbs(solver, prompt, ids);
+    content.forEach((t, j) => expect(t.logprob).toBeCloseTo(own[j], 4));
+    for (const t of content) {
+      expect(t.top_logprobs).toHaveLength(3);
+      const lps = t.top_logprobs.map((a) => a.logprob);
+      expect([...lps].sort((a, b) => b - a)).toEqual(lps);
+      expect(t.logprob).toBeLessThanOrEqual(lps[0] + 1e-9);
+    }
+    // Under temperature 0 the chosen token is the top alternative at every position.
+    const greedy = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 0, max_tokens: 20, logprobs: true, top_logprobs: 1 });
+    for (const t of greedy.choices[0].logprobs!.content!) expect(t.top_logprobs[0].token).toBe(t.token);
+  });
+
+  it('completions: raw text continued, stop sequences cut the text, logprobs in the completions layout', async () => {
+    const prompt = `<bos>${QUESTION}<solver>`;
+    const ids = solver.tokenizer.encodeText(prompt);
+    expect(ids).toEqual(solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]));
+    const full = await client.completions.create({ model: 'solver', prompt, temperature: 0, max_tokens: 64, logprobs: 2 });
+    const text = full.choices[0].text;
+    expect(full.object).toBe('text_completion');
+    expect(full.choices[0].logprobs!.tokens!.join('')).toBe(text);
+    const own = policyLogProbs(solver, ids, solver.tokenizer.encodeText(text));
+    full.choices[0].logprobs!.token_logprobs!.forEach((lp, j) => expect(lp).toBeCloseTo(own[j], 4));
+    expect(Object.keys(full.choices[0].logprobs!.top_logprobs![0])).toHaveLength(2);
+    // Stop at " A:" (the answer's marker): the text ends just before it, finish_reason "stop".
+    const stopped = await client.completions.create({ model: 'solver', prompt, temperature: 0, max_tokens: 64, stop: [' A:', 'never'] });
+    expect(text).toContain(' A:');
+    expect(stopped.choices[0].text).toBe(text.slice(0, text.indexOf(' A:')));
+    expect(stopped.choices[0].finish_reason).toBe('stop');
+    const short = await client.completions.create({ model: 'solver', prompt, temperature: 0, max_tokens: 3 });
+    expect(short.choices[0].text).toBe(text.slice(0, 3));
+    expect(short.choices[0].finish_reason).toBe('length');
+  });
+
+  it('streams chat chunks (SSE) whose concatenation equals the non-streamed answer, usage last', async () => {
+    const args = { model: 'solver', messages: [{ role: 'user' as const, content: QUESTION }], temperature: 1, seed: 3, max_tokens: 64, n: 2 };
+    const whole = await client.chat.completions.create(args);
+    const stream = await client.chat.completions.create({ ...args, stream: true, stream_options: { include_usage: true } });
+    const texts = ['', ''];
+    let chunks = 0;
+    let usage: OpenAI.CompletionUsage | null | undefined = null;
+    const finish: Array<string | null> = [null, null];
+    for await (const c of stream) {
+      chunks++;
+      for (const ch of c.choices) {
+        texts[ch.index] += ch.delta.content ?? '';
+        if (ch.finish_reason) finish[ch.index] = ch.finish_reason;
+      }
+      if (c.usage) usage = c.usage;
+    }
+    expect(texts).toEqual(whole.choices.map((c) => c.message.content));
+    expect(chunks).toBeGreaterThan(10);
+    expect(finish).toEqual(whole.choices.map((c) => c.finish_reason));
+    expect(usage).toEqual(whole.usage);
+  });
+
+  it('answers a bad request with 400 naming the field, and an unknown model with 404', async () => {
+    const bad = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 5 }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    const b = bad as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(b.status).toBe(400);
+    expect(b.param).toBe('temperature');
+    expect(b.type).toBe('invalid_request_error');
+    expect(b.message).toMatch(/temperature must be between 0 and 2/);
+
+    const outside = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: 'Sort THESE' }] }).catch((e: unknown) => e);
+    expect((outside as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('messages');
+    expect((outside as Error).message).toMatch(/character "S" \(U\+0053\) at position 0/);
+
+    const missing = await client.chat.completions.create({ model: 'qwen3-235b', messages: [{ role: 'user', content: QUESTION }] }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((missing as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+    expect((missing as InstanceType<typeof OpenAI.NotFoundError>).param).toBe('model');
+  });
+
+  it('batches concurrent requests into one decode, each answer unchanged by its batch mates', async () => {
+    const stats = server.batchers.get('verifier')!.stats;
+    const before = { batches: stats.batches, rows: stats.rows };
+    const questions = ['sort 12', 'sort 53819072', 'sort 9081726354', 'sort 4404'];
+    const verifierPrompt = (q: string) => `${q}|A:${q.slice(5).split('').sort().join('')}`;
+    const answers = await Promise.all(questions.map((q, i) => client.chat.completions.create({ model: 'verifier', messages: [{ role: 'user', content: verifierPrompt(q) }], temperature: 1, seed: 100 + i, max_tokens: 64 })));
+    expect(stats.batches - before.batches).toBe(1);
+    expect(stats.rows - before.rows).toBe(4);
+    questions.forEach((q, i) => {
+      const prompt = verifier.tokenizer.chatPrompt([{ role: 'user', content: verifierPrompt(q) }]);
+      const [alone] = inProcess(verifier, prompt, 1, { seed: 100 + i, temperature: 1, maxTokens: 64 });
+      expect(answers[i].choices[0].message.content).toBe(verifier.tokenizer.responseText(alone.tokens));
+    });
+  });
+
+  it('the Studio’s own endpoint client talks to it: chat, n, logprobs, streaming and the probe', async () => {
+    const own = new EndpointClient({ name: 'studio-solver', baseUrl: server.baseUrl, model: 'solver', apiKeyEnv: 'MARSRL_SERVE_TEST_TOKEN', env: { MARSRL_SERVE_TEST_TOKEN: TOKEN }, probePrompt: 'sort 12', sampling: { temperature: 1, seed: 42, n: 4, top_p: 0.9, max_tokens: 64 } });
+    const report = await own.probe();
+    expect(report.error).toBeNull();
+    expect(report.models).toEqual(['solver', 'verifier']);
+    // serve-model implements every feature the probe asks for but top_k and min_p (refused by name).
+    expect(new Set(report.missing)).toEqual(new Set(['top_k', 'min_p']));
+    const r = await own.chat([{ role: 'user', content: QUESTION }]);
+    const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+    const expected = inProcess(solver, prompt, 4, { seed: 42, temperature: 1, topP: 0.9, maxTokens: 64 });
+    expect(r.choices.map((c) => c.text)).toEqual(expected.map((e) => solver.tokenizer.responseText(e.tokens)));
+    expect(r.usage?.completionTokens).toBe(expected.reduce((a, e) => a + e.tokens.length, 0));
+    const shown = ['', '', '', ''];
+    const streamed = await own.chat([{ role: 'user', content: QUESTION }], { onChunk: (c) => (shown[c.index] += c.delta), sampling: { logprobs: true } });
+    expect(shown).toEqual(r.choices.map((c) => c.text));
+    expect(streamed.choices.map((c) => c.text)).toEqual(shown);
+    expect(streamed.choices[0].logprobs?.map((l) => l.token).join('')).toBe(shown[0]);
+  });
+});
