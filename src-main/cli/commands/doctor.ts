@@ -6,12 +6,13 @@ import { printJson } from '../format';
 
 const usage = `Usage: marsrl doctor [--backend ${BACKENDS.join('|')}] [--json]
 
-Shows the tensor backend this machine trains on, its threads and SIMD, and why every other
-backend was skipped (the same choice and reasons are stored with every run).`;
+Shows the tensor backend this machine trains on, its threads and SIMD, the WebGPU adapter
+(vendor, architecture, device, driver, limits, shader-f16) and why every other backend was
+skipped (the same choice and reasons are stored with every run).`;
 
 export const doctorCommand: Command = {
   name: 'doctor',
-  summary: 'show the tensor backend and why others were skipped',
+  summary: 'show the tensor backend, the WebGPU adapter and why other backends were skipped',
   usage,
   async run(argv, ctx) {
     const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' } }, usage, 0);
