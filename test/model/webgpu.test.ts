@@ -13,6 +13,7 @@
  * to rounding unless a gradient is near 0, which the seeds here avoid: the smallest |g| is checked).
  */
 import * as tf from '@tensorflow/tfjs-core';
+import { existsSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
 import { createModel, type GPT, type GPTConfig } from '../../src-main/engine/model/gpt';
@@ -233,8 +234,10 @@ function expectSameSamples(out: SampledSequence[], ref: SampledSequence[]): void
 
 /**
  * Backend order and every fallback reason, each in a fresh process (the backend is chosen once
- * per process) through `marsrl doctor --json`. VK_DRIVER_FILES pointing nowhere hides every Vulkan
- * driver from the loader: Dawn then has no adapter, as on a machine without one.
+ * per process) through `marsrl doctor --json`. VK_DRIVER_FILES names the Vulkan drivers the
+ * loader may use: Mesa's lavapipe alone gives the software adapter even on a machine with a GPU,
+ * and a file that does not exist hides every driver, so Dawn has no adapter, as on a machine
+ * without one.
  */
 describe('backend choice and fallback reasons', () => {
   const doctor = (args: string[], env: NodeJS.ProcessEnv = {}): BackendInfo => {
@@ -243,9 +246,11 @@ describe('backend choice and fallback reasons', () => {
     return JSON.parse(r.stdout) as BackendInfo;
   };
   const noDriver = { VK_DRIVER_FILES: '/nonexistent/icd.json', VK_ICD_FILENAMES: '/nonexistent/icd.json' };
+  const lavapipe = ['/usr/share/vulkan/icd.d/lvp_icd.json', '/usr/share/vulkan/icd.d/lvp_icd.x86_64.json'].find((f) => existsSync(f)) ?? 'lvp_icd.json (install mesa-vulkan-drivers)';
+  const softwareOnly = { VK_DRIVER_FILES: lavapipe, VK_ICD_FILENAMES: lavapipe };
 
   it('auto never chooses a software adapter and says why', () => {
-    const r = doctor([]);
+    const r = doctor([], softwareOnly);
     expect(r.adapter?.software).toBe(true);
     expect(r.name).not.toBe('webgpu');
     expect(r.skipped[0].backend).toBe('webgpu');
@@ -268,7 +273,7 @@ describe('backend choice and fallback reasons', () => {
   });
 
   it('an explicit webgpu uses the software adapter with a warning; other requests skip it as not requested', () => {
-    const asked = doctor(['--backend', 'webgpu']);
+    const asked = doctor(['--backend', 'webgpu'], softwareOnly);
     expect(asked.name).toBe('webgpu');
     expect(asked.fallback).toBe(false);
     expect(asked.skipped).toEqual([]);
