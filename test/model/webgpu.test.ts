@@ -284,4 +284,12 @@ describe('backend choice and fallback reasons', () => {
     );
     expect(wasm.adapter).toBeNull(); // not probed
   });
+
+  it('a training run (which reads tensors synchronously) does not get webgpu, even when it asks, and says why', () => {
+    const run = doctor(['--backend', 'webgpu', '--run'], softwareOnly);
+    expect(run.adapter?.software).toBe(true);
+    expect(run.name).toBe('wasm');
+    expect(run.fallback).toBe(true);
+    expect(run.skipped[0]).toEqual({ backend: 'webgpu', reason: expect.stringMatching(/^the training run reads tensors synchronously/) });
+  });
 });
