@@ -299,6 +299,18 @@ async function startWebGpu(adapter: GPUAdapter): Promise<string | null> {
   }
 }
 
+/**
+ * Make another already-registered backend the active one (benchmarks measure a baseline in the
+ * same process this way). The process's chosen backend stays what `initBackend` returned.
+ */
+export async function activateBackend(name: 'webgpu' | 'wasm' | 'cpu'): Promise<void> {
+  if (name === 'wasm' && !wasmPathsSet) {
+    setWasmPaths(wasmDistDir());
+    wasmPathsSet = true;
+  }
+  if (!(await tf.setBackend(name))) throw new Error(`backend "${name}" failed to initialise`);
+}
+
 /** The first error the WebGPU device reported on its own (out of memory, validation, device lost), for the memory guard. */
 let gpuFault: string | null = null;
 
