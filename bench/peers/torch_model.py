@@ -4,7 +4,9 @@
 The same decoder-only transformer as src-main/engine/model/gpt.ts (pre-norm blocks, bias-free
 linears, LayerNorm with gain only, ReLU MLP, untied LM head, learned positions), the same batch
 and the same optimizer step (Adam + global-norm clipping), measured on CPU with a fixed thread
-count. It is a benchmark peer, never a dependency of the app. Prints one JSON object on stdout.
+count, or on a GPU with --device cuda (PyTorch eager, FP32; each timed call ends with
+torch.cuda.synchronize so that queued kernels count). It is a benchmark peer, never a dependency
+of the app. Prints one JSON object on stdout.
 
 Usage: torch_model.py --vocab 32 --d-model 64 --layers 2 --heads 4 --context 64 --batch 16
                       --prompt 8 --new 56 --threads 1 --seconds 3 [--serve]
@@ -36,6 +38,7 @@ def main():
     p.add_argument('--seconds', type=float, default=3.0)
     p.add_argument('--top-p', type=float, default=0.95)
     p.add_argument('--serve', action='store_true')
+    p.add_argument('--device', default='cpu', help="'cpu' or 'cuda' (the GPU peer of the webgpu backend)")
     a = p.parse_args()
 
     try:
@@ -48,6 +51,11 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
+    dev = torch.device(a.device)
+    if dev.type == 'cuda' and not torch.cuda.is_available():
+        print(json.dumps({'ok': False, 'reason': 'torch.cuda.is_available() is false'}))
+        return
+    sync = torch.cuda.synchronize if dev.type == 'cuda' else (lambda: None)
     V, D, L, H, T, B = a.vocab, a.d_model, a.layers, a.heads, a.context, a.batch
     hd = D // H
 
@@ -100,11 +108,12 @@ def main():
                 x = blk(x, None if caches is None else caches[i], pos)
             return self.head(F.layer_norm(x, (D,), self.lnf.weight, None, 1e-5))
 
-    model = GPT()
+    model = GPT().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(0)
-    x = torch.randint(0, V, (B, T), generator=g)
-    y = torch.randint(0, V, (B, T), generator=g)
+    x = torch.randint(0, V, (B, T), generator=g).to(dev)
+    y = torch.randint(0, V, (B, T), generator=g).to(dev)
+    g = torch.Generator(device=dev).manual_seed(0)  # multinomial draws on the model's device
 
     def train_step():
         logits = model(x)
@@ -123,6 +132,7 @@ def main():
         while len(times) < min_calls or time.perf_counter() < end:
             t0 = time.perf_counter()
             fn()
+            sync()
             times.append(time.perf_counter() - t0)
         times.sort()
         return {'best_ms': times[0] * 1000, 'median_ms': times[len(times) // 2] * 1000,
@@ -138,11 +148,11 @@ def main():
             return si.gather(-1, choice)
         return torch.multinomial(probs, 1, generator=g)
 
-    prompt = torch.randint(0, V, (B, a.prompt), generator=g)
+    prompt = torch.randint(0, V, (B, a.prompt), generator=torch.Generator().manual_seed(1)).to(dev)
 
     @torch.no_grad()
     def sample_kv():
-        caches = torch.zeros(L, 2, B, H, T, hd)
+        caches = torch.zeros(L, 2, B, H, T, hd, device=dev)
         logits = model(prompt, caches, 0)[:, -1]
         pos = a.prompt
         for _ in range(a.new):
@@ -161,16 +171,19 @@ def main():
 
     with torch.no_grad():
         # The cached and recomputed paths must agree, or the peer's timing would be meaningless.
-        caches = torch.zeros(L, 2, B, H, T, hd)
+        caches = torch.zeros(L, 2, B, H, T, hd, device=dev)
         full = model(prompt)
         inc = torch.cat([model(prompt[:, i:i + 1], caches, i) for i in range(a.prompt)], 1)
         max_diff = (full - inc).abs().max().item()
 
     blas = sorted({line.split()[-1] for line in open('/proc/self/maps') if 'blas' in line.lower() and '.so' in line})
+    if dev.type == 'cuda':
+        blas = [f'cuBLAS on {torch.cuda.get_device_name(dev)}'] + blas
     info = {
         'ok': True,
         'torch': torch.__version__,
         'threads': torch.get_num_threads(),
+        'device': str(dev),
         'blas': blas,
         'openblas_threads': os.environ.get('OPENBLAS_NUM_THREADS'),
         'params': sum(p.numel() for p in model.parameters()),

@@ -63,7 +63,7 @@ export const pretrainCommand: Command = {
     // Starting checkpoints are what pretrain makes, so any init in the config is ignored here.
     const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
     for (const id of Object.keys(config.policies)) delete config.policies[id].init;
-    const backend = await initBackend(config.runtime.backend);
+    const backend = await initBackend(config.runtime.backend, { syncReadback: true });
     const data = loadTaskData(config);
     const heldOut = data.test.slice(0, Math.min(config.eval.problems, data.test.length));
     const policies = new Map<string, PolicyRuntime>();

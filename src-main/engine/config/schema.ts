@@ -20,7 +20,7 @@ export const ADVANTAGE_MODES = ['agentwise', 'global', 'agent-mean', 'agent-std'
 export const STD_CONVENTIONS = ['unbiased', 'population'] as const;
 export const SINGLE_SAMPLE_RULES = ['zero', 'verl'] as const;
 export const PIPELINE_MODES = ['sync', 'pipeline'] as const;
-export const BACKENDS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
+export const BACKENDS = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
@@ -267,7 +267,7 @@ export const EvalSchema = z.strictObject({
 });
 
 export const RuntimeSchema = z.strictObject({
-  backend: z.enum(BACKENDS).default('auto').describe('Tensor backend: auto picks tensorflow (CUDA, then native CPU) → wasm → cpu.'),
+  backend: z.enum(BACKENDS).default('auto').describe('Tensor backend: auto picks webgpu (a hardware adapter only) → tensorflow (CUDA, then native CPU) → wasm → cpu; webgpu uses even a software adapter, with a warning.'),
 });
 
 export const RunConfigSchema = z

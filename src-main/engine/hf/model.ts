@@ -747,6 +747,25 @@ export class HfModel implements PolicyModel<HfCache> {
   // -------------------------------------------------------------------------------------------
   // Weights in and out
 
+  // Asynchronous twins (PolicyModel, issue #15). The decode path reads logits and, on wasm/cpu,
+  // the key/value rows back synchronously; on WebGPU those reads fail with readback.ts's message,
+  // so the Hugging Face family runs on wasm/cpu (and tfjs-node) until its decode reads asynchronously.
+  async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {
+    return this.prefill(rows, leftPad, capacity);
+  }
+
+  async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): Promise<{ cache: HfCache; logits: Float32Array }> {
+    return this.decodeStep(tokens, positions, cache, live);
+  }
+
+  async lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array> {
+    return this.lastLogits(rows, leftPad);
+  }
+
+  async getWeightsAsync(): Promise<Float32Array> {
+    return this.getWeights();
+  }
+
   getWeights(): Float32Array {
     const flat = new Float32Array(this.numParams);
     this.variables.forEach((v, i) => flat.set(v.dataSync() as Float32Array, this.specs[i].offset));

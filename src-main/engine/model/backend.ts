@@ -1,11 +1,18 @@
 /**
  * Tensor backend selection.
  *
- * Order for `auto`: tfjs-node-gpu (CUDA) → tfjs-node (native CPU) → wasm → cpu (pure JS). The two
- * native packages are optional dependencies: their installers download libtensorflow, which fails
- * offline, so they may simply be absent. They are loaded with a dynamic import inside try/catch and
- * every backend that is passed over is recorded with the reason, so the choice can be shown by
- * `marsrl doctor` and stored with every run.
+ * Order for `auto`: WebGPU on a hardware adapter → tfjs-node-gpu (CUDA) → tfjs-node (native CPU) →
+ * wasm → cpu (pure JS). The two native packages are optional dependencies: their installers download
+ * libtensorflow, which fails offline, so they may simply be absent. They are loaded with a dynamic
+ * import inside try/catch and every backend that is passed over is recorded with the reason, so the
+ * choice can be shown by `marsrl doctor` and stored with every run.
+ *
+ * WebGPU (issue #15) is @tensorflow/tfjs-backend-webgpu on Dawn's Node bindings (the `webgpu`
+ * package's prebuilt dawn.node; Vulkan on Linux, Metal on macOS, D3D12 on Windows). It comes first
+ * because tfjs-node-gpu needs libtensorflow 2.9 for CUDA 11.2 / cuDNN 8.1 and fails on current CUDA.
+ * A software adapter (Mesa's llvmpipe/lavapipe, SwiftShader) computes correctly but on the CPU,
+ * slower than wasm, so `auto` passes it over and says so; asking for `webgpu` explicitly uses it
+ * with a warning (this is how CI tests the WebGPU path on machines without a GPU).
  *
  * The first call decides the backend for the whole process (TensorFlow.js has one global engine);
  * later calls return the same `BackendInfo` whatever they ask for.
@@ -20,17 +27,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { registerMissingGradients } from './gradients';
 
-export type BackendPreference = 'auto' | 'tensorflow' | 'wasm' | 'cpu';
+export type BackendPreference = 'auto' | 'webgpu' | 'tensorflow' | 'wasm' | 'cpu';
 
 export interface SkippedBackend {
-  /** Which candidate was passed over: 'tensorflow-gpu', 'tensorflow-cpu', 'wasm' or 'cpu'. */
+  /** Which candidate was passed over: 'webgpu', 'tensorflow-gpu', 'tensorflow-cpu', 'wasm' or 'cpu'. */
   backend: string;
   /** Why, in words a user can act on (package missing, libcudart not found, not requested, …). */
   reason: string;
 }
 
 export interface BackendInfo {
-  /** TensorFlow.js backend name in use: 'tensorflow', 'wasm' or 'cpu'. */
+  /** TensorFlow.js backend name in use: 'webgpu', 'tensorflow', 'wasm' or 'cpu'. */
   name: string;
   /** Threads the backend computes with (1 for wasm in Node and for cpu). */
   threads: number;
@@ -46,7 +53,37 @@ export interface BackendInfo {
   provider: string;
   /** @tensorflow/tfjs-core version. */
   tfjsVersion: string;
+  /** The WebGPU adapter Dawn offered (whether or not it was used); null when there was none or it was not probed. */
+  adapter: GpuAdapterSummary | null;
+  /** Things the user should know about the choice (e.g. a software WebGPU adapter in use). */
+  warnings: string[];
 }
+
+/** What `marsrl doctor` and the run page show of a WebGPU adapter (GPUAdapterInfo plus the limits that size a model). */
+export interface GpuAdapterSummary {
+  vendor: string;
+  architecture: string;
+  device: string;
+  /** Driver and version as the driver describes itself (e.g. "llvmpipe: Mesa 25.0.7 (LLVM 15.0.6)"). */
+  description: string;
+  /** A CPU implementation (Dawn's isFallbackAdapter, or a known software rasteriser by name). */
+  software: boolean;
+  /** The 'shader-f16' feature (half-precision arithmetic in shaders). */
+  f16: boolean;
+  /** Limits that bound tensor sizes and kernels, in bytes or counts as the WebGPU spec names them. */
+  limits: Record<(typeof ADAPTER_LIMITS)[number], number>;
+}
+
+/** The limits worth showing: buffer sizes bound the largest tensor, the workgroup ones the kernels tfjs can compile. */
+export const ADAPTER_LIMITS = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBuffersPerShaderStage',
+] as const;
 
 const require = createRequire(import.meta.url);
 
@@ -56,15 +93,30 @@ let chosen: Promise<BackendInfo> | null = null;
  * Select and initialise the tensor backend. Idempotent: the first call decides, later calls
  * (whatever their preference) return the same info.
  */
-export function initBackend(preference: BackendPreference = 'auto'): Promise<BackendInfo> {
+export function initBackend(preference: BackendPreference = 'auto', options: BackendOptions = {}): Promise<BackendInfo> {
   if (!chosen) {
-    chosen = selectBackend(preference).catch((err: unknown) => {
+    chosen = selectBackend(preference, options).catch((err: unknown) => {
       chosen = null; // allow a retry after a hard failure
       throw err;
     });
   }
   return chosen;
 }
+
+export interface BackendOptions {
+  /**
+   * The caller reads tensors synchronously (dataSync), as the training run's rollout, evaluation
+   * and checkpoint code does today. WebGPU in Node cannot (readback.ts), so webgpu is then skipped
+   * with that reason, also when asked for explicitly (a fallback with a warning): the model, the
+   * sampler, the optimizer and the PPO step have asynchronous forms, the run loop does not yet.
+   */
+  syncReadback?: boolean;
+}
+
+/** Why webgpu is skipped for a caller that reads synchronously. */
+export const SYNC_READBACK_REASON =
+  'the training run reads tensors synchronously (rollout, evaluation, checkpoints) and WebGPU in Node has only asynchronous readback; ' +
+  'webgpu serves `marsrl doctor`, `marsrl bench model --backend webgpu` and the asynchronous model API (sampleAsync, supervisedStepAsync, ppoStepAsync) until the run loop is asynchronous';
 
 /** The info of the backend already chosen, or null when `initBackend` has not completed. */
 export function currentBackendInfo(): Promise<BackendInfo> | null {
@@ -135,19 +187,181 @@ async function tryWasm(): Promise<string | null> {
   }
 }
 
-async function selectBackend(preference: BackendPreference): Promise<BackendInfo> {
+/** CPU rasterisers Dawn may offer as an adapter without flagging it as a fallback adapter. */
+const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|softpipe|swiftshader|\bwarp\b|basic render driver/i;
+
+function summariseAdapter(adapter: GPUAdapter): GpuAdapterSummary {
+  const info = adapter.info;
+  const limits = {} as GpuAdapterSummary['limits'];
+  for (const k of ADAPTER_LIMITS) limits[k] = Number(adapter.limits[k]);
+  const named = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
+  return {
+    vendor: info.vendor,
+    architecture: info.architecture,
+    device: info.device,
+    description: info.description,
+    // isFallbackAdapter moved from GPUAdapter to GPUAdapterInfo in the spec; Dawn 0.6 has the latter.
+    software: Boolean((info as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter) || SOFTWARE_ADAPTER.test(named),
+    f16: adapter.features.has('shader-f16'),
+    limits,
+  };
+}
+
+/** One line naming an adapter for messages: "mesa llvmpipe (llvmpipe: Mesa 25.0.7 …)". */
+export function adapterLabel(a: GpuAdapterSummary): string {
+  const name = [a.vendor, a.device || a.architecture].filter(Boolean).join(' ');
+  return a.description ? `${name} (${a.description})` : name;
+}
+
+interface WebGpuProbe {
+  /** Why WebGPU cannot be used at all (bindings missing, no adapter), or null. */
+  reason: string | null;
+  adapter: GpuAdapterSummary | null;
+  gpuAdapter: GPUAdapter | null;
+}
+
+// Kept for the life of the process: the adapter and device belong to this instance.
+let dawnGpu: GPU | null = null;
+
+/**
+ * Load Dawn's Node bindings, expose them as the browser globals tfjs-backend-webgpu expects
+ * (navigator.gpu and the GPUBufferUsage/GPUMapMode/GPUShaderStage constants), and ask for the
+ * high-performance adapter. Never throws: a failure is a reason to skip the backend.
+ */
+async function probeWebGpu(): Promise<WebGpuProbe> {
+  if (!dawnGpu) {
+    try {
+      const dawn = await import('webgpu');
+      for (const [key, value] of Object.entries(dawn.globals as Record<string, unknown>)) {
+        if (!(key in globalThis)) Object.defineProperty(globalThis, key, { value, configurable: true, writable: true });
+      }
+      dawnGpu = dawn.create([]);
+    } catch (err) {
+      return {
+        reason: `Dawn's WebGPU bindings (package webgpu, dist/${process.platform}-${process.arch}/dawn.node) failed to load: ${firstLine(err)}`,
+        adapter: null,
+        gpuAdapter: null,
+      };
+    }
+    const nav = (globalThis as { navigator?: object }).navigator;
+    // Node 21+ defines navigator (without gpu); Node 20 and Electron's utility processes may not.
+    if (!nav) Object.defineProperty(globalThis, 'navigator', { value: { gpu: dawnGpu }, configurable: true, writable: true });
+    else if (!('gpu' in nav)) Object.defineProperty(nav, 'gpu', { value: dawnGpu, configurable: true });
+  }
+  let gpuAdapter: GPUAdapter | null;
+  try {
+    gpuAdapter = await dawnGpu.requestAdapter({ powerPreference: 'high-performance' });
+  } catch (err) {
+    return { reason: `requesting a WebGPU adapter failed: ${firstLine(err)}`, adapter: null, gpuAdapter: null };
+  }
+  if (!gpuAdapter) {
+    const driver =
+      process.platform === 'linux'
+        ? "Dawn found no Vulkan device: install the GPU's Vulkan driver (NVIDIA's driver ships one; AMD/Intel: mesa-vulkan-drivers ≥ 23 — Debian 12's 22.3 is refused)"
+        : process.platform === 'darwin'
+          ? 'Dawn found no Metal device'
+          : 'Dawn found no D3D12 or Vulkan device';
+    return { reason: `no WebGPU adapter: ${driver}`, adapter: null, gpuAdapter: null };
+  }
+  return { reason: null, adapter: summariseAdapter(gpuAdapter), gpuAdapter };
+}
+
+/**
+ * Open a device on the adapter and make it TensorFlow.js's 'webgpu' backend. The device is asked
+ * for the adapter's own limits (the defaults cap storage buffers at 128 MiB), as tfjs-backend-webgpu
+ * does in its own registration, which is replaced here so that the adapter checked above is the
+ * one used.
+ */
+async function startWebGpu(adapter: GPUAdapter): Promise<string | null> {
+  try {
+    const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
+    const features: GPUFeatureName[] = [];
+    if (adapter.features.has('timestamp-query')) features.push('timestamp-query');
+    const l = adapter.limits;
+    const device = await adapter.requestDevice({
+      requiredFeatures: features,
+      requiredLimits: {
+        maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+        maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
+        maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+        maxBufferSize: l.maxBufferSize,
+        maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
+        maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+      },
+    });
+    watchDevice(device);
+    if (tf.findBackendFactory('webgpu')) tf.removeBackend('webgpu');
+    tf.registerBackend('webgpu', () => new WebGPUBackend(device, adapter.info), 3);
+    if (!(await tf.setBackend('webgpu'))) return 'backend "webgpu" failed to initialise';
+    return null;
+  } catch (err) {
+    return `backend "webgpu" failed to initialise: ${firstLine(err)}`;
+  }
+}
+
+/**
+ * Make another already-registered backend the active one (benchmarks measure a baseline in the
+ * same process this way). The process's chosen backend stays what `initBackend` returned.
+ */
+export async function activateBackend(name: 'webgpu' | 'wasm' | 'cpu'): Promise<void> {
+  if (name === 'wasm' && !wasmPathsSet) {
+    setWasmPaths(wasmDistDir());
+    wasmPathsSet = true;
+  }
+  if (!(await tf.setBackend(name))) throw new Error(`backend "${name}" failed to initialise`);
+}
+
+/** The first error the WebGPU device reported on its own (out of memory, validation, device lost), for the memory guard. */
+let gpuFault: string | null = null;
+
+function watchDevice(device: GPUDevice): void {
+  device.onuncapturederror = (event) => {
+    const error = (event as GPUUncapturedErrorEvent).error;
+    const kind = error?.constructor?.name === 'GPUOutOfMemoryError' ? 'out of GPU memory' : 'WebGPU error';
+    gpuFault ??= `${kind}: ${error?.message ?? 'unknown'}`;
+  };
+  void device.lost.then((info) => {
+    gpuFault ??= `WebGPU device lost (${info.reason}): ${info.message}`;
+  });
+}
+
+/** The WebGPU device's first unhandled error since the last call (then cleared), or null. */
+export function takeGpuFault(): string | null {
+  const fault = gpuFault;
+  gpuFault = null;
+  return fault;
+}
+
+async function selectBackend(preference: BackendPreference, options: BackendOptions): Promise<BackendInfo> {
   const skipped: SkippedBackend[] = [];
-  const order = ['tensorflow-gpu', 'tensorflow-cpu', 'wasm', 'cpu'] as const;
-  const startAt: Record<BackendPreference, number> = { auto: 0, tensorflow: 0, wasm: 2, cpu: 3 };
+  const warnings: string[] = [];
+  const order = ['webgpu', 'tensorflow-gpu', 'tensorflow-cpu', 'wasm', 'cpu'] as const;
+  const startAt: Record<BackendPreference, number> = { auto: 0, webgpu: 0, tensorflow: 1, wasm: 3, cpu: 4 };
   const first = startAt[preference];
   for (let i = 0; i < first; i++) {
     skipped.push({ backend: order[i], reason: `not requested (backend preference is "${preference}")` });
   }
   let provider = '';
+  let adapter: GpuAdapterSummary | null = null;
   for (let i = first; i < order.length && !provider; i++) {
     const candidate = order[i];
     let reason: string | null;
-    if (candidate === 'tensorflow-gpu') {
+    if (candidate === 'webgpu') {
+      const probe = await probeWebGpu();
+      adapter = probe.adapter;
+      reason = probe.reason;
+      if (!reason && options.syncReadback) reason = SYNC_READBACK_REASON;
+      if (!reason && probe.adapter!.software && preference === 'auto') {
+        reason = `software adapter ${adapterLabel(probe.adapter!)}: it runs the kernels on the CPU, slower than wasm, so auto does not choose it (set runtime.backend: webgpu to use it anyway)`;
+      }
+      if (!reason) reason = await startWebGpu(probe.gpuAdapter!);
+      if (!reason) {
+        provider = `tfjs-backend-webgpu on Dawn (${adapterLabel(probe.adapter!)})`;
+        if (probe.adapter!.software) {
+          warnings.push(`webgpu runs on a software adapter (${adapterLabel(probe.adapter!)}): results are correct but training is slower than on wasm`);
+        }
+      }
+    } else if (candidate === 'tensorflow-gpu') {
       reason = await tryNative('@tensorflow/tfjs-node-gpu');
       if (!reason) provider = 'tfjs-node-gpu (CUDA)';
     } else if (candidate === 'tensorflow-cpu') {
@@ -173,6 +387,9 @@ async function selectBackend(preference: BackendPreference): Promise<BackendInfo
   const { threads, simd } = await describeThreads(name);
   if (name === 'wasm') provider += simd ? ' (SIMD)' : ' (no SIMD)';
   const fallbackFrom = preference === 'auto' ? null : preference;
+  if (fallbackFrom !== null && name !== fallbackFrom) {
+    warnings.push(`"${preference}" was requested but could not be used (${skipped.find((s) => s.backend.startsWith(fallbackFrom))?.reason ?? 'see skipped'}); using ${name}`);
+  }
   return {
     name,
     threads,
@@ -182,6 +399,8 @@ async function selectBackend(preference: BackendPreference): Promise<BackendInfo
     fallback: fallbackFrom !== null && name !== fallbackFrom,
     provider,
     tfjsVersion: tf.version_core,
+    adapter,
+    warnings,
   };
 }
 

@@ -1,10 +1,11 @@
 /**
- * `marsrl doctor`: which tensor backend this machine uses, with its threads and SIMD, why every
+ * `marsrl doctor`: which tensor backend this machine uses, with its threads and SIMD, the WebGPU
+ * adapter Dawn offers (used or not: vendor, architecture, device, driver, limits, f16), why every
  * other backend was passed over, and the kernel workarounds in effect.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import os from 'node:os';
-import { initBackend, type BackendInfo, type BackendPreference } from './backend';
+import { initBackend, type BackendInfo, type BackendOptions, type BackendPreference } from './backend';
 import { strategyForBackend, type KernelStrategy } from './ops';
 
 export interface DoctorReport extends BackendInfo {
@@ -16,8 +17,8 @@ export interface DoctorReport extends BackendInfo {
   memoryGiB: number;
 }
 
-export async function doctorReport(preference: BackendPreference = 'auto'): Promise<DoctorReport> {
-  const info = await initBackend(preference);
+export async function doctorReport(preference: BackendPreference = 'auto', options: BackendOptions = {}): Promise<DoctorReport> {
+  const info = await initBackend(preference, options);
   const cpus = os.cpus();
   return {
     ...info,
@@ -45,6 +46,18 @@ export function formatDoctorReport(r: BackendInfo & Partial<DoctorReport>): stri
   lines.push(`threads   ${r.threads}`);
   lines.push(`simd      ${r.simd ? 'yes' : 'no'}`);
   lines.push(`tfjs      @tensorflow/tfjs-core ${r.tfjsVersion}`);
+  for (const w of r.warnings ?? []) lines.push(`warning   ${w}`);
+  if (r.adapter) {
+    const a = r.adapter;
+    lines.push(`adapter   ${a.vendor || '(vendor not reported)'} — ${a.software ? 'software (runs on the CPU)' : 'hardware'}`);
+    lines.push(`  architecture  ${a.architecture || '(not reported)'}`);
+    lines.push(`  device        ${a.device || '(not reported)'}`);
+    lines.push(`  driver        ${a.description || '(not reported)'}`);
+    lines.push(`  shader-f16    ${a.f16 ? 'yes' : 'no'}`);
+    for (const [k, v] of Object.entries(a.limits)) lines.push(`  ${k.padEnd(34)}${formatLimit(k, v)}`);
+  } else {
+    lines.push('adapter   (no WebGPU adapter; see skipped)');
+  }
   if (r.kernels) {
     lines.push('kernels');
     for (const v of Object.values(r.kernels)) lines.push(`  - ${KERNEL_NOTES[v] ?? v}`);
@@ -53,6 +66,13 @@ export function formatDoctorReport(r: BackendInfo & Partial<DoctorReport>): stri
   for (const s of r.skipped) lines.push(`  - ${s.backend}: ${s.reason}`);
   if (r.node) lines.push(`host      node ${r.node}, ${r.platform}, ${r.cpus} CPU (${r.cpuModel}), ${r.memoryGiB} GiB`);
   return lines.join('\n');
+}
+
+/** Byte limits as MiB/GiB as well, counts as they are. */
+function formatLimit(name: string, value: number): string {
+  if (!/Size$/.test(name)) return String(value);
+  const unit = value >= 2 ** 30 ? [2 ** 30, 'GiB'] : value >= 2 ** 20 ? [2 ** 20, 'MiB'] : [2 ** 10, 'KiB'];
+  return `${value} (${Math.round((value / (unit[0] as number)) * 10) / 10} ${unit[1]})`;
 }
 
 /** Current TensorFlow.js memory counters (for leak checks in long runs). */

@@ -21,6 +21,7 @@ import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from './policy-model';
 import { registerMissingGradients } from './gradients';
+import { readSync, takeAsync, takeSync } from './readback';
 import {
   attentionDecodeStep,
   attentionMask,
@@ -371,8 +372,11 @@ export class GPT implements PolicyModel<KVCache> {
   // -------------------------------------------------------------------------------------------
   // Incremental decoding with a key/value cache
 
-  /** The folded decoding weights for the current variables (see DecodeWeights). */
-  private decodeWeights(): DecodeWeights {
+  /**
+   * The folded decoding weights for the current variables (see DecodeWeights). `tables` are the
+   * embedding tables already read back (the asynchronous path, see `prepareDecodeWeights`).
+   */
+  private decodeWeights(tables?: { te: Float32Array; pe: Float32Array }): DecodeWeights {
     const version = this.version;
     if (this.decodeCache && this.decodeCache.version === version) return this.decodeCache.weights;
     this.disposeDecodeWeights();
@@ -404,12 +408,20 @@ export class GPT implements PolicyModel<KVCache> {
       };
     });
     const weights: DecodeWeights = {
-      te: centre((this.wte.dataSync() as Float32Array).slice()),
-      pe: centre((this.wpe.dataSync() as Float32Array).slice()),
+      te: centre(tables ? tables.te : readSync(this.wte, 'prefillAsync/decodeStepAsync').slice()),
+      pe: centre(tables ? tables.pe : readSync(this.wpe, 'prefillAsync/decodeStepAsync').slice()),
       ...tensors,
     };
     this.decodeCache = { version, weights };
     return weights;
+  }
+
+  /** Build the decoding weights if stale, reading the embedding tables asynchronously. */
+  private async prepareDecodeWeights(): Promise<void> {
+    if (this.decodeCache && this.decodeCache.version === this.version) return;
+    const te = ((await this.wte.data()) as Float32Array).slice();
+    const pe = ((await this.wpe.data()) as Float32Array).slice();
+    this.decodeWeights({ te, pe });
   }
 
   private disposeDecodeWeights(): void {
@@ -432,6 +444,18 @@ export class GPT implements PolicyModel<KVCache> {
    * cache and the next-token logits of each row [B·V].
    */
   prefill(rows: number[][], leftPad: number[], capacity: number): { cache: KVCache; logits: Float32Array } {
+    const run = this.prefillTensors(rows, leftPad, capacity);
+    return run.finish(takeSync(run.logits, 'prefillAsync'));
+  }
+
+  /** `prefill` for every backend, WebGPU included (its readback is asynchronous). */
+  async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: KVCache; logits: Float32Array }> {
+    const run = this.prefillTensors(rows, leftPad, capacity);
+    return run.finish(await takeAsync(run.logits));
+  }
+
+  /** The prefill's logits tensor, and the rest of the work once its values are read. */
+  private prefillTensors(rows: number[][], leftPad: number[], capacity: number): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const capture: KVPair[] = [];
     const version = this.version;
@@ -441,8 +465,15 @@ export class GPT implements PolicyModel<KVCache> {
       const x = this.hidden(tm, pos, T, B, leftPad, capture);
       return this.headLogits(tf.slice(x, [(T - 1) * B, 0], [B, D]));
     });
-    const data = logits.dataSync() as Float32Array;
-    logits.dispose();
+    return { logits, finish: (data) => this.prefillCache(data, capture, { strategy, version, T, B, leftPad, capacity }) };
+  }
+
+  private prefillCache(
+    data: Float32Array,
+    capture: KVPair[],
+    { strategy, version, T, B, leftPad, capacity }: { strategy: KernelStrategy; version: number; T: number; B: number; leftPad: number[]; capacity: number },
+  ): { cache: KVCache; logits: Float32Array } {
+    const D = this.config.d_model;
     const base = { strategy, version, length: T, leftPad: [...leftPad] };
     if (strategy.attention !== 'depthwise') return { cache: { ...base, mode: 'concat', capacity: T, layers: capture, js: [] }, logits: data };
     // Re-lay the captured keys (e, c, t) and values (t, c, e) as [C, capacity, E].
@@ -475,6 +506,26 @@ export class GPT implements PolicyModel<KVCache> {
    * computed. Returns the extended cache (the old one is consumed) and next-token logits [B·V].
    */
   decodeStep(tokens: Int32Array, positions: Int32Array, cache: KVCache, live?: boolean[]): { cache: KVCache; logits: Float32Array } {
+    const run = this.decodeStepTensors(tokens, positions, cache, live);
+    return run.finish(takeSync(run.logits, 'decodeStepAsync'));
+  }
+
+  /** `decodeStep` for every backend, WebGPU included (its readback is asynchronous). */
+  async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: KVCache, live?: boolean[]): Promise<{ cache: KVCache; logits: Float32Array }> {
+    // The 'js' cache reads every layer's projections back mid-step: only where that is synchronous.
+    if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
+    await this.prepareDecodeWeights();
+    const run = this.decodeStepTensors(tokens, positions, cache, live);
+    return run.finish(await takeAsync(run.logits));
+  }
+
+  /** The decoding step's logits tensor, and the cache bookkeeping once its values are read. */
+  private decodeStepTensors(
+    tokens: Int32Array,
+    positions: Int32Array,
+    cache: KVCache,
+    live?: boolean[],
+  ): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
     const B = tokens.length;
     const { d_model: D, n_heads: H, context } = this.config;
     const w = this.decodeWeights();
@@ -499,7 +550,7 @@ export class GPT implements PolicyModel<KVCache> {
         const qkv = tf.matMul(this.centredNorm(x, w), L.wqkv) as tf.Tensor2D;
         let o: tf.Tensor2D;
         if (cache.mode === 'js') {
-          o = tf.tensor2d(this.jsAttention(qkv.dataSync() as Float32Array, cache, i, B, live), [B, D]);
+          o = tf.tensor2d(this.jsAttention(readSync(qkv, 'decodeStepAsync'), cache, i, B, live), [B, D]);
         } else {
           const [q, k, v] = tf.split(qkv, 3, 1) as tf.Tensor2D[];
           const step = attentionDecodeStep(q, k, v, cache.layers[i], H, concatMask, cache.strategy);
@@ -513,13 +564,16 @@ export class GPT implements PolicyModel<KVCache> {
       return tf.matMul(this.centredNorm(x, w), w.head);
     });
     concatMask?.dispose();
-    const data = logits.dataSync() as Float32Array;
-    logits.dispose();
-    if (cache.mode === 'concat') {
-      cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
-      return { cache: { ...cache, layers: newLayers, length: t + 1 }, logits: data };
-    }
-    return { cache: { ...cache, length: t + 1 }, logits: data };
+    return {
+      logits,
+      finish: (data) => {
+        if (cache.mode === 'concat') {
+          cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
+          return { cache: { ...cache, layers: newLayers, length: t + 1 }, logits: data };
+        }
+        return { cache: { ...cache, length: t + 1 }, logits: data };
+      },
+    };
   }
 
   /**
@@ -597,14 +651,20 @@ export class GPT implements PolicyModel<KVCache> {
 
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */
   lastLogits(rows: number[][], leftPad: number[]): Float32Array {
+    return takeSync(this.lastLogitsTensor(rows, leftPad), 'lastLogitsAsync');
+  }
+
+  /** `lastLogits` for every backend, WebGPU included. */
+  lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array> {
+    return takeAsync(this.lastLogitsTensor(rows, leftPad));
+  }
+
+  private lastLogitsTensor(rows: number[][], leftPad: number[]): tf.Tensor2D {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
-    const lg = tf.tidy(() => {
+    return tf.tidy(() => {
       const xf = this.hidden(tm, pos, T, B, leftPad);
       return this.headLogits(tf.slice(xf, [(T - 1) * B, 0], [B, this.config.d_model]));
     });
-    const data = lg.dataSync() as Float32Array;
-    lg.dispose();
-    return data;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -616,7 +676,14 @@ export class GPT implements PolicyModel<KVCache> {
    */
   getWeights(): Float32Array {
     const flat = new Float32Array(this.numParams);
-    this.variables.forEach((v, i) => flat.set(v.dataSync() as Float32Array, this.specs[i].offset));
+    this.variables.forEach((v, i) => flat.set(readSync(v, 'getWeightsAsync'), this.specs[i].offset));
+    return flat;
+  }
+
+  /** `getWeights` for every backend, WebGPU included. */
+  async getWeightsAsync(): Promise<Float32Array> {
+    const flat = new Float32Array(this.numParams);
+    for (let i = 0; i < this.variables.length; i++) flat.set((await this.variables[i].data()) as Float32Array, this.specs[i].offset);
     return flat;
   }
 

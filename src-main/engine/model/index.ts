@@ -2,7 +2,8 @@
  * The model engine's public API: backend selection, tokenizer, the GPT policy, sampling and
  * resumable decoding, optimizer, supervised warm-start step and checkpoints.
  */
-export { initBackend, currentBackendInfo, type BackendInfo, type BackendPreference, type SkippedBackend } from './backend';
+export { canReadSync, takeAsync } from './readback';
+export { initBackend, currentBackendInfo, takeGpuFault, adapterLabel, type GpuAdapterSummary, type BackendInfo, type BackendPreference, type SkippedBackend } from './backend';
 export { doctorReport, formatDoctorReport, memoryReport, type DoctorReport } from './doctor';
 export { registerMissingGradients, GRADIENT_KERNELS } from './gradients';
 export { Tokenizer, DEFAULT_CHARSET, DEFAULT_SPECIALS, PAD, BOS, EOS, ROLE_TOKENS, type TokenizerJSON } from './tokenizer';
@@ -11,8 +12,10 @@ export { GPT, createModel, paramSpecs, validateConfig, type GPTConfig, type Para
 export { strategyForBackend, WASM_STRATEGY, PLAIN_STRATEGY, type KernelStrategy } from './ops';
 export {
   sample,
+  sampleAsync,
   startDecode,
   decodeSegment,
+  decodeSegmentAsync,
   disposeDecodeState,
   releaseDecodeCache,
   sampleFromLogits,
@@ -23,5 +26,5 @@ export {
   type StopReason,
 } from './sampling';
 export { Adam, createOptimizer, scheduledLr, adamModeForBackend, type AdamMode, type AdamState, type AdamParam, type LrSchedule, type StepResult } from './optim';
-export { supervisedStep, supervisedLoss, type SupervisedBatch, type SupervisedStepResult } from './train';
+export { supervisedStep, supervisedStepAsync, supervisedLoss, type SupervisedBatch, type SupervisedStepResult } from './train';
 export { saveCheckpoint, loadCheckpoint, readCheckpointManifest, CHECKPOINT_MANIFEST, type CheckpointManifest, type SaveCheckpointArgs, type LoadedCheckpoint } from './checkpoint';

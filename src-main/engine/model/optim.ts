@@ -12,12 +12,15 @@
  *    JavaScript arrays and the update is one loop in float64, a ~0.5 ms pass over 100k
  *    parameters where the tensor version costs ~15 kernels plus a 20-way split (wasm's Split
  *    copies its whole input once per piece);
- *  - 'tensor' (other backends): all parameters updated as one flat vector of tensor ops.
+ *  - 'tensor' (other backends): all parameters updated as one flat vector of tensor ops. On webgpu
+ *    the moments and weights stay on the GPU; only the gradient norm (one float, for clipping and
+ *    the skip test) comes back, through `stepAsync` (WebGPU in Node has no synchronous readback).
  * Both are checked against a float64 loop in the tests.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import type { OptimizerConfig } from '../config/schema';
 import type { PolicyModel } from './policy-model';
+import { readSync } from './readback';
 
 export interface LrSchedule {
   /** Linear warm-up steps. */
@@ -167,6 +170,22 @@ export class Adam {
    * skips the update (moments and step count untouched) and reports `skipped`.
    */
   step(grads: tf.Tensor[] | tf.NamedTensorMap): StepResult {
+    const list = this.gradientList(grads);
+    if (this.mode === 'js') return this.stepJs(list);
+    const { g, sq } = this.flatGradient(list);
+    return this.applyTensor(g, readSync(sq, 'Adam.stepAsync')[0], sq);
+  }
+
+  /** `step` for every backend, WebGPU included (the gradient norm is read back asynchronously). */
+  async stepAsync(grads: tf.Tensor[] | tf.NamedTensorMap): Promise<StepResult> {
+    const list = this.gradientList(grads);
+    if (this.mode === 'js') return this.stepJs(list);
+    const { g, sq } = this.flatGradient(list);
+    return this.applyTensor(g, ((await sq.data()) as Float32Array)[0], sq);
+  }
+
+  /** Gradients in parameter order, checked against the parameters' sizes. */
+  private gradientList(grads: tf.Tensor[] | tf.NamedTensorMap): tf.Tensor[] {
     const list = Array.isArray(grads) ? grads : this.params.map((p) => {
       const g = grads[p.variable.name];
       if (!g) throw new Error(`Adam.step: no gradient for ${p.variable.name}`);
@@ -176,7 +195,7 @@ export class Adam {
     list.forEach((g, i) => {
       if (g.size !== this.sizes[i]) throw new Error(`Adam.step: gradient ${i} has ${g.size} values, parameter ${this.params[i].variable.name} has ${this.sizes[i]}`);
     });
-    return this.mode === 'js' ? this.stepJs(list) : this.stepTensor(list);
+    return list;
   }
 
   /** The update in JavaScript (float64 arithmetic, float32 storage). */
@@ -215,14 +234,18 @@ export class Adam {
     return { gradNorm, lr, clipped, skipped: false };
   }
 
-  /** The update as tensor ops on one flat vector. */
-  private stepTensor(list: tf.Tensor[]): StepResult {
+  /** The gradient as one flat vector and its squared norm (still on the device). */
+  private flatGradient(list: tf.Tensor[]): { g: tf.Tensor1D; sq: tf.Scalar } {
+    const g = tf.tidy(() => tf.concat(list.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
+    const sq = tf.tidy(() => tf.sum(tf.square(g)) as tf.Scalar);
+    return { g, sq };
+  }
+
+  /** The update as tensor ops on one flat vector, given the squared gradient norm read back. */
+  private applyTensor(g: tf.Tensor1D, squaredNorm: number, sq: tf.Scalar): StepResult {
     const lr = this.currentLr;
     const { beta1, beta2, weight_decay: wd, grad_clip: clip } = this.config;
-
-    const g = tf.tidy(() => tf.concat(list.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
-    const sq = tf.tidy(() => tf.sum(tf.square(g)));
-    const gradNorm = Math.sqrt(sq.dataSync()[0]);
+    const gradNorm = Math.sqrt(squaredNorm);
     sq.dispose();
     if (!Number.isFinite(gradNorm)) {
       g.dispose();
@@ -271,8 +294,19 @@ export class Adam {
       step: this.t,
       config: { ...this.config },
       schedule: this.schedule ? { ...this.schedule } : undefined,
-      m: (this.mJs ?? (this.m!.dataSync() as Float32Array)).slice(),
-      v: (this.vJs ?? (this.v!.dataSync() as Float32Array)).slice(),
+      m: (this.mJs ?? readSync(this.m!, 'Adam.getStateAsync')).slice(),
+      v: (this.vJs ?? readSync(this.v!, 'Adam.getStateAsync')).slice(),
+    };
+  }
+
+  /** `getState` for every backend, WebGPU included. */
+  async getStateAsync(): Promise<AdamState> {
+    return {
+      step: this.t,
+      config: { ...this.config },
+      schedule: this.schedule ? { ...this.schedule } : undefined,
+      m: (this.mJs ?? ((await this.m!.data()) as Float32Array)).slice(),
+      v: (this.vJs ?? ((await this.v!.data()) as Float32Array)).slice(),
     };
   }
 

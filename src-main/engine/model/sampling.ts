@@ -23,6 +23,11 @@
  *
  * Generic over the policy seam (PolicyModel): the GPT and the Hugging Face family decode through
  * the same functions; the cache belongs to the model that made it and is released through it.
+ *
+ * Every function that runs the model has an `…Async` twin for the webgpu backend, which can read
+ * logits back only asynchronously (see readback.ts). Both run the same decoding logic, written once
+ * as a generator that yields each model call (`ModelCall`); the drivers make the calls with the
+ * model's synchronous or asynchronous methods.
  */
 import { Rng } from '../util/rng';
 import type { DecodeCache, PolicyModel } from './policy-model';
@@ -149,12 +154,46 @@ export function releaseDecodeCache(state: DecodeState): void {
  * new weights; otherwise a split decode equals an uninterrupted one exactly.
  */
 export function decodeSegment(model: PolicyModel, state: DecodeState, maxTokens: number): { finished: number[]; state: DecodeState } {
+  return driveSync(segmentSteps(model, state, maxTokens));
+}
+
+/** `decodeSegment` for every backend, WebGPU included. */
+export function decodeSegmentAsync(model: PolicyModel, state: DecodeState, maxTokens: number): Promise<{ finished: number[]; state: DecodeState }> {
+  return driveAsync(segmentSteps(model, state, maxTokens));
+}
+
+/** A model call the decoding logic needs made, in both forms; the driver picks one and sends back the result. */
+interface ModelCall<R> {
+  sync: () => R;
+  async: () => Promise<R>;
+}
+
+type Steps<R> = Generator<ModelCall<unknown>, R, unknown>;
+
+/** Yield one call and receive its result, typed. */
+function* call<R>(c: ModelCall<R>): Generator<ModelCall<unknown>, R, unknown> {
+  return (yield c as ModelCall<unknown>) as R;
+}
+
+function driveSync<R>(steps: Steps<R>): R {
+  let r = steps.next();
+  while (!r.done) r = steps.next(r.value.sync());
+  return r.value;
+}
+
+async function driveAsync<R>(steps: Steps<R>): Promise<R> {
+  let r = steps.next();
+  while (!r.done) r = steps.next(await r.value.async());
+  return r.value;
+}
+
+function* segmentSteps(model: PolicyModel, state: DecodeState, maxTokens: number): Steps<{ finished: number[]; state: DecodeState }> {
   const finished: number[] = [];
   const V = model.vocabSize;
   const context = model.context;
   const stop = new Set(state.stopTokens);
   for (let step = 0; step < maxTokens; step++) {
-    ensureLogits(model, state);
+    yield* ensureLogits(model, state);
     const c = state.cache;
     if (!c) break; // nothing left to decode
     // Sample one token for every live row.
@@ -198,13 +237,15 @@ export function decodeSegment(model: PolicyModel, state: DecodeState, maxTokens:
         tokens[r] = seq.tokens[seq.tokens.length - 1];
         positions[r] = seq.prompt.length + seq.tokens.length - 1;
       });
-      const out = model.decodeStep(tokens, positions, c.kv, c.rows.map((s) => s >= 0));
+      const kv = c.kv;
+      const liveRows = c.rows.map((s) => s >= 0);
+      const out = yield* call({ sync: () => model.decodeStep(tokens, positions, kv, liveRows), async: () => model.decodeStepAsync(tokens, positions, kv, liveRows) });
       c.kv = out.cache;
       c.logits = out.logits;
     } else {
       c.rows = live.map((r) => c.rows[r]);
       const { rows, leftPad } = paddedRows(state, c.rows);
-      c.logits = model.lastLogits(rows, leftPad);
+      c.logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: () => model.lastLogitsAsync(rows, leftPad) });
       c.version = model.version;
     }
   }
@@ -219,11 +260,26 @@ export function sample(model: PolicyModel, prompts: number[][], opts: SampleOpti
   } finally {
     disposeDecodeState(state);
   }
+  return finalSequences(state);
+}
+
+/** `sample` for every backend, WebGPU included. */
+export async function sampleAsync(model: PolicyModel, prompts: number[][], opts: SampleOptions): Promise<SampledSequence[]> {
+  const state = startDecode(prompts, opts);
+  try {
+    while (state.sequences.some((s) => !s.finished)) await decodeSegmentAsync(model, state, Number.MAX_SAFE_INTEGER);
+  } finally {
+    disposeDecodeState(state);
+  }
+  return finalSequences(state);
+}
+
+function finalSequences(state: DecodeState): SampledSequence[] {
   return state.sequences.map(({ tokens, logProbs, rawLogProbs, finished, stopReason }) => ({ tokens, logProbs, rawLogProbs, finished, stopReason }));
 }
 
 /** Make sure the state holds next-token logits for its active rows computed with the current weights. */
-function ensureLogits(model: PolicyModel, state: DecodeState): void {
+function* ensureLogits(model: PolicyModel, state: DecodeState): Steps<void> {
   const version = model.version;
   if (state.cache && state.cache.version === version) return;
   releaseDecodeCache(state);
@@ -242,10 +298,12 @@ function ensureLogits(model: PolicyModel, state: DecodeState): void {
         return Math.min(state.maxNewTokens - q.tokens.length, model.context - q.prompt.length - q.tokens.length);
       }),
     );
-    const { cache, logits } = model.prefill(rows, leftPad, rows[0].length + room);
+    const capacity = rows[0].length + room;
+    const { cache, logits } = yield* call({ sync: () => model.prefill(rows, leftPad, capacity), async: () => model.prefillAsync(rows, leftPad, capacity) });
     state.cache = { kv: cache, model, rows: active, logits, version: cache.version };
   } else {
-    state.cache = { kv: null, model, rows: active, logits: model.lastLogits(rows, leftPad), version };
+    const logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: () => model.lastLogitsAsync(rows, leftPad) });
+    state.cache = { kv: null, model, rows: active, logits, version };
   }
 }
 

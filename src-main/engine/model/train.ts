@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { PolicyModel } from './policy-model';
 import type { Adam, StepResult } from './optim';
+import { takeSync, takeAsync } from './readback';
 
 export interface SupervisedBatch {
   /** [B][T] token ids, equal lengths (right-pad with <pad>). */
@@ -64,9 +65,25 @@ export function supervisedStep(model: PolicyModel, optimizer: Adam, batch: Super
     count = r.count;
     return r.loss;
   }, model.variables);
-  const loss = value.dataSync()[0];
-  value.dispose();
+  const loss = takeSync(value, 'supervisedStepAsync')[0];
   const result = optimizer.step(grads);
   tf.dispose(grads);
   return { ...result, loss, tokens: count };
+}
+
+/** `supervisedStep` for every backend, WebGPU included (the loss and gradient norm are read back asynchronously). */
+export async function supervisedStepAsync(model: PolicyModel, optimizer: Adam, batch: SupervisedBatch): Promise<SupervisedStepResult> {
+  let count = 0;
+  const { value, grads } = tf.variableGrads(() => {
+    const r = supervisedLoss(model, batch);
+    count = r.count;
+    return r.loss;
+  }, model.variables);
+  const loss = (await takeAsync(value))[0];
+  try {
+    const result = await optimizer.stepAsync(grads);
+    return { ...result, loss, tokens: count };
+  } finally {
+    tf.dispose(grads);
+  }
 }

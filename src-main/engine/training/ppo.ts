@@ -14,7 +14,8 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import type { PolicyModel } from '../model/policy-model';
-import type { Adam } from '../model/optim';
+import type { Adam, StepResult } from '../model/optim';
+import { readSync, takeAsync, takeSync } from '../model/readback';
 import { padBatch, type TrainingSequence } from './sequences';
 
 export interface PolicySample extends TrainingSequence {
@@ -87,6 +88,35 @@ export interface PpoRemotePart {
  * the whole, up to the order of float additions.
  */
 export function ppoPartGradients(model: PolicyModel, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): PpoPart {
+  const part = ppoPartTensors(model, samples, options, minibatchTokens);
+  return partOf(part, takeSync(part.value, 'ppoPartGradientsAsync')[0], takeSync(part.diagnostics, 'ppoPartGradientsAsync'));
+}
+
+/** `ppoPartGradients` for every backend, WebGPU included (the loss and diagnostics are read back asynchronously). */
+export async function ppoPartGradientsAsync(model: PolicyModel, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): Promise<PpoPart> {
+  const part = ppoPartTensors(model, samples, options, minibatchTokens);
+  const loss = (await takeAsync(part.value))[0];
+  return partOf(part, loss, await takeAsync(part.diagnostics));
+}
+
+interface PartTensors {
+  value: tf.Scalar;
+  diagnostics: tf.Tensor1D;
+  grads: tf.NamedTensorMap;
+  count: number;
+  model: PolicyModel;
+}
+
+function partOf(part: PartTensors, loss: number, diagnostics: Float32Array): PpoPart {
+  const [clippedSum, entropySum, klSum, driftSum] = Array.from(diagnostics);
+  return {
+    grads: part.model.variables.map((v) => part.grads[v.name]),
+    sums: { loss, clipped: clippedSum, entropy: entropySum, kl: klSum, drift: driftSum, tokens: part.count },
+  };
+}
+
+/** The loss, the diagnostics and the gradients as tensors (the loss and diagnostics still to be read). */
+function ppoPartTensors(model: PolicyModel, samples: readonly PolicySample[], options: PpoOptions, minibatchTokens: number): PartTensors {
   const { tokens } = padBatch(samples, options.padId);
   const B = samples.length;
   const T = tokens[0].length;
@@ -144,13 +174,9 @@ export function ppoPartGradients(model: PolicyModel, samples: readonly PolicySam
       );
       return loss;
     }, model.variables);
-    const loss = value.dataSync()[0];
-    value.dispose();
-    const [clippedSum, entropySum, klSum, driftSum] = Array.from((diagnostics as tf.Tensor1D | null)?.dataSync() ?? [0, 0, 0, 0]);
-    return {
-      grads: model.variables.map((v) => grads[v.name]),
-      sums: { loss, clipped: clippedSum, entropy: entropySum, kl: klSum, drift: driftSum, tokens: count },
-    };
+    const part = { value, diagnostics: diagnostics as unknown as tf.Tensor1D, grads, count, model };
+    diagnostics = null; // handed over
+    return part;
   } finally {
     tf.dispose([maskT, behaviourT, advantageT, referenceT]);
     if (diagnostics) (diagnostics as tf.Tensor).dispose();
@@ -160,7 +186,14 @@ export function ppoPartGradients(model: PolicyModel, samples: readonly PolicySam
 /** A part's gradient as one buffer laid out as `model.getWeights()` (to send to another process). */
 export function flattenGradients(model: PolicyModel, grads: readonly tf.Tensor[]): Float32Array {
   const flat = new Float32Array(model.numParams);
-  grads.forEach((g, i) => flat.set(g.dataSync() as Float32Array, model.specs[i].offset));
+  grads.forEach((g, i) => flat.set(readSync(g, 'flattenGradientsAsync'), model.specs[i].offset));
+  return flat;
+}
+
+/** `flattenGradients` for every backend, WebGPU included. */
+export async function flattenGradientsAsync(model: PolicyModel, grads: readonly tf.Tensor[]): Promise<Float32Array> {
+  const flat = new Float32Array(model.numParams);
+  for (let i = 0; i < grads.length; i++) flat.set((await grads[i].data()) as Float32Array, model.specs[i].offset);
   return flat;
 }
 
@@ -180,6 +213,25 @@ export function addPpoParts(a: PpoPart, b: PpoPart): PpoPart {
  * A non-finite loss or gradient skips the step and says why.
  */
 export function applyPpoParts(model: PolicyModel, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[] = []): PpoStepResult {
+  return driveStep(applySteps(model, optimizer, local, remote), (grads) => optimizer.step(grads));
+}
+
+/** `applyPpoParts` for every backend, WebGPU included (the gradient norm is read back asynchronously). */
+export async function applyPpoPartsAsync(model: PolicyModel, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[] = []): Promise<PpoStepResult> {
+  const steps = applySteps(model, optimizer, local, remote);
+  let r = steps.next();
+  while (!r.done) r = steps.next(await optimizer.stepAsync(r.value));
+  return r.value;
+}
+
+function driveStep(steps: Generator<tf.Tensor[], PpoStepResult, StepResult>, step: (grads: tf.Tensor[]) => StepResult): PpoStepResult {
+  let r = steps.next();
+  while (!r.done) r = steps.next(step(r.value));
+  return r.value;
+}
+
+/** The parts' sum and its bookkeeping, yielding the gradients for the optimizer step (made by the driver). */
+function* applySteps(model: PolicyModel, optimizer: Adam, local: PpoPart, remote: readonly PpoRemotePart[]): Generator<tf.Tensor[], PpoStepResult, StepResult> {
   let grads = local.grads;
   try {
     if (remote.length > 0) {
@@ -193,7 +245,7 @@ export function applyPpoParts(model: PolicyModel, optimizer: Adam, local: PpoPar
     const sums = remote.map((r) => r.sums).reduce(addSums, local.sums);
     const loss = sums.loss;
     // Adam.step would apply a finite gradient of a non-finite loss; refuse it here.
-    const result = Number.isFinite(loss) ? optimizer.step(grads) : { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };
+    const result: StepResult = Number.isFinite(loss) ? yield grads : { gradNorm: Number.NaN, lr: optimizer.currentLr, clipped: false, skipped: true };
     return {
       loss,
       gradNorm: result.gradNorm,
@@ -221,17 +273,31 @@ export function ppoStep(model: PolicyModel, optimizer: Adam, samples: readonly P
   return applyPpoParts(model, optimizer, ppoPartGradients(model, samples, options, responseTokenCount(samples)));
 }
 
+/** `ppoStep` for every backend, WebGPU included. */
+export async function ppoStepAsync(model: PolicyModel, optimizer: Adam, samples: readonly PolicySample[], options: PpoOptions): Promise<PpoStepResult> {
+  return applyPpoPartsAsync(model, optimizer, await ppoPartGradientsAsync(model, samples, options, responseTokenCount(samples)));
+}
+
 /** log π(y_t) of each response token under `model` (no gradient), e.g. for the KL reference. */
 export function responseLogProbs(model: PolicyModel, samples: readonly TrainingSequence[], temperature: number, padId: number): number[][] {
-  const { tokens, T } = padBatch(samples, padId);
-  const B = samples.length;
+  const { tokens } = padBatch(samples, padId);
   const { stats } = model.nextTokenStatsTimeMajor(tokens, { temperature, entropy: false });
-  const data = stats.dataSync();
-  stats.dispose();
+  return perResponse(samples, takeSync(stats, 'responseLogProbsAsync'));
+}
+
+/** `responseLogProbs` for every backend, WebGPU included. */
+export async function responseLogProbsAsync(model: PolicyModel, samples: readonly TrainingSequence[], temperature: number, padId: number): Promise<number[][]> {
+  const { tokens } = padBatch(samples, padId);
+  const { stats } = model.nextTokenStatsTimeMajor(tokens, { temperature, entropy: false });
+  return perResponse(samples, await takeAsync(stats));
+}
+
+/** Each response's log-probabilities out of time-major statistics (row 0 of [2, (T−1)·B]). */
+function perResponse(samples: readonly TrainingSequence[], data: Float32Array): number[][] {
+  const B = samples.length;
   return samples.map((s, b) => {
     const out: number[] = [];
     for (let t = s.responseStart; t < s.tokens.length; t++) out.push(data[(t - 1) * B + b]);
-    void T;
     return out;
   });
 }

@@ -14,7 +14,7 @@ import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { evaluate } from './evaluate';
 import { savePolicies, type PolicyRuntime } from './policies';
-import { addPpoParts, applyPpoParts, ppoPartGradients, ppoStep, responseLogProbs, responseTokenCount, type PolicySample, type PpoOptions, type PpoPart, type PpoRemotePart, type PpoStepResult } from './ppo';
+import { addPpoParts, applyPpoPartsAsync, ppoPartGradientsAsync, ppoStepAsync, responseLogProbsAsync, responseTokenCount, type PolicySample, type PpoOptions, type PpoPart, type PpoRemotePart, type PpoStepResult } from './ppo';
 import type { RolloutEpisode, RolloutTurn } from './rollout';
 
 /** Raised when `optimization.nan_tolerance` updates in a row were skipped for NaN/Inf. */
@@ -232,20 +232,21 @@ export function splitByTokens(samples: readonly PolicySample[], parts: number): 
 export async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[], options: PpoOptions, agent: string, step: number, offload: GradientOffload | undefined): Promise<PpoStepResult> {
   const pieces = offload ? splitByTokens(batch, offload.parts) : [batch];
   const offered = offload ? Math.min(Math.floor(offload.share * pieces.length), pieces.length - 1) : 0;
-  if (offered < 1) return ppoStep(policy.model, policy.optimizer, batch, options);
+  if (offered < 1) return ppoStepAsync(policy.model, policy.optimizer, batch, options);
   const minibatchTokens = responseTokenCount(batch);
   // Offer index j is piece P − 1 − j: the other process works down from the last piece.
   const pieceOf = (j: number) => pieces[pieces.length - 1 - j];
   const offer = await offload!.offer({ agent, step, policy, parts: Array.from({ length: offered }, (_, j) => pieceOf(j)), options, minibatchTokens });
   let own: PpoPart | null = null;
-  const compute = (piece: PolicySample[]) => {
-    const part = ppoPartGradients(policy.model, piece, options, minibatchTokens);
+  // The asynchronous forms work on every backend; on webgpu they are the only ones (readback.ts).
+  const compute = async (piece: PolicySample[]) => {
+    const part = await ppoPartGradientsAsync(policy.model, piece, options, minibatchTokens);
     own = own ? addPpoParts(own, part) : part;
   };
   let away: PpoRemotePart[];
   try {
     for (let i = 0; i < pieces.length - offered; i++) {
-      compute(pieces[i]);
+      await compute(pieces[i]);
       await offer.poll();
     }
     // The meeting: claim the highest offer index not started, until the other process holds the rest.
@@ -255,14 +256,14 @@ export async function minibatchStep(policy: PolicyRuntime, batch: PolicySample[]
       if (offer.started() >= limit) break;
       limit -= 1;
       offer.claimFrom(limit);
-      compute(pieceOf(limit));
+      await compute(pieceOf(limit));
     }
     away = await offer.results(limit);
   } catch (error) {
     for (const g of (own as PpoPart | null)?.grads ?? []) g.dispose();
     throw error;
   }
-  return applyPpoParts(policy.model, policy.optimizer, own!, away);
+  return applyPpoPartsAsync(policy.model, policy.optimizer, own!, away);
 }
 
 /**
@@ -291,7 +292,7 @@ export async function updateAgent(
     }));
   if (samples.length === 0) return metrics;
   if (policy.reference) {
-    const refs = responseLogProbs(policy.reference, samples, config.rollout.temperature, policy.tokenizer.padId);
+    const refs = await responseLogProbsAsync(policy.reference, samples, config.rollout.temperature, policy.tokenizer.padId);
     samples.forEach((s, i) => (s.referenceLogProbs = refs[i]));
   }
   const options: PpoOptions = { clip: config.optimization.ppo_clip, klCoef: config.optimization.kl_coef, temperature: config.rollout.temperature, padId: policy.tokenizer.padId };

@@ -98,7 +98,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   const cursor = { step: 0 };
   try {
     progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message: 'choosing a backend' });
-    const backend: BackendInfo = await initBackend(config.runtime.backend);
+    const backend: BackendInfo = await initBackend(config.runtime.backend, { syncReadback: true });
     store.runs.setBackend(runId, backend.name, backend as unknown as Record<string, unknown>);
     for (const skipped of backend.skipped) {
       store.events.log(runId, 'info', 'backend_skipped', `${skipped.backend}: ${skipped.reason}`, { ...skipped });
