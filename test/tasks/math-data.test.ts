@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { parquetReadObjects } from 'hyparquet';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkMathFile, parseMathJsonl, readMathFile, readParquetColumnsSync, referenceAnswer } from '../../src-main/engine/tasks/math-data';
@@ -133,6 +133,18 @@ describe('Parquet', () => {
     expect(records[0]).toEqual({ row: 1, question: 'Problem 0: what is 0 + 0?', answer: '0', solution: 'Double it.' });
     expect(records[3].solution).toBeNull();
     expect(checkMathFile(file)).toBeNull();
+  });
+
+  it('checks a Parquet file from its footer and first row group, not the whole file', () => {
+    const bytes = new Uint8Array(fixture({ rowGroupSize: 100 }));
+    const metadata = parquetMetadata(bytes.buffer);
+    expect(metadata.row_groups).toHaveLength(3);
+    const second = Number(metadata.row_groups[1].columns[0].meta_data!.data_page_offset);
+    bytes.fill(0xff, second, second + 24); // a broken page in the second row group
+    const file = writeFile('broken-later.parquet', bytes.buffer);
+    expect(checkMathFile(file)).toBeNull();
+    expect(readMathFile(file, 100)).toHaveLength(100);
+    expect(() => readMathFile(file)).toThrow(/broken-later\.parquet: cannot decode the Parquet data/);
   });
 
   it('refuses a Parquet file without question/answer columns, naming the columns it found', () => {

@@ -17,6 +17,9 @@
  * with hyparquet's own page decoder, column by column: the flat (non-nested) columns named above,
  * every row group, codecs UNCOMPRESSED and SNAPPY (hyparquet's own), GZIP and BROTLI (Node's zlib).
  * Its output is tested against hyparquet's asynchronous `parquetReadObjects` on the same files.
+ * The file is read range by range (footer, then column chunks), so the config check, which needs
+ * the first record only, reads the footer and the first row group of a large file, and a JSONL
+ * check reads up to the first line.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -155,6 +158,45 @@ function nodeCompressors(): Compressors {
   };
 }
 
+/**
+ * Random access to a Parquet file's bytes: a whole buffer, or a file read range by range (the
+ * config check reads the footer and the first row group only, not a multi-gigabyte file).
+ */
+export interface ByteSource {
+  byteLength: number;
+  slice(start: number, end: number): ArrayBuffer;
+}
+
+export function bufferSource(buffer: ArrayBuffer): ByteSource {
+  return { byteLength: buffer.byteLength, slice: (start, end) => buffer.slice(start, end) };
+}
+
+function fileSource(fd: number, size: number): ByteSource {
+  return {
+    byteLength: size,
+    slice(start, end) {
+      const bytes = Buffer.alloc(Math.max(0, end - start));
+      let done = 0;
+      while (done < bytes.length) {
+        const n = fs.readSync(fd, bytes, done, bytes.length - done, start + done);
+        if (n === 0) break;
+        done += n;
+      }
+      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + done) as ArrayBuffer;
+    },
+  };
+}
+
+/** The file metadata from the footer (`<metadata><u32 length>PAR1` at the end of the file). */
+export function readParquetFooter(source: ByteSource): FileMetaData {
+  if (source.byteLength < 12) throw new Error(`the file is ${source.byteLength} bytes, too short for Parquet`);
+  const tail = new DataView(source.slice(source.byteLength - 8, source.byteLength));
+  if (tail.getUint32(4, true) !== 0x31524150) throw new Error('no PAR1 magic at the end of the file');
+  const metadataLength = tail.getUint32(0, true);
+  if (metadataLength > source.byteLength - 8) throw new Error(`metadata length ${metadataLength} exceeds the file`);
+  return parquetMetadata(source.slice(source.byteLength - 8 - metadataLength, source.byteLength));
+}
+
 /** Top-level column names of a Parquet file. */
 export function parquetColumnNames(metadata: FileMetaData): string[] {
   return parquetSchema(metadata).children.map((child) => child.element.name);
@@ -164,8 +206,14 @@ export function parquetColumnNames(metadata: FileMetaData): string[] {
  * Reads the named flat columns of a Parquet file synchronously (see the file comment), at most
  * `limit` rows. Returns one object per row.
  */
-export function readParquetColumnsSync(buffer: ArrayBuffer, columns: readonly string[], limit = Infinity, source = 'Parquet input'): Record<string, unknown>[] {
-  const metadata = parquetMetadata(buffer);
+export function readParquetColumnsSync(
+  bytes: ArrayBuffer | ByteSource,
+  columns: readonly string[],
+  limit = Infinity,
+  source = 'Parquet input',
+  metadata: FileMetaData = readParquetFooter(bytes instanceof ArrayBuffer ? bufferSource(bytes) : bytes),
+): Record<string, unknown>[] {
+  const file = bytes instanceof ArrayBuffer ? bufferSource(bytes) : bytes;
   const tree = parquetSchema(metadata);
   const compressors = nodeCompressors();
   const total = Math.min(Number(metadata.num_rows), limit);
@@ -185,7 +233,7 @@ export function readParquetColumnsSync(buffer: ArrayBuffer, columns: readonly st
       if (!isFlatColumn(schemaPath)) throw new Error(`${source}: column "${name}" is nested (a list or a struct); a plain string column is needed`);
       const start = Number(meta.dictionary_page_offset ?? meta.data_page_offset);
       const end = start + Number(meta.total_compressed_size);
-      const view = new DataView(buffer, start, end - start);
+      const view = new DataView(file.slice(start, end));
       const decoder = {
         pathInSchema: meta.path_in_schema,
         type: meta.type,
@@ -212,10 +260,11 @@ export function readParquetColumnsSync(buffer: ArrayBuffer, columns: readonly st
 }
 
 /** Parses a Parquet file's bytes (see `parseMathJsonl` for `limit` and the errors). */
-export function parseMathParquet(buffer: ArrayBuffer, source = 'Parquet input', limit = Infinity): MathRecord[] {
+export function parseMathParquet(bytes: ArrayBuffer | ByteSource, source = 'Parquet input', limit = Infinity): MathRecord[] {
+  const file = bytes instanceof ArrayBuffer ? bufferSource(bytes) : bytes;
   let metadata: FileMetaData;
   try {
-    metadata = parquetMetadata(buffer);
+    metadata = readParquetFooter(file);
   } catch (error) {
     throw new Error(`${source}: not a readable Parquet file (${(error as Error).message})`, { cause: error });
   }
@@ -225,7 +274,7 @@ export function parseMathParquet(buffer: ArrayBuffer, source = 'Parquet input', 
   const wanted = [columns.question, columns.answer, ...(columns.solution ? [columns.solution] : [])];
   let rows: Record<string, unknown>[];
   try {
-    rows = readParquetColumnsSync(buffer, wanted, limit, source);
+    rows = readParquetColumnsSync(file, wanted, limit, source, metadata);
   } catch (error) {
     const message = (error as Error).message;
     throw new Error(message.startsWith(source) ? message : `${source}: cannot decode the Parquet data (${message})`, { cause: error });
@@ -242,11 +291,11 @@ export function parseMathParquet(buffer: ArrayBuffer, source = 'Parquet input', 
   return records;
 }
 
-function readBytes(file: string): Buffer {
+function openFile(file: string): { fd: number; size: number } {
   try {
     const stat = fs.statSync(file);
     if (stat.isDirectory()) throw new Error(`${file}: is a folder, not a file`);
-    return fs.readFileSync(file);
+    return { fd: fs.openSync(file, 'r'), size: stat.size };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new Error(`${file}: no such file`, { cause: error });
@@ -255,13 +304,38 @@ function readBytes(file: string): Buffer {
   }
 }
 
-/** Every record of a JSONL or Parquet file (by extension, see `mathFileFormat`). */
-export function readMathFile(file: string, limit = Infinity): MathRecord[] {
-  const bytes = readBytes(file);
-  if (mathFileFormat(file) === 'parquet') {
-    return parseMathParquet(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, file, limit);
+/** The start of a text file holding at least `lines` non-blank lines (or the whole file). */
+function leadingText(fd: number, size: number, lines: number): string {
+  const chunk = 1 << 20;
+  const parts: Buffer[] = [];
+  let position = 0;
+  let complete = 0;
+  while (position < size && complete < lines) {
+    const bytes = Buffer.alloc(Math.min(chunk, size - position));
+    const n = fs.readSync(fd, bytes, 0, bytes.length, position);
+    if (n === 0) break;
+    parts.push(bytes.subarray(0, n));
+    position += n;
+    // Count complete non-blank lines read so far (a multi-byte character split across chunks only
+    // ever sits in the unfinished last line).
+    complete = Buffer.concat(parts).toString('utf8').split(/\r?\n/).slice(0, -1).filter((l) => l.trim() !== '').length;
   }
-  return parseMathJsonl(bytes.toString('utf8'), file, limit);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/**
+ * The records of a JSONL or Parquet file (by extension, see `mathFileFormat`); with a finite
+ * `limit`, only as much of the file is read as the first `limit` records need.
+ */
+export function readMathFile(file: string, limit = Infinity): MathRecord[] {
+  const { fd, size } = openFile(file);
+  try {
+    if (mathFileFormat(file) === 'parquet') return parseMathParquet(fileSource(fd, size), file, limit);
+    const text = Number.isFinite(limit) ? leadingText(fd, size, limit) : fs.readFileSync(fd, 'utf8');
+    return parseMathJsonl(text, file, limit);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /**
