@@ -197,3 +197,49 @@ describe('marsrl serve-model through the official openai client', () => {
     expect(streamed.choices[0].logprobs?.map((l) => l.token).join('')).toBe(shown[0]);
   });
 });
+
+describe('marsrl serve-model streaming details', () => {
+  it('a streamed completion with a stop sequence and logprobs equals the non-streamed one', async () => {
+    const args = { model: 'solver', prompt: `<bos>${QUESTION}<solver>`, temperature: 1, seed: 11, max_tokens: 64, stop: [' A:'], logprobs: 1 };
+    const whole = await client.completions.create(args);
+    const stream = await client.completions.create({ ...args, stream: true });
+    let text = '';
+    const tokens: string[] = [];
+    const lps: number[] = [];
+    let finish: string | null = null;
+    for await (const c of stream) {
+      for (const ch of c.choices) {
+        text += ch.text;
+        tokens.push(...(ch.logprobs?.tokens ?? []));
+        lps.push(...(ch.logprobs?.token_logprobs ?? []));
+        if (ch.finish_reason) finish = ch.finish_reason;
+      }
+    }
+    expect(text).toBe(whole.choices[0].text);
+    expect(text).not.toContain(' A:');
+    expect(tokens.join('')).toBe(text);
+    expect(lps).toEqual(whole.choices[0].logprobs!.token_logprobs);
+    expect(finish).toBe(whole.choices[0].finish_reason);
+  });
+
+  it('a client that aborts a stream frees its row at the next step', async () => {
+    const stats = server.batchers.get('solver')!.stats;
+    const messages = [{ role: 'user' as const, content: QUESTION }];
+    let before = stats.steps;
+    await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64 });
+    const fullSteps = stats.steps - before;
+    expect(fullSteps).toBeGreaterThan(10);
+    before = stats.steps;
+    const stream = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64, stream: true });
+    for await (const c of stream) {
+      if (c.choices[0]?.delta.content) {
+        stream.controller.abort();
+        break;
+      }
+    }
+    // The batcher stops soon after: wait for it to go idle, then count its steps.
+    for (let i = 0; i < 100 && stats.steps - before < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stats.steps - before).toBeLessThan(fullSteps / 2);
+  });
+});

@@ -315,8 +315,38 @@ export class EndpointClient {
     return null;
   }
 
-  private request(path: string, payload: Record<string, unknown>, opts: CallOptions): Promise<EndpointResult> {
-    return this.requestWith(path, payload, opts, this.unsupported, this.retries);
+  private async request(path: string, payload: Record<string, unknown>, opts: CallOptions): Promise<EndpointResult> {
+    const sampling = { ...this.sampling, ...(opts.sampling ?? {}) };
+    const n = sampling.n ?? 1;
+    if (n <= 1 || !this.unsupported.has('n')) return this.requestWith(path, payload, opts, this.unsupported, this.retries);
+    // A server without `n` gets the group as n requests of one choice; a seed, where honoured,
+    // is offset per choice so the choices differ and stay reproducible.
+    const started = Date.now();
+    const parts = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        this.requestWith(
+          path,
+          payload,
+          {
+            ...opts,
+            sampling: { ...sampling, n: 1, ...(sampling.seed !== undefined ? { seed: sampling.seed + i } : {}) },
+            onChunk: opts.onChunk ? (c) => opts.onChunk!({ ...c, index: i }) : undefined,
+          },
+          this.unsupported,
+          this.retries,
+        ),
+      ),
+    );
+    const usage = parts.every((p) => p.usage)
+      ? parts.reduce((a, p) => ({ promptTokens: a.promptTokens + p.usage!.promptTokens, completionTokens: a.completionTokens + p.usage!.completionTokens, totalTokens: a.totalTokens + p.usage!.totalTokens }), { promptTokens: 0, completionTokens: 0, totalTokens: 0 })
+      : null;
+    return {
+      choices: parts.map((p, i) => ({ ...p.choices[0], index: i })),
+      usage,
+      model: parts[0].model,
+      attempts: Math.max(...parts.map((p) => p.attempts)),
+      latencyMs: Date.now() - started,
+    };
   }
 
   private async requestWith(path: string, payload: Record<string, unknown>, opts: CallOptions, unsupported: Set<UnsupportedFeature>, retries: number): Promise<EndpointResult> {

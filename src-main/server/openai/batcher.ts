@@ -67,6 +67,8 @@ export interface DecodeJob {
   params: DecodeParams;
   /** Called as text becomes final (text held back while it may still begin a stop sequence). */
   onUpdate?: (update: ChoiceUpdate) => void;
+  /** Aborted when the client went away: its rows stop at the next step, freeing the batch. */
+  signal?: AbortSignal;
 }
 
 interface Row {
@@ -184,6 +186,11 @@ export class RequestBatcher {
           if (rowOf[r] < 0) continue;
           const row = all[rowOf[r]];
           const p = row.job.params;
+          if (row.job.signal?.aborted) {
+            row.finished = 'length';
+            rowOf[r] = -1;
+            continue;
+          }
           const rowLogits = logits.subarray(r * V, (r + 1) * V);
           const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
           const { token, rawLogProb } = sampleFromLogits(rowLogits, p.temperature, p.topP, u);
