@@ -9,8 +9,10 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import type { GPT } from '../../src-main/engine/model/gpt';
 import { sample } from '../../src-main/engine/model/sampling';
 import { EndpointClient } from '../../src-main/engine/served/client';
+import { EndpointPool } from '../../src-main/engine/served/pool';
 import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { startFaultServer } from './fault-server';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const TOKEN = 'serve-model-test-token-0123456789';
@@ -241,5 +243,34 @@ describe('marsrl serve-model streaming details', () => {
     for (let i = 0; i < 100 && stats.steps - before < 2; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
     expect(stats.steps - before).toBeLessThan(fullSteps / 2);
+  });
+});
+
+describe('serve-model as a replica in the pool', () => {
+  it('a Studio policy behind the pool beside a hanging replica: failover, metrics, no key in the events', async () => {
+    const hung = await startFaultServer({ model: 'solver', key: TOKEN, script: [{ kind: 'hang' }] });
+    try {
+      const events: Array<{ kind: string; message: string; data: Record<string, unknown> }> = [];
+      const pool = new EndpointPool({
+        endpoints: [{ name: 'studio', baseUrls: [hung.baseUrl, server.baseUrl], model: 'solver', apiKeyEnv: 'STUDIO_KEY', concurrency: 4, timeoutMs: 3000, retries: 2, sampling: { temperature: 0, max_tokens: 64 } }],
+        agents: { solver: 'studio' },
+        env: { STUDIO_KEY: TOKEN },
+        onEvent: (e) => events.push(e),
+        sleep: async () => {},
+      });
+      const r = await pool.chat('solver', [{ role: 'user', content: QUESTION }]);
+      const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+      const [greedy] = inProcess(solver, prompt, 1, { seed: 0, temperature: 0, maxTokens: 64 });
+      expect(r.choices[0].text).toBe(solver.tokenizer.responseText(greedy.tokens));
+      expect(r.attempts).toBe(2);
+      expect(events.map((e) => e.kind)).toEqual(['served/replica_down', 'served/retry']);
+      const m = pool.metrics();
+      expect(m['pool/studio/replicas_up']).toBe(1);
+      expect(m['pool/studio/completion_tokens']).toBe(greedy.tokens.length);
+      expect(JSON.stringify(events)).toContain('studio');
+      expect(JSON.stringify(events)).not.toContain(TOKEN);
+    } finally {
+      await hung.close();
+    }
   });
 });
