@@ -197,6 +197,15 @@ describe('marsrl serve-model through the official openai client', () => {
     expect(shown).toEqual(r.choices.map((c) => c.text));
     expect(streamed.choices.map((c) => c.text)).toEqual(shown);
     expect(streamed.choices[0].logprobs?.map((l) => l.token).join('')).toBe(shown[0]);
+    // Completions through the same client: the completions logprobs layout, normalised.
+    const done = await own.complete(`<bos>${QUESTION}<solver>`, { sampling: { n: 1, temperature: 0, logprobs: true, top_logprobs: 2 } });
+    const text = done.choices[0].text;
+    expect(text).toMatch(/ A:\d+$/);
+    const lps = done.choices[0].logprobs!;
+    expect(lps.map((l) => l.token).join('')).toBe(text);
+    const mine = policyLogProbs(solver, solver.tokenizer.encodeText(`<bos>${QUESTION}<solver>`), solver.tokenizer.encodeText(text));
+    lps.forEach((l, j) => expect(l.logprob).toBeCloseTo(mine[j], 4));
+    expect(lps[0].top).toHaveLength(2);
   });
 });
 

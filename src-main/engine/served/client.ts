@@ -352,7 +352,7 @@ export class EndpointClient {
   private async requestWith(path: string, payload: Record<string, unknown>, opts: CallOptions, unsupported: Set<UnsupportedFeature>, retries: number): Promise<EndpointResult> {
     const keyProblem = this.keyProblem();
     if (keyProblem) throw new EndpointError(keyProblem, this.name, 'config', null, false, 0);
-    const body: Record<string, unknown> = { model: this.model, ...payload, ...this.samplingFields({ ...this.sampling, ...(opts.sampling ?? {}) }, unsupported) };
+    const body: Record<string, unknown> = { model: this.model, ...payload, ...this.samplingFields(path, { ...this.sampling, ...(opts.sampling ?? {}) }, unsupported) };
     const streaming = opts.onChunk !== undefined && !unsupported.has('stream');
     if (streaming) {
       body.stream = true;
@@ -411,7 +411,7 @@ export class EndpointClient {
     return Math.round(Math.max(jittered, floor));
   }
 
-  private samplingFields(s: EndpointSampling, unsupported: Set<UnsupportedFeature>): Record<string, unknown> {
+  private samplingFields(path: string, s: EndpointSampling, unsupported: Set<UnsupportedFeature>): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     if (s.temperature !== undefined) out.temperature = s.temperature;
     if (s.top_p !== undefined) out.top_p = s.top_p;
@@ -422,8 +422,12 @@ export class EndpointClient {
     if (s.n !== undefined && s.n !== 1 && !unsupported.has('n')) out.n = s.n;
     if (s.stop !== undefined && s.stop.length > 0) out.stop = s.stop;
     if (s.logprobs && !unsupported.has('logprobs')) {
-      out.logprobs = true;
-      if (s.top_logprobs !== undefined) out.top_logprobs = s.top_logprobs;
+      // Chat takes logprobs: true plus top_logprobs (0–20); completions takes logprobs: k (0–5).
+      if (path === 'completions') out.logprobs = Math.min(5, s.top_logprobs ?? 0);
+      else {
+        out.logprobs = true;
+        if (s.top_logprobs !== undefined) out.top_logprobs = s.top_logprobs;
+      }
     }
     if (s.chat_template_kwargs !== undefined && !unsupported.has('chat_template_kwargs')) out.chat_template_kwargs = s.chat_template_kwargs;
     return out;
