@@ -104,6 +104,8 @@ export class RequestBatcher {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
   private firstQueuedAt = 0;
+  /** Requests in the last batch: how many to wait for before the next one starts. */
+  private expectedJobs = 0;
   readonly stats: BatcherStats = { batches: 0, rows: 0, steps: 0, largestBatch: 0, queued: 0 };
 
   constructor(
@@ -122,9 +124,12 @@ export class RequestBatcher {
   }
 
   /**
-   * The window is a quiet period: each arrival restarts it, so a burst (clients that all answer
-   * the previous batch's results at once) lands in one batch; `maxWaitMs` caps how long the first
-   * request of a batch waits. While a batch decodes, arrivals queue for the next one.
+   * When a batch starts. Callers that were answered together tend to come back together (a
+   * reasoning loop's agents, clients in a closed loop), but their next requests arrive spread
+   * over a few ms of HTTP handling: so after a batch of J requests the next one waits, up to
+   * `maxWaitMs` from its first arrival, until J requests are queued. Otherwise (no batch yet, or
+   * J reached) the window is a quiet period: each arrival restarts it, capped by `maxWaitMs`.
+   * A wait that times out short lowers J to what came, so open-loop traffic stops waiting.
    */
   private schedule(): void {
     if (this.running) return;
@@ -133,9 +138,12 @@ export class RequestBatcher {
     else this.firstQueuedAt = now;
     const windowMs = this.opts.windowMs ?? 2;
     const maxWaitMs = this.opts.maxWaitMs ?? Math.max(20, 10 * windowMs);
-    const wait = Math.max(0, Math.min(windowMs, this.firstQueuedAt + maxWaitMs - now));
+    const left = Math.max(0, this.firstQueuedAt + maxWaitMs - now);
+    const waitingForReturns = this.queue.length < this.expectedJobs;
+    const wait = waitingForReturns ? left : Math.min(windowMs, left);
     this.timer = setTimeout(() => {
       this.timer = null;
+      if (waitingForReturns) this.expectedJobs = this.queue.length;
       void this.drain();
     }, wait);
   }
@@ -151,6 +159,7 @@ export class RequestBatcher {
       batch.push(job);
     }
     this.stats.queued = this.queue.length;
+    this.expectedJobs = batch.length;
     try {
       await this.decode(batch);
     } catch (error) {
