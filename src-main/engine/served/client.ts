@@ -108,7 +108,7 @@ export interface StreamChunk {
   index: number;
   /** The new text of choice `index`. */
   delta: string;
-  /** True once: what was received so far is void (the stream was cut and the request retried). */
+  /** What was received so far, of every choice, is void (the stream was cut and the request is sent again). */
   restart?: boolean;
 }
 
@@ -363,7 +363,10 @@ export class EndpointClient {
     let streamedAny = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        if (streamedAny && opts.onChunk) opts.onChunk({ index: 0, delta: '', restart: true });
+        if (streamedAny && opts.onChunk) {
+          opts.onChunk({ index: 0, delta: '', restart: true });
+          streamedAny = false;
+        }
         const result = streaming
           ? await this.attemptStream(path, body, opts.signal ?? null, (c) => {
               streamedAny = true;
