@@ -146,6 +146,25 @@ describe('marsrl serve-model through the official openai client', () => {
     expect(usage).toEqual(whole.usage);
   });
 
+  it('top_k and min_p (vLLM extensions): top_k 1 and min_p 1 decode greedily, top_k 3 stays in the top three', async () => {
+    const messages = [{ role: 'user' as const, content: QUESTION }];
+    const greedy = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64 });
+    // Fields beyond OpenAI's go in the body as vLLM's clients send them.
+    const extra = (body: Record<string, unknown>) => body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const k1 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 1.5, seed: 5, n: 3, max_tokens: 64, top_k: 1 }));
+    expect(k1.choices.map((c) => c.message.content)).toEqual(Array(3).fill(greedy.choices[0].message.content));
+    const p1 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 1.5, seed: 5, n: 3, max_tokens: 64, min_p: 1 }));
+    expect(p1.choices.map((c) => c.message.content)).toEqual(Array(3).fill(greedy.choices[0].message.content));
+    const k3 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 2, seed: 9, n: 4, max_tokens: 64, top_k: 3, logprobs: true, top_logprobs: 3 }));
+    const plain = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 2, seed: 9, n: 4, max_tokens: 64, logprobs: true, top_logprobs: 3 }));
+    let outside = 0;
+    for (const c of plain.choices) for (const t of c.logprobs!.content!) if (!t.top_logprobs.some((a) => a.token === t.token)) outside++;
+    expect(outside).toBeGreaterThan(0); // at temperature 2 plain sampling leaves the top three …
+    for (const c of k3.choices) for (const t of c.logprobs!.content!) expect(t.top_logprobs.map((a) => a.token)).toContain(t.token); // … top_k 3 never does
+    const bad = await client.chat.completions.create(extra({ model: 'solver', messages, top_k: 2.5 })).catch((e: unknown) => e);
+    expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('top_k');
+  });
+
   it('answers a bad request with 400 naming the field, and an unknown model with 404', async () => {
     const bad = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 5 }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
@@ -185,8 +204,8 @@ describe('marsrl serve-model through the official openai client', () => {
     const report = await own.probe();
     expect(report.error).toBeNull();
     expect(report.models).toEqual(['solver', 'verifier']);
-    // serve-model implements every feature the probe asks for but top_k and min_p (refused by name).
-    expect(new Set(report.missing)).toEqual(new Set(['top_k', 'min_p']));
+    // serve-model implements every feature the probe asks for.
+    expect(report.missing).toEqual([]);
     const r = await own.chat([{ role: 'user', content: QUESTION }]);
     const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
     const expected = inProcess(solver, prompt, 4, { seed: 42, temperature: 1, topP: 0.9, maxTokens: 64 });

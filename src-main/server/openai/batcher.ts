@@ -34,6 +34,10 @@ export interface DecodeParams {
   stop: string[];
   /** Alternatives per position to report (0 = none); logprobs of the chosen tokens are always kept. */
   topLogprobs: number;
+  /** Keep only the k most likely tokens (vLLM's top_k); 0 or −1 keeps all. */
+  topK?: number;
+  /** Drop tokens less likely than min_p × the most likely one, after temperature (vLLM's min_p). */
+  minP?: number;
 }
 
 export interface TokenInfo {
@@ -202,7 +206,9 @@ export class RequestBatcher {
           }
           const rowLogits = logits.subarray(r * V, (r + 1) * V);
           const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
-          const { token, rawLogProb } = sampleFromLogits(rowLogits, p.temperature, p.topP, u);
+          const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
+          // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
+          const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
           row.ids.push(token);
           if (stopIds.has(token)) {
             row.finished = 'stop';
@@ -279,6 +285,39 @@ export class RequestBatcher {
     const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b);
     return order.slice(0, k).map((id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
   }
+}
+
+function logSumExp(logits: Float32Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  return max + Math.log(sum);
+}
+
+/**
+ * The logits with top_k and min_p applied (excluded tokens at −∞), as vLLM applies them before
+ * top_p: top_k keeps the k largest logits (ties at the k-th kept), min_p keeps tokens whose
+ * probability at the sampling temperature is at least min_p × the largest, i.e. logits within
+ * τ·ln(1/min_p) of the maximum. Greedy decoding is unchanged by either.
+ */
+function truncated(logits: Float32Array, p: DecodeParams): Float32Array {
+  const V = logits.length;
+  const topK = p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
+  const minP = p.minP !== undefined && p.minP > 0 && p.temperature > 0 ? p.minP : 0;
+  if (topK === 0 && minP === 0) return logits;
+  const out = Float32Array.from(logits);
+  if (topK > 0) {
+    const kth = Float32Array.from(logits).sort().reverse()[topK - 1];
+    for (let i = 0; i < V; i++) if (out[i] < kth) out[i] = -Infinity;
+  }
+  if (minP > 0) {
+    let max = -Infinity;
+    for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
+    const floor = max + p.temperature * Math.log(minP);
+    for (let i = 0; i < V; i++) if (out[i] < floor) out[i] = -Infinity;
+  }
+  return out;
 }
 
 function longest(stops: readonly string[]): number {
