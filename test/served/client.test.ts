@@ -231,3 +231,20 @@ describe('EndpointClient on a server without n', () => {
     expect(bodies.map((b) => b.seed).sort()).toEqual([10, 11, 12]);
   });
 });
+
+describe('EndpointClient cancellation', () => {
+  it('a caller abort ends a hanging request at once, without retries', async () => {
+    const fault = await startFaultServer({ script: [{ kind: 'hang' }, { kind: 'hang' }] });
+    servers.push(fault);
+    const events: ServedEvent[] = [];
+    const c = new EndpointClient({ name: 'cancel', baseUrl: fault.baseUrl, model: 'fault-model', timeoutMs: 60_000, retries: 3, onEvent: (e) => events.push(e) });
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = c.chat([{ role: 'user', content: 'hi' }], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toMatchObject({ kind: 'aborted', attempts: 1 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(fault.seen).toHaveLength(1);
+    expect(events.map((e) => e.kind)).toEqual(['served/failed']);
+  });
+});

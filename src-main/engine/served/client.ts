@@ -462,11 +462,17 @@ export class EndpointClient {
       }, this.timeoutMs);
     };
     touch();
+    // A listener removed when the attempt ends, rather than AbortSignal.any, which on Node 20
+    // keeps every derived signal alive as long as a long-lived caller signal (a run's stop).
+    const forward = () => controller.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener('abort', forward, { once: true });
     return {
-      signal: signal ? AbortSignal.any([controller.signal, signal]) : controller.signal,
+      signal: controller.signal,
       touch,
       done: () => {
         if (handle) clearTimeout(handle);
+        signal?.removeEventListener('abort', forward);
       },
       timedOut: () => fired,
     };
