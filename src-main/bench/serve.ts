@@ -99,7 +99,7 @@ export async function run(argv: string[]): Promise<void> {
     options: {
       clients: { type: 'string', default: '1,8,32' },
       requests: { type: 'string', default: '6' },
-      rounds: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '5' },
       'max-tokens': { type: 'string', default: '64' },
       checkpoint: { type: 'string' },
       backend: { type: 'string', default: 'auto' },

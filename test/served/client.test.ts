@@ -214,3 +214,37 @@ describe('EndpointClient against a loopback server', () => {
     expect(redactSecret(`x${KEY}y`, KEY)).toBe('x***y');
   });
 });
+
+describe('EndpointClient on a server without n', () => {
+  it('sends a group as n requests of one choice, seeds offset per choice', async () => {
+    const fault = await startFaultServer({ ignoreN: true });
+    servers.push(fault);
+    const c = new EndpointClient({ name: 'plain', baseUrl: fault.baseUrl, model: 'fault-model', sampling: { n: 3, seed: 10 }, unsupported: ['n'] });
+    const shown = ['', '', ''];
+    const r = await c.chat([{ role: 'user', content: 'hi' }], { onChunk: (ch) => (shown[ch.index] += ch.delta) });
+    expect(r.choices.map((x) => x.index)).toEqual([0, 1, 2]);
+    expect(r.choices.map((x) => x.text)).toEqual(['hello world', 'hello world', 'hello world']);
+    expect(shown).toEqual(['hello world', 'hello world', 'hello world']);
+    expect(r.usage).toEqual({ promptTokens: 21, completionTokens: 6, totalTokens: 27 });
+    const bodies = fault.seen.map((s) => s.body!);
+    expect(bodies.map((b) => b.n)).toEqual([undefined, undefined, undefined]);
+    expect(bodies.map((b) => b.seed).sort()).toEqual([10, 11, 12]);
+  });
+});
+
+describe('EndpointClient cancellation', () => {
+  it('a caller abort ends a hanging request at once, without retries', async () => {
+    const fault = await startFaultServer({ script: [{ kind: 'hang' }, { kind: 'hang' }] });
+    servers.push(fault);
+    const events: ServedEvent[] = [];
+    const c = new EndpointClient({ name: 'cancel', baseUrl: fault.baseUrl, model: 'fault-model', timeoutMs: 60_000, retries: 3, onEvent: (e) => events.push(e) });
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = c.chat([{ role: 'user', content: 'hi' }], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toMatchObject({ kind: 'aborted', attempts: 1 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(fault.seen).toHaveLength(1);
+    expect(events.map((e) => e.kind)).toEqual(['served/failed']);
+  });
+});

@@ -138,4 +138,30 @@ describe('EndpointPool', () => {
     expect(last.n).toBeUndefined();
     expect(last.top_k).toBeUndefined();
   });
+
+  it('background health checks take a dead replica out before any request meets it, and keep it out while it stays dead', async () => {
+    const a = await fault();
+    const b = await fault();
+    let clock = 0;
+    const { p, events } = pool([spec('e', [a, b], { timeoutMs: 500 })], { solver: 'e' }, { downForMs: 1000, now: () => clock });
+    await p.checkAll();
+    expect(p.replicas('e').map((r) => r.up)).toEqual([true, true]);
+    // b goes away: the next round of checks notices, with no request sent.
+    const bUrl = b.baseUrl;
+    await b.close();
+    servers = servers.filter((x) => x !== b);
+    const stop = p.startHealthChecks(20);
+    for (let i = 0; i < 100 && p.replicas('e')[1].up; i++) await new Promise((r) => setTimeout(r, 20));
+    stop();
+    expect(p.replicas('e').map((r) => r.up)).toEqual([true, false]);
+    expect(events.find((e) => e.kind === 'served/replica_down')?.data).toMatchObject({ endpoint: 'e', baseUrl: bUrl, reason: 'network' });
+    await p.chat('solver', hi);
+    expect(a.seen.filter((x) => x.method === 'POST')).toHaveLength(1);
+    // Still down when due again: it stays out; a comes through every check.
+    clock += 1000;
+    await p.checkAll();
+    expect(p.replicas('e').map((r) => r.up)).toEqual([true, false]);
+    p.close();
+  });
 });
+

@@ -1,8 +1,12 @@
 /** `marsrl serve-model` as a user starts it: a child process, driven by the official openai client. */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../../src-main/engine/store';
 import { marsrl, MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+import { tempDir } from '../helpers/tmp';
 
 function startServeModel(args: string[], env: NodeJS.ProcessEnv = {}) {
   const child = spawn(process.execPath, [MARSRL_BIN, 'serve-model', ...args], {
@@ -81,4 +85,38 @@ describe('marsrl serve-model (child process)', () => {
     expect(notCkpt.code).toBe(1);
     expect(notCkpt.stderr).toMatch(/not a Studio checkpoint folder \(no checkpoint\.json\)/);
   });
+
+  it('--run serves the policies of a run\'s latest checkpoint, and names a checkpoint that is gone', async () => {
+    const tmp = tempDir();
+    try {
+      const db = path.join(tmp.dir, 'runs.db');
+      const store = openStore(db);
+      const runId = store.runs.create({ name: 'served-run', config: {}, codeVersion: 't', seed: 1 });
+      for (const step of [10, 20]) {
+        for (const role of ['solver', 'verifier']) {
+          const dir = path.join(tmp.dir, 'checkpoints', `step-0000${step}`, role);
+          if (step === 20) fs.cpSync(path.join(REPO_ROOT, 'resources/checkpoints/quick', role), dir, { recursive: true });
+          store.events.addCheckpoint({ runId, step, policyId: role, path: dir, createdAt: Date.now(), metrics: null });
+        }
+      }
+      store.close();
+      const served = startServeModel(['--run', 'served-run', '--db', db, '--port', '0', '--backend', 'wasm']);
+      try {
+        const baseURL = await served.ready;
+        const client = new OpenAI({ baseURL, apiKey: 'unused-on-loopback', maxRetries: 0 });
+        expect((await client.models.list()).data.map((m) => m.id)).toEqual(['solver', 'verifier']);
+        expect(served.stdout()).toContain(path.join('step-000020', 'solver'));
+      } finally {
+        await served.stop();
+      }
+      const gone = marsrl(['serve-model', '--run', 'served-run', '--step', '10', '--db', db]);
+      expect(gone.code).toBe(2);
+      expect(gone.stderr).toMatch(/step-000010.solver is gone \(a run keeps its two newest checkpoints\); pick another --step/);
+      const wrong = marsrl(['serve-model', '--run', 'served-run', '--step', '15', '--db', db]);
+      expect(wrong.stderr).toMatch(/--step 15: run served-run has checkpoints at steps 10, 20/);
+    } finally {
+      tmp.cleanup();
+    }
+  });
 });
+

@@ -9,8 +9,10 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import type { GPT } from '../../src-main/engine/model/gpt';
 import { sample } from '../../src-main/engine/model/sampling';
 import { EndpointClient } from '../../src-main/engine/served/client';
+import { EndpointPool } from '../../src-main/engine/served/pool';
 import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { startFaultServer } from './fault-server';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const TOKEN = 'serve-model-test-token-0123456789';
@@ -144,6 +146,25 @@ describe('marsrl serve-model through the official openai client', () => {
     expect(usage).toEqual(whole.usage);
   });
 
+  it('top_k and min_p (vLLM extensions): top_k 1 and min_p 1 decode greedily, top_k 3 stays in the top three', async () => {
+    const messages = [{ role: 'user' as const, content: QUESTION }];
+    const greedy = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64 });
+    // Fields beyond OpenAI's go in the body as vLLM's clients send them.
+    const extra = (body: Record<string, unknown>) => body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const k1 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 1.5, seed: 5, n: 3, max_tokens: 64, top_k: 1 }));
+    expect(k1.choices.map((c) => c.message.content)).toEqual(Array(3).fill(greedy.choices[0].message.content));
+    const p1 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 1.5, seed: 5, n: 3, max_tokens: 64, min_p: 1 }));
+    expect(p1.choices.map((c) => c.message.content)).toEqual(Array(3).fill(greedy.choices[0].message.content));
+    const k3 = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 2, seed: 9, n: 4, max_tokens: 64, top_k: 3, logprobs: true, top_logprobs: 3 }));
+    const plain = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 2, seed: 9, n: 4, max_tokens: 64, logprobs: true, top_logprobs: 3 }));
+    let outside = 0;
+    for (const c of plain.choices) for (const t of c.logprobs!.content!) if (!t.top_logprobs.some((a) => a.token === t.token)) outside++;
+    expect(outside).toBeGreaterThan(0); // at temperature 2 plain sampling leaves the top three …
+    for (const c of k3.choices) for (const t of c.logprobs!.content!) expect(t.top_logprobs.map((a) => a.token)).toContain(t.token); // … top_k 3 never does
+    const bad = await client.chat.completions.create(extra({ model: 'solver', messages, top_k: 2.5 })).catch((e: unknown) => e);
+    expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('top_k');
+  });
+
   it('answers a bad request with 400 naming the field, and an unknown model with 404', async () => {
     const bad = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 5 }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
@@ -183,8 +204,8 @@ describe('marsrl serve-model through the official openai client', () => {
     const report = await own.probe();
     expect(report.error).toBeNull();
     expect(report.models).toEqual(['solver', 'verifier']);
-    // serve-model implements every feature the probe asks for but top_k and min_p (refused by name).
-    expect(new Set(report.missing)).toEqual(new Set(['top_k', 'min_p']));
+    // serve-model implements every feature the probe asks for.
+    expect(report.missing).toEqual([]);
     const r = await own.chat([{ role: 'user', content: QUESTION }]);
     const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
     const expected = inProcess(solver, prompt, 4, { seed: 42, temperature: 1, topP: 0.9, maxTokens: 64 });
@@ -195,5 +216,89 @@ describe('marsrl serve-model through the official openai client', () => {
     expect(shown).toEqual(r.choices.map((c) => c.text));
     expect(streamed.choices.map((c) => c.text)).toEqual(shown);
     expect(streamed.choices[0].logprobs?.map((l) => l.token).join('')).toBe(shown[0]);
+    // Completions through the same client: the completions logprobs layout, normalised.
+    const done = await own.complete(`<bos>${QUESTION}<solver>`, { sampling: { n: 1, temperature: 0, logprobs: true, top_logprobs: 2 } });
+    const text = done.choices[0].text;
+    expect(text).toMatch(/ A:\d+$/);
+    const lps = done.choices[0].logprobs!;
+    expect(lps.map((l) => l.token).join('')).toBe(text);
+    const mine = policyLogProbs(solver, solver.tokenizer.encodeText(`<bos>${QUESTION}<solver>`), solver.tokenizer.encodeText(text));
+    lps.forEach((l, j) => expect(l.logprob).toBeCloseTo(mine[j], 4));
+    expect(lps[0].top).toHaveLength(2);
+  });
+});
+
+describe('marsrl serve-model streaming details', () => {
+  it('a streamed completion with a stop sequence and logprobs equals the non-streamed one', async () => {
+    const args = { model: 'solver', prompt: `<bos>${QUESTION}<solver>`, temperature: 1, seed: 11, max_tokens: 64, stop: [' A:'], logprobs: 1 };
+    const whole = await client.completions.create(args);
+    const stream = await client.completions.create({ ...args, stream: true });
+    let text = '';
+    const tokens: string[] = [];
+    const lps: number[] = [];
+    let finish: string | null = null;
+    for await (const c of stream) {
+      for (const ch of c.choices) {
+        text += ch.text;
+        tokens.push(...(ch.logprobs?.tokens ?? []));
+        lps.push(...(ch.logprobs?.token_logprobs ?? []));
+        if (ch.finish_reason) finish = ch.finish_reason;
+      }
+    }
+    expect(text).toBe(whole.choices[0].text);
+    expect(text).not.toContain(' A:');
+    expect(tokens.join('')).toBe(text);
+    expect(lps).toEqual(whole.choices[0].logprobs!.token_logprobs);
+    expect(finish).toBe(whole.choices[0].finish_reason);
+  });
+
+  it('a client that aborts a stream frees its row at the next step', async () => {
+    const stats = server.batchers.get('solver')!.stats;
+    const messages = [{ role: 'user' as const, content: QUESTION }];
+    let before = stats.steps;
+    await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64 });
+    const fullSteps = stats.steps - before;
+    expect(fullSteps).toBeGreaterThan(10);
+    before = stats.steps;
+    const stream = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64, stream: true });
+    for await (const c of stream) {
+      if (c.choices[0]?.delta.content) {
+        stream.controller.abort();
+        break;
+      }
+    }
+    // The batcher stops soon after: wait for it to go idle, then count its steps.
+    for (let i = 0; i < 100 && stats.steps - before < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stats.steps - before).toBeLessThan(fullSteps / 2);
+  });
+});
+
+describe('serve-model as a replica in the pool', () => {
+  it('a Studio policy behind the pool beside a hanging replica: failover, metrics, no key in the events', async () => {
+    const hung = await startFaultServer({ model: 'solver', key: TOKEN, script: [{ kind: 'hang' }] });
+    try {
+      const events: Array<{ kind: string; message: string; data: Record<string, unknown> }> = [];
+      const pool = new EndpointPool({
+        endpoints: [{ name: 'studio', baseUrls: [hung.baseUrl, server.baseUrl], model: 'solver', apiKeyEnv: 'STUDIO_KEY', concurrency: 4, timeoutMs: 3000, retries: 2, sampling: { temperature: 0, max_tokens: 64 } }],
+        agents: { solver: 'studio' },
+        env: { STUDIO_KEY: TOKEN },
+        onEvent: (e) => events.push(e),
+        sleep: async () => {},
+      });
+      const r = await pool.chat('solver', [{ role: 'user', content: QUESTION }]);
+      const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);
+      const [greedy] = inProcess(solver, prompt, 1, { seed: 0, temperature: 0, maxTokens: 64 });
+      expect(r.choices[0].text).toBe(solver.tokenizer.responseText(greedy.tokens));
+      expect(r.attempts).toBe(2);
+      expect(events.map((e) => e.kind)).toEqual(['served/replica_down', 'served/retry']);
+      const m = pool.metrics();
+      expect(m['pool/studio/replicas_up']).toBe(1);
+      expect(m['pool/studio/completion_tokens']).toBe(greedy.tokens.length);
+      expect(JSON.stringify(events)).toContain('studio');
+      expect(JSON.stringify(events)).not.toContain(TOKEN);
+    } finally {
+      await hung.close();
+    }
   });
 });

@@ -41,7 +41,8 @@ function groupOf(path: string): string {
 }
 
 function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigField[]): void {
-  // Served endpoints (issue #16) get their own section of the new-run form, not generic fields.
+  // Served endpoints (issue #16) are records of records the generic form cannot lay out; the
+  // new-run form is to get its own endpoints section (not built yet).
   if (path === 'endpoints') return;
   if (schema.anyOf && schema.anyOf.every((o) => o.type === 'object' && o.properties?.kind?.const !== undefined)) {
     walkKinds(schema.anyOf, path, out);

@@ -108,7 +108,7 @@ export interface StreamChunk {
   index: number;
   /** The new text of choice `index`. */
   delta: string;
-  /** True once: what was received so far is void (the stream was cut and the request retried). */
+  /** What was received so far, of every choice, is void (the stream was cut and the request is sent again). */
   restart?: boolean;
 }
 
@@ -315,14 +315,44 @@ export class EndpointClient {
     return null;
   }
 
-  private request(path: string, payload: Record<string, unknown>, opts: CallOptions): Promise<EndpointResult> {
-    return this.requestWith(path, payload, opts, this.unsupported, this.retries);
+  private async request(path: string, payload: Record<string, unknown>, opts: CallOptions): Promise<EndpointResult> {
+    const sampling = { ...this.sampling, ...(opts.sampling ?? {}) };
+    const n = sampling.n ?? 1;
+    if (n <= 1 || !this.unsupported.has('n')) return this.requestWith(path, payload, opts, this.unsupported, this.retries);
+    // A server without `n` gets the group as n requests of one choice; a seed, where honoured,
+    // is offset per choice so the choices differ and stay reproducible.
+    const started = Date.now();
+    const parts = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        this.requestWith(
+          path,
+          payload,
+          {
+            ...opts,
+            sampling: { ...sampling, n: 1, ...(sampling.seed !== undefined ? { seed: sampling.seed + i } : {}) },
+            onChunk: opts.onChunk ? (c) => opts.onChunk!({ ...c, index: i }) : undefined,
+          },
+          this.unsupported,
+          this.retries,
+        ),
+      ),
+    );
+    const usage = parts.every((p) => p.usage)
+      ? parts.reduce((a, p) => ({ promptTokens: a.promptTokens + p.usage!.promptTokens, completionTokens: a.completionTokens + p.usage!.completionTokens, totalTokens: a.totalTokens + p.usage!.totalTokens }), { promptTokens: 0, completionTokens: 0, totalTokens: 0 })
+      : null;
+    return {
+      choices: parts.map((p, i) => ({ ...p.choices[0], index: i })),
+      usage,
+      model: parts[0].model,
+      attempts: Math.max(...parts.map((p) => p.attempts)),
+      latencyMs: Date.now() - started,
+    };
   }
 
   private async requestWith(path: string, payload: Record<string, unknown>, opts: CallOptions, unsupported: Set<UnsupportedFeature>, retries: number): Promise<EndpointResult> {
     const keyProblem = this.keyProblem();
     if (keyProblem) throw new EndpointError(keyProblem, this.name, 'config', null, false, 0);
-    const body: Record<string, unknown> = { model: this.model, ...payload, ...this.samplingFields({ ...this.sampling, ...(opts.sampling ?? {}) }, unsupported) };
+    const body: Record<string, unknown> = { model: this.model, ...payload, ...this.samplingFields(path, { ...this.sampling, ...(opts.sampling ?? {}) }, unsupported) };
     const streaming = opts.onChunk !== undefined && !unsupported.has('stream');
     if (streaming) {
       body.stream = true;
@@ -333,7 +363,10 @@ export class EndpointClient {
     let streamedAny = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        if (streamedAny && opts.onChunk) opts.onChunk({ index: 0, delta: '', restart: true });
+        if (streamedAny && opts.onChunk) {
+          opts.onChunk({ index: 0, delta: '', restart: true });
+          streamedAny = false;
+        }
         const result = streaming
           ? await this.attemptStream(path, body, opts.signal ?? null, (c) => {
               streamedAny = true;
@@ -381,7 +414,7 @@ export class EndpointClient {
     return Math.round(Math.max(jittered, floor));
   }
 
-  private samplingFields(s: EndpointSampling, unsupported: Set<UnsupportedFeature>): Record<string, unknown> {
+  private samplingFields(path: string, s: EndpointSampling, unsupported: Set<UnsupportedFeature>): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     if (s.temperature !== undefined) out.temperature = s.temperature;
     if (s.top_p !== undefined) out.top_p = s.top_p;
@@ -392,8 +425,12 @@ export class EndpointClient {
     if (s.n !== undefined && s.n !== 1 && !unsupported.has('n')) out.n = s.n;
     if (s.stop !== undefined && s.stop.length > 0) out.stop = s.stop;
     if (s.logprobs && !unsupported.has('logprobs')) {
-      out.logprobs = true;
-      if (s.top_logprobs !== undefined) out.top_logprobs = s.top_logprobs;
+      // Chat takes logprobs: true plus top_logprobs (0–20); completions takes logprobs: k (0–5).
+      if (path === 'completions') out.logprobs = Math.min(5, s.top_logprobs ?? 0);
+      else {
+        out.logprobs = true;
+        if (s.top_logprobs !== undefined) out.top_logprobs = s.top_logprobs;
+      }
     }
     if (s.chat_template_kwargs !== undefined && !unsupported.has('chat_template_kwargs')) out.chat_template_kwargs = s.chat_template_kwargs;
     return out;
@@ -425,11 +462,17 @@ export class EndpointClient {
       }, this.timeoutMs);
     };
     touch();
+    // A listener removed when the attempt ends, rather than AbortSignal.any, which on Node 20
+    // keeps every derived signal alive as long as a long-lived caller signal (a run's stop).
+    const forward = () => controller.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener('abort', forward, { once: true });
     return {
-      signal: signal ? AbortSignal.any([controller.signal, signal]) : controller.signal,
+      signal: controller.signal,
       touch,
       done: () => {
         if (handle) clearTimeout(handle);
+        signal?.removeEventListener('abort', forward);
       },
       timedOut: () => fired,
     };

@@ -83,6 +83,7 @@ export class EndpointPool {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly now: () => number;
   private useCounter = 0;
+  private healthTimer: NodeJS.Timeout | null = null;
 
   constructor(opts: PoolOptions) {
     this.onEvent = opts.onEvent ?? (() => {});
@@ -184,6 +185,49 @@ export class EndpointPool {
       s.latencyCount = 0;
     }
     return out;
+  }
+
+  /**
+   * Check every replica every `intervalMs` (`GET /models`) in the background: a replica that
+   * stopped answering is taken out before a request meets it, one that is due comes back.
+   * Returns a function that stops the checks (also done by `close`).
+   */
+  startHealthChecks(intervalMs: number): () => void {
+    this.stopHealthChecks();
+    const timer = setInterval(() => void this.checkAll(), intervalMs);
+    timer.unref();
+    this.healthTimer = timer;
+    return () => this.stopHealthChecks();
+  }
+
+  /** One round of health checks over every replica of every endpoint. */
+  async checkAll(): Promise<void> {
+    await Promise.all(
+      [...this.endpoints.values()].map(async (s) => {
+        await this.revive(s);
+        await Promise.all(
+          s.replicas
+            .filter((r) => r.up)
+            .map(async (r) => {
+              try {
+                await r.client.listModels();
+              } catch (error) {
+                if (error instanceof EndpointError && error.status !== 401 && error.status !== 403) this.markDown(s, r, error);
+              }
+            }),
+        );
+      }),
+    );
+  }
+
+  /** Stop background health checks. */
+  close(): void {
+    this.stopHealthChecks();
+  }
+
+  private stopHealthChecks(): void {
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.healthTimer = null;
   }
 
   /** Replica states of one endpoint (for the UI and tests). */

@@ -34,6 +34,10 @@ export interface DecodeParams {
   stop: string[];
   /** Alternatives per position to report (0 = none); logprobs of the chosen tokens are always kept. */
   topLogprobs: number;
+  /** Keep only the k most likely tokens (vLLM's top_k); 0 or −1 keeps all. */
+  topK?: number;
+  /** Drop tokens less likely than min_p × the most likely one, after temperature (vLLM's min_p). */
+  minP?: number;
 }
 
 export interface TokenInfo {
@@ -67,6 +71,8 @@ export interface DecodeJob {
   params: DecodeParams;
   /** Called as text becomes final (text held back while it may still begin a stop sequence). */
   onUpdate?: (update: ChoiceUpdate) => void;
+  /** Aborted when the client went away: its rows stop at the next step, freeing the batch. */
+  signal?: AbortSignal;
 }
 
 interface Row {
@@ -102,6 +108,8 @@ export class RequestBatcher {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
   private firstQueuedAt = 0;
+  /** Requests in the last batch: how many to wait for before the next one starts. */
+  private expectedJobs = 0;
   readonly stats: BatcherStats = { batches: 0, rows: 0, steps: 0, largestBatch: 0, queued: 0 };
 
   constructor(
@@ -120,9 +128,12 @@ export class RequestBatcher {
   }
 
   /**
-   * The window is a quiet period: each arrival restarts it, so a burst (clients that all answer
-   * the previous batch's results at once) lands in one batch; `maxWaitMs` caps how long the first
-   * request of a batch waits. While a batch decodes, arrivals queue for the next one.
+   * When a batch starts. Callers that were answered together tend to come back together (a
+   * reasoning loop's agents, clients in a closed loop), but their next requests arrive spread
+   * over a few ms of HTTP handling: so after a batch of J requests the next one waits, up to
+   * `maxWaitMs` from its first arrival, until J requests are queued. Otherwise (no batch yet, or
+   * J reached) the window is a quiet period: each arrival restarts it, capped by `maxWaitMs`.
+   * A wait that times out short lowers J to what came, so open-loop traffic stops waiting.
    */
   private schedule(): void {
     if (this.running) return;
@@ -131,9 +142,12 @@ export class RequestBatcher {
     else this.firstQueuedAt = now;
     const windowMs = this.opts.windowMs ?? 2;
     const maxWaitMs = this.opts.maxWaitMs ?? Math.max(20, 10 * windowMs);
-    const wait = Math.max(0, Math.min(windowMs, this.firstQueuedAt + maxWaitMs - now));
+    const left = Math.max(0, this.firstQueuedAt + maxWaitMs - now);
+    const waitingForReturns = this.queue.length < this.expectedJobs;
+    const wait = waitingForReturns ? left : Math.min(windowMs, left);
     this.timer = setTimeout(() => {
       this.timer = null;
+      if (waitingForReturns) this.expectedJobs = this.queue.length;
       void this.drain();
     }, wait);
   }
@@ -149,6 +163,7 @@ export class RequestBatcher {
       batch.push(job);
     }
     this.stats.queued = this.queue.length;
+    this.expectedJobs = batch.length;
     try {
       await this.decode(batch);
     } catch (error) {
@@ -184,9 +199,16 @@ export class RequestBatcher {
           if (rowOf[r] < 0) continue;
           const row = all[rowOf[r]];
           const p = row.job.params;
+          if (row.job.signal?.aborted) {
+            row.finished = 'length';
+            rowOf[r] = -1;
+            continue;
+          }
           const rowLogits = logits.subarray(r * V, (r + 1) * V);
           const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
-          const { token, rawLogProb } = sampleFromLogits(rowLogits, p.temperature, p.topP, u);
+          const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
+          // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
+          const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
           row.ids.push(token);
           if (stopIds.has(token)) {
             row.finished = 'stop';
@@ -263,6 +285,39 @@ export class RequestBatcher {
     const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b);
     return order.slice(0, k).map((id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
   }
+}
+
+function logSumExp(logits: Float32Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  return max + Math.log(sum);
+}
+
+/**
+ * The logits with top_k and min_p applied (excluded tokens at −∞), as vLLM applies them before
+ * top_p: top_k keeps the k largest logits (ties at the k-th kept), min_p keeps tokens whose
+ * probability at the sampling temperature is at least min_p × the largest, i.e. logits within
+ * τ·ln(1/min_p) of the maximum. Greedy decoding is unchanged by either.
+ */
+function truncated(logits: Float32Array, p: DecodeParams): Float32Array {
+  const V = logits.length;
+  const topK = p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
+  const minP = p.minP !== undefined && p.minP > 0 && p.temperature > 0 ? p.minP : 0;
+  if (topK === 0 && minP === 0) return logits;
+  const out = Float32Array.from(logits);
+  if (topK > 0) {
+    const kth = Float32Array.from(logits).sort().reverse()[topK - 1];
+    for (let i = 0; i < V; i++) if (out[i] < kth) out[i] = -Infinity;
+  }
+  if (minP > 0) {
+    let max = -Infinity;
+    for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
+    const floor = max + p.temperature * Math.log(minP);
+    for (let i = 0; i < V; i++) if (out[i] < floor) out[i] = -Infinity;
+  }
+  return out;
 }
 
 function longest(stops: readonly string[]): number {

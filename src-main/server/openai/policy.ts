@@ -114,6 +114,10 @@ export class CharPolicyTokenizer implements ServedTokenizer {
  */
 export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Role } = {}): ServedPolicy {
   const manifest = path.join(dir, CHECKPOINT_MANIFEST);
+  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
+    // The Hugging Face family (issue #13) implements the same seams; its loader plugs in here.
+    throw new Error(`${dir}: a Hugging Face model folder (config.json); this build serves Studio GPT checkpoints (checkpoint.json) only`);
+  }
   if (!fs.existsSync(manifest)) throw new Error(`${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}); give a folder made by marsrl pretrain or a run's checkpoint`);
   const loaded = loadCheckpoint(dir);
   const base = path.basename(path.resolve(dir));

@@ -45,9 +45,6 @@ const REFUSED: Record<string, unknown[]> = {
   presence_penalty: [0],
   frequency_penalty: [0],
   repetition_penalty: [1],
-  // vLLM's extensions: the Studio's sampler draws with temperature and top_p only.
-  top_k: [0, -1],
-  min_p: [0],
 };
 
 export interface ParsedRequest {
@@ -89,6 +86,9 @@ function common(body: unknown, defaults: { maxTokens: number; maxN: number }): {
   const temperature = numberField(body, 'temperature', 1, 0, 2);
   const topP = numberField(body, 'top_p', 1, 0, 1);
   if (topP === 0) throw badRequest('top_p must be greater than 0', 'top_p');
+  // vLLM's extensions, as Qwen3's recommended settings use them (top_k 20, min_p 0).
+  const topK = numberField(body, 'top_k', 0, -1, 1_000_000, true);
+  const minP = numberField(body, 'min_p', 0, 0, 1);
   const n = numberField(body, 'n', 1, 1, defaults.maxN, true);
   const maxTokens = numberField(body, body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens', defaults.maxTokens, 1, 1_000_000, true);
   // Without a seed each request draws its own, as an API server's sampling would differ per call.
@@ -108,7 +108,7 @@ function common(body: unknown, defaults: { maxTokens: number; maxN: number }): {
       model: body.model,
       stream: body.stream === true,
       includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
-      params: { temperature, topP, n, maxTokens, seed: seed >>> 0, stop, topLogprobs: 0 },
+      params: { temperature, topP, n, maxTokens, seed: seed >>> 0, stop, topLogprobs: 0, topK, minP },
     },
   };
 }

@@ -128,8 +128,18 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
       const completion = choices.reduce((a, c) => a + c.ids.length, 0);
       return { prompt_tokens: prompt.length, completion_tokens: completion, total_tokens: prompt.length + completion };
     };
+    // A client that goes away stops its rows at the next step instead of holding the batch.
+    let closed = false;
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        closed = true;
+        gone.abort();
+      }
+    });
     if (!parsed.stream) {
-      const choices = await s.batcher.submit({ prompt, params: parsed.params });
+      const choices = await s.batcher.submit({ prompt, params: parsed.params, signal: gone.signal });
+      if (closed) return;
       return sendJson(res, 200, {
         id,
         object: chat ? 'chat.completion' : 'text_completion',
@@ -145,17 +155,13 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     if (chat) {
       for (let i = 0; i < parsed.params.n; i++) send(chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
     }
-    let closed = false;
-    req.on('close', () => {
-      closed = true;
-    });
     const onUpdate = (u: ChoiceUpdate) => {
       if (closed) return;
       if (u.delta.length === 0 && u.tokens.length === 0 && !u.finishReason) return;
       const lp = parsed.logprobs ? (chat ? chatLogprobs(u.tokens) : completionLogprobs(u.tokens, 0)) : null;
       send(chunk([chat ? { index: u.index, delta: u.delta ? { content: u.delta } : {}, logprobs: lp, finish_reason: u.finishReason } : { index: u.index, text: u.delta, logprobs: lp, finish_reason: u.finishReason }]));
     };
-    const choices = await s.batcher.submit({ prompt, params: parsed.params, onUpdate });
+    const choices = await s.batcher.submit({ prompt, params: parsed.params, onUpdate, signal: gone.signal });
     if (closed) return;
     if (parsed.includeUsage) send(chunk([], { usage: usageOf(choices) }));
     res.end('data: [DONE]\n\n');
