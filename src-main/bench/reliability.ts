@@ -862,7 +862,7 @@ export async function runReliability(options: ReliabilityOptions): Promise<Relia
   return report;
 }
 
-function printTable(report: ReliabilityReport): void {
+export function printTable(report: ReliabilityReport): void {
   const lines: string[] = [];
   lines.push('Kill trials (SIGKILL, then marsrl resume):');
   lines.push('| # | moment | victim | landed | integrity | committed | lost (live) | lost (any) | one attempt/step | resumed to done |');
