@@ -862,6 +862,7 @@ export async function runReliability(options: ReliabilityOptions): Promise<Relia
   return report;
 }
 
+/** The tables the bench prints; also prints a report saved with --json. */
 export function printTable(report: ReliabilityReport): void {
   const lines: string[] = [];
   lines.push('Kill trials (SIGKILL, then marsrl resume):');
