@@ -410,7 +410,9 @@ async function corruptCheckpoint(dir: string, all: boolean): Promise<FaultResult
   const fault = all ? 'every checkpoint corrupted' : 'newest checkpoint truncated';
   const { databasePath, runId } = await interruptedRun(dir);
   const root = path.join(runDir(databasePath, runId), 'checkpoints');
-  const steps = fs.readdirSync(root).filter((d) => d.startsWith('step-')).sort();
+  // The kill may land while an old checkpoint is being removed or a new one written: damage only
+  // complete ones.
+  const steps = fs.readdirSync(root).filter((d) => d.startsWith('step-') && fs.existsSync(path.join(root, d, 'solver', 'checkpoint.json'))).sort();
   const damaged: string[] = [];
   for (const step of all ? steps : steps.slice(-1)) {
     const weights = path.join(root, step, 'solver', fs.readdirSync(path.join(root, step, 'solver')).find((f) => f.endsWith('.bin')) ?? 'weights.bin');
