@@ -52,7 +52,7 @@ describe('reliability suite (short form)', () => {
       expect(f.outcome, `${f.fault}: ${f.detail}`).toBe('ok');
       expect(f.integrity).toBe('ok');
     }
-    expect(byName.get('newest checkpoint truncated')!.detail).toMatch(/step-000003.*cannot be loaded.*resumed from the checkpoint of step 2/);
+    expect(byName.get('newest checkpoint truncated')!.detail).toMatch(/checkpoint of step (\d+) in .*step-0+\1 cannot be loaded \(.*bytes, expected.*resumed from the checkpoint of step/);
     expect(byName.get('every checkpoint corrupted')!.detail).toMatch(/checksum mismatch.*Restore the checkpoint folder from a backup/);
     expect(byName.get('two marsrl resume of one run at once')!.detail).toMatch(/being resumed by another process/);
     expect(report.faults).toHaveLength(6);
