@@ -9,7 +9,9 @@
  * evaluations at 2 and 4) is SIGKILLed at a random moment of one phase — during a step's rollout,
  * its update, the evaluation after it, the checkpoint write (the kill fires when the checkpoint's
  * folder appears), or an export of the finished run (when its temporary file appears) — and the
- * victim is the trainer worker, the managing `marsrl run`, or the whole process group. Moments
+ * victim is the trainer worker, the managing `marsrl run`, or the whole process group (rotating,
+ * so each moment's repeats hit different victims; a killed export's victim is the export process
+ * itself, or its group). Moments
  * within a phase come from the run's own figures (perf/rollout_s, perf/update_s, eval spans) and
  * a seeded random fraction. Then `marsrl resume` (or the export again). Per trial: SQLite's
  * integrity_check, turns committed before the kill that are missing after it (all attempts, and
@@ -827,17 +829,23 @@ export interface ReliabilityReport {
   load: LoadResult | null;
 }
 
-/** The (moment, victim) of trial i: every moment in turn, victims drawn from the seeded stream. */
-export function trialPlan(trials: number, seed: number): { moment: Moment; victim: Victim }[] {
-  const rng = new Rng(seed, 'reliability-plan');
-  return Array.from({ length: trials }, (_, i) => ({ moment: MOMENTS[i % MOMENTS.length], victim: VICTIMS[rng.int(0, VICTIMS.length - 1)] }));
+/**
+ * The (moment, victim) of trial i: every moment in turn, and the victims rotating so that each
+ * moment's repeats hit another victim (10 trials: each moment with two different victims). The
+ * seed decides where within each phase the kill lands.
+ */
+export function trialPlan(trials: number): { moment: Moment; victim: Victim }[] {
+  return Array.from({ length: trials }, (_, i) => ({
+    moment: MOMENTS[i % MOMENTS.length],
+    victim: VICTIMS[((i % MOMENTS.length) + Math.floor(i / MOMENTS.length)) % VICTIMS.length],
+  }));
 }
 
 export async function runReliability(options: ReliabilityOptions): Promise<ReliabilityReport> {
   const log = options.log ?? (() => undefined);
   const report: ReliabilityReport = { bad_inputs: [], trials: [], faults: [], load: null };
   const rng = new Rng(options.seed, 'reliability-moments');
-  for (const [i, { moment, victim }] of trialPlan(options.trials, options.seed).entries()) {
+  for (const [i, { moment, victim }] of trialPlan(options.trials).entries()) {
     const trial = await killTrial(path.join(options.dir, `trial-${i + 1}`), i + 1, moment, victim, rng);
     log(`trial ${i + 1}: kill ${victim} during ${moment}: ${trial.landed}; lost ${trial.lostLive} live / ${trial.lostAny} any; resumed ${trial.resumedToDone ? 'to done' : 'NOT to done'} (${trial.seconds.toFixed(1)} s)`);
     report.trials.push(trial);
