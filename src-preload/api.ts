@@ -53,7 +53,8 @@ export interface RunDetail extends RunSummary {
   codeVersion: string;
   /** Backend chosen and why the others were skipped. */
   backendInfo: Record<string, unknown> | null;
-  counts: { problems: number; episodes: number; turns: number; segments: number; metrics: number; events: number; checkpoints: number };
+  /** Episodes and turns of the live attempt; `supersededTurns` counts the killed attempts' redone ones. */
+  counts: { problems: number; episodes: number; turns: number; supersededTurns: number; segments: number; metrics: number; events: number; checkpoints: number };
 }
 
 export interface ListRunsQuery {

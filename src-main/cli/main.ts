@@ -3,7 +3,8 @@
  * as the desktop app, so runs started here appear in the window and the other way round.
  */
 import { ConfigError } from '../engine/config/load';
-import { SchemaTooNewError } from '../engine/store';
+import { describeStoreFailure, SchemaTooNewError } from '../engine/store';
+import { resolveDatabasePath } from '../engine/paths';
 import { packageVersion } from '../engine/version';
 import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
@@ -78,10 +79,22 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
       ctx.err(`marsrl ${name}: ${error.message}`);
       return 1;
     }
+    const storeFailure = describeStoreFailure(error, databaseArgument(rest, ctx.env));
+    if (storeFailure) {
+      ctx.err(`marsrl ${name}: ${storeFailure}`);
+      return 1;
+    }
     ctx.err(`marsrl ${name}: ${error instanceof Error ? error.message : String(error)}`);
     if (ctx.env.MARSRL_DEBUG && error instanceof Error && error.stack) ctx.err(error.stack);
     return 1;
   }
+}
+
+/** The database a command was pointed at (--db PATH, --db=PATH, MARSRL_DB or the default), for messages. */
+function databaseArgument(argv: string[], env: NodeJS.ProcessEnv): string {
+  const i = argv.indexOf('--db');
+  const inline = argv.find((a) => a.startsWith('--db='));
+  return resolveDatabasePath(i >= 0 ? argv[i + 1] : inline?.slice('--db='.length), env);
 }
 
 /** The process entry (bin/marsrl.js imports this file). */

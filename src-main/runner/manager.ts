@@ -19,7 +19,10 @@ import type { RunController } from '../api/service';
 import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
-import type { Store } from '../engine/store';
+import { getTaskFamily } from '../engine/tasks/registry';
+import { readCheckpointManifest } from '../engine/model/checkpoint';
+import { resolveInitPath } from '../engine/training/policies';
+import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { codeVersion } from '../engine/version';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
@@ -58,10 +61,40 @@ export function resolveLaunchConfig(request: StartRunRequest): { config: RunConf
     // A file the run needs is checked before the run exists, and pinned to an absolute path.
     const fileIssues = taskFileIssues(config);
     if (fileIssues.length) throw new ConfigError(fileIssues);
+    checkTaskFile(config);
+    checkInitCheckpoints(config);
     return { config: withAbsoluteTaskPaths(config), preset: request.preset ?? null };
   } catch (error) {
     if (error instanceof ConfigError) throw new StudioError('invalid_request', error.message, error.issues);
     throw error;
+  }
+}
+
+/**
+ * A run of the jsonl family reads its task file in the worker; a file that cannot be read is
+ * refused here instead, before the run is recorded (issue #17: bad input writes nothing).
+ */
+function checkTaskFile(config: RunConfig): void {
+  if (config.task.family !== 'jsonl' || !config.task.jsonl_path) return;
+  try {
+    getTaskFamily('jsonl', { path: config.task.jsonl_path, checker: config.task.checker });
+  } catch (error) {
+    const message = `task.jsonl_path: ${error instanceof Error ? error.message : String(error)}`;
+    throw new StudioError('invalid_request', message, [{ path: 'task.jsonl_path', message }]);
+  }
+}
+
+/** Each policy's `init` checkpoint must be found and readable before the run is recorded. */
+function checkInitCheckpoints(config: RunConfig): void {
+  for (const [id, policy] of Object.entries(config.policies)) {
+    if (!policy.init) continue;
+    const field = `policies.${id}.init`;
+    try {
+      readCheckpointManifest(resolveInitPath(policy.init));
+    } catch (error) {
+      const message = `${field}: ${error instanceof Error ? error.message : String(error)}`;
+      throw new StudioError('invalid_request', message, [{ path: field, message }]);
+    }
   }
 }
 
@@ -90,6 +123,18 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   const publish = (event: StudioEvent) => hub?.publish(event);
 
   const markEnded = (runId: number, code: number | null, signal: NodeJS.Signals | null, stopReason: string | null, died: string | null) => {
+    try {
+      markEndedInStore(runId, code, signal, stopReason, died);
+    } catch (error) {
+      // The store cannot be written (a full disk, a lock held elsewhere): the run stays recorded
+      // `running` with a dead pid, which every reader shows as interrupted (store/liveness.ts)
+      // and the next start marks; say so rather than crash the managing process.
+      const why = describeStoreFailure(error, databasePath) ?? (error instanceof Error ? error.message : String(error));
+      process.stderr.write(`run ${runId}: its worker stopped but the run could not be marked: ${why}\n`);
+      publish({ type: 'run-status', runId, status: 'interrupted', reason: why });
+    }
+  };
+  const markEndedInStore = (runId: number, code: number | null, signal: NodeJS.Signals | null, stopReason: string | null, died: string | null) => {
     const run = store.runs.get(runId);
     if (!run) return;
     if (run.status === 'running' || run.status === 'queued') {

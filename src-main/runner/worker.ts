@@ -15,7 +15,7 @@
  */
 import { resolveConfig } from '../engine/config/load';
 import { initBackend } from '../engine/model/backend';
-import { openStore, type Store } from '../engine/store';
+import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
 import { runRolloutLoop } from '../engine/training/pipeline-rollout';
 import { trainRun } from '../engine/training/trainer';
@@ -140,8 +140,17 @@ async function main(): Promise<number> {
   });
   clearInterval(heartbeat);
   const reason = outcome.status === 'done' ? null : outcome.reason;
-  store.runs.setStatus(args.runId, outcome.status, reason);
-  store.runs.heartbeat(args.runId, null);
+  try {
+    store.runs.setStatus(args.runId, outcome.status, reason);
+    store.runs.heartbeat(args.runId, null);
+  } catch (error) {
+    // Marking the run needs a write too; a full disk refuses it. The run then reads as
+    // interrupted (its pid is gone) and `marsrl resume` continues it once there is space.
+    const why = describeStoreFailure(error, args.databasePath) ?? (error instanceof Error ? error.message : String(error));
+    process.stderr.write(`run worker: run ${args.runId} ended ${outcome.status}${reason ? ` (${reason})` : ''} but could not be marked: ${why}\n`);
+    store.close();
+    return 1;
+  }
   post({ type: 'finished', runId: args.runId, status: outcome.status, step: outcome.step, reason });
   store.close();
   return outcome.status === 'failed' ? 1 : 0;

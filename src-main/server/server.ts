@@ -224,7 +224,7 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
   async function handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     const headers = request.headers as RequestHeaders;
     if (!hostAllowed(headers, policy)) {
-      sendPage(response, 421, 'Wrong host', ['This server only answers requests addressed to it by its own name.']);
+      sendPage(response, 421, 'Wrong host', [`This server only answers requests addressed to it by its own name, not to the Host ${JSON.stringify(String(headers.host ?? ''))}. Open the URL marsrl serve printed.`]);
       return;
     }
     let url: URL;
@@ -251,7 +251,7 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
     }
 
     if (isApi && !originAllowed(headers)) {
-      sendJson(response, 403, { code: 'invalid_request', message: 'cross-origin requests are refused' });
+      sendJson(response, 403, { code: 'invalid_request', message: `cross-origin requests are refused (Origin ${JSON.stringify(String(headers.origin ?? ''))} is not this server); call the API from the page marsrl serve printed, or from a client that sends no Origin` });
       return;
     }
     if (!authorized(headers, policy)) {

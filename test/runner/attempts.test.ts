@@ -94,6 +94,11 @@ describe('attempts of a killed and resumed run', () => {
     const evalAt2 = store.db.prepare("SELECT attempt, superseded_by AS by FROM episodes WHERE run_id = ? AND split = 'test' AND step = 2").all(runId) as { attempt: number; by: number | null }[];
     expect(evalAt2.length).toBeGreaterThan(0);
     expect(evalAt2.every((e) => e.attempt === 1 && e.by === null)).toBe(true);
+    // Counts (marsrl show, the run page) are the live attempt's, with the superseded ones apart.
+    const counts = store.runs.counts(runId);
+    expect(counts.turns).toBe(liveTurnIds().length);
+    expect(counts.supersededTurns).toBe((store.db.prepare('SELECT COUNT(*) AS n FROM turns WHERE run_id = ? AND superseded_by IS NOT NULL').get(runId) as { n: number }).n);
+    expect(counts.supersededTurns).toBeGreaterThan(0);
     expect(store.integrityCheck()).toEqual(['ok']);
   });
 

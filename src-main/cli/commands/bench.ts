@@ -10,6 +10,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   export: { summary: 'export time and peak memory per format on a 1M-turn database', load: () => import('../../bench/export') },
   model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
+  reliability: { summary: 'SIGKILL trials, disk full, corrupt checkpoints, locks, double resume, bad-input corpus, serve under load', load: () => import('../../bench/reliability') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('../../bench/serve') },
 };

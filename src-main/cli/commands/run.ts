@@ -1,6 +1,7 @@
 import { loadRunConfig } from '../../engine/config/load';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore, type Store } from '../../engine/store';
+import { staleRunReason } from '../../engine/store/liveness';
 import { createRunManager, type RunManager } from '../../runner/manager';
 import type { WorkerToManager } from '../../runner/messages';
 import { parseCommand, UsageError } from '../args';
@@ -46,7 +47,10 @@ export async function followRun(manager: RunManager, store: Store, ctx: CommandC
     process.off('SIGINT', onSigint);
     bar.end();
   }
-  const run = store.runs.get(runId)!;
+  const recorded = store.runs.get(runId)!;
+  // A run its worker could not mark (a full disk) still reads `running`; show what it is.
+  const stale = staleRunReason(recorded);
+  const run = stale === null ? recorded : { ...recorded, status: 'interrupted' as const, statusReason: `${stale}; resume it with \`marsrl resume ${runId}\`` };
   const latest = store.metrics.latest(runId, store.metrics.keys(runId));
   if (json) printJson({ runId, status: run.status, reason: run.statusReason, metrics: latest });
   else {

@@ -61,6 +61,8 @@ export interface RunCounts {
   problems: number;
   episodes: number;
   turns: number;
+  /** Turns of killed attempts whose steps a resume redid (kept, left out of every reader). */
+  supersededTurns: number;
   segments: number;
   metrics: number;
   events: number;
@@ -206,13 +208,15 @@ export class RunsRepo {
     return keysetPage(rows, limit, (row) => row.id);
   }
 
+  /** Row counts; episodes and turns are the live attempt's, superseded turns are counted apart. */
   counts(id: number): RunCounts {
-    const count = (table: string) =>
-      (this.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE run_id = ?`).get(id) as { n: number }).n;
+    const count = (table: string, where = '') =>
+      (this.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE run_id = ? ${where}`).get(id) as { n: number }).n;
     return {
       problems: count('problems'),
-      episodes: count('episodes'),
-      turns: count('turns'),
+      episodes: count('episodes', 'AND superseded_by IS NULL'),
+      turns: count('turns', 'AND superseded_by IS NULL'),
+      supersededTurns: count('turns', 'AND superseded_by IS NOT NULL'),
       segments: count('segments'),
       metrics: count('metrics'),
       events: count('events'),

@@ -119,12 +119,30 @@ export interface JsonlFamilyOptions {
   checker?: JsonlChecker;
 }
 
+/** The task file's text, or an error that says what is wrong with the file and what it must be. */
+function readTaskFile(file: string): string {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`no file at ${file}: give the path of a {"question","answer"} JSONL file`, { cause: error });
+    if (code === 'EISDIR') throw new Error(`${file} is a folder: give the path of a {"question","answer"} JSONL file`, { cause: error });
+    throw new Error(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  // Parquet files start with the magic bytes PAR1 (Apache Parquet file format).
+  if (buf.subarray(0, 4).toString('latin1') === 'PAR1') {
+    throw new Error(`${file} is a Parquet file; task files are JSONL, one {"question": …, "answer": …} object a line (convert it, e.g. with pandas: df.to_json(path, orient="records", lines=True))`);
+  }
+  return buf.toString('utf8');
+}
+
 export function createJsonlFamily(options: JsonlFamilyOptions): TaskFamily {
   const checker = options.checker ?? 'exact';
   if (!JSONL_CHECKERS.includes(checker)) throw new Error(`jsonl: unknown checker "${String(checker)}"; known: ${JSONL_CHECKERS.join(', ')}`);
   let text: string;
   if (options.text !== undefined) text = options.text;
-  else if (options.path !== undefined) text = readFileSync(options.path, 'utf8');
+  else if (options.path !== undefined) text = readTaskFile(options.path);
   else throw new Error('jsonl: give the path of a {"question","answer"} JSONL file (task.jsonl_path)');
   const records = parseJsonlRecords(text, options.path ?? 'JSONL input', checker);
   const splitRecords: Record<Split, JsonlRecord[]> = { train: [], test: [] };

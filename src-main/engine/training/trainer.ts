@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
-import type { BatchWriter, Store } from '../store';
+import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
@@ -201,8 +201,12 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     } catch {
       // The original error matters more than a failed final flush.
     }
-    const reason = error instanceof Error ? error.message : String(error);
-    store.events.log(runId, 'error', error instanceof NonFiniteError ? 'non_finite_stop' : 'training_error', reason, error instanceof Error && error.stack ? { stack: error.stack } : null, cursor.step);
+    const reason = describeStoreFailure(error, store.path) ?? (error instanceof Error ? error.message : String(error));
+    try {
+      store.events.log(runId, 'error', error instanceof NonFiniteError ? 'non_finite_stop' : 'training_error', reason, error instanceof Error && error.stack ? { stack: error.stack } : null, cursor.step);
+    } catch {
+      // A full disk refuses the event too; the outcome still carries the reason.
+    }
     return { status: 'failed', step: cursor.step, reason };
   } finally {
     for (const p of policies.values()) p.dispose();
