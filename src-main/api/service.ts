@@ -14,6 +14,7 @@ import type {
   TurnQuery,
 } from '../../src-preload/api';
 import { configSchemaInfo } from '../engine/config/fields';
+import { inspectHfFolder } from '../engine/hf/inspect';
 import { listPresets, presetDocument, resolveConfig, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
@@ -21,7 +22,7 @@ import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
-import { toRunDetail, toRunSummary } from './views';
+import { toModelInspection, toRunDetail, toRunSummary } from './views';
 
 /** Launching and stopping runs belongs to the run manager; the service only forwards. */
 export interface RunController {
@@ -121,6 +122,10 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async configSchema() {
       return configSchemaInfo();
+    },
+
+    async inspectModel(folder) {
+      return toModelInspection(inspectHfFolder(folder));
     },
 
     async startRun(request) {
