@@ -104,6 +104,14 @@ describe('GGUF writer', () => {
     expect(q['tokenizer.ggml.padding_token_id']).toBe(151643);
     expect(q['tokenizer.ggml.add_bos_token']).toBe(false);
     expect(q['tokenizer.ggml.bos_token_id']).toBeUndefined();
+    // eos comes from tokenizer_config (as llama.cpp's converter takes it), not the first of generation_config's list.
+    const eosDir = path.join(root, 'eos-order');
+    fs.mkdirSync(eosDir);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(QWEN3_TOKENIZER, f), path.join(eosDir, f));
+    fs.writeFileSync(path.join(eosDir, 'generation_config.json'), JSON.stringify({ eos_token_id: [151643, 151645] }));
+    writeGguf(path.join(root, 'eos-order.gguf'), { ...models.qwen3.source, tokenizerDir: eosDir, dtype: 'f32' });
+    const e = (await gguf(path.join(root, 'eos-order.gguf'), { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
+    expect(e['tokenizer.ggml.eos_token_id']).toBe(151645);
     const l = (await gguf(models.llama.gguf, { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
     expect(l['tokenizer.ggml.bos_token_id']).toBe(128000);
     expect((l['tokenizer.ggml.merges'] as string[]).length).toBe(280147);
