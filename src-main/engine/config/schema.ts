@@ -104,6 +104,7 @@ export const RolloutSchema = z.strictObject({
   rounds: z.number().int().min(0).max(8).default(2).describe('Verify/correct rounds after the Solver (Solver → V1 → C1 → V2 → C2 …); 0 trains the Solver alone.'),
   temperature: z.number().gt(0).max(5).default(1).describe('Sampling temperature for rollouts.'),
   top_p: z.number().gt(0).max(1).default(1).describe('Nucleus sampling threshold for rollouts.'),
+  top_k: z.number().int().min(0).max(1_000_000).default(0).describe('Sample only among the k most likely tokens (applied before top_p); 0 keeps every token. Real vocabularies (128k–152k tokens) often use 20–50.'),
   max_response_tokens: z.number().int().min(1).max(65536).default(64).describe('Token budget of one agent response.'),
 });
 
