@@ -10,6 +10,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   export: { summary: 'export time and peak memory per format on a 1M-turn database', load: () => import('../../bench/export') },
   model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
+  hf: { summary: 'Qwen3-architecture model (real vocabulary): prefill/decode tokens/s vs llama.cpp and PyTorch, peak RSS when loading', load: () => import('../../bench/hf') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
 };
 

@@ -107,7 +107,8 @@ interface WasmHeapAccess {
 function readTransposed(t: SafetensorsTensor): tf.Tensor2D {
   const [rows, cols] = t.shape;
   const onWasm = tf.getBackend() === 'wasm';
-  const tensor = onWasm ? (tf.zeros([cols, rows]) as tf.Tensor2D) : null;
+  // tf.fill runs the wasm Fill kernel on the heap; tf.zeros would first build the whole array in JS.
+  const tensor = onWasm ? (tf.fill([cols, rows], 0, 'float32') as tf.Tensor2D) : null;
   const host = onWasm ? null : new Float32Array(rows * cols);
   const dest = () => (tensor ? (tf.backend() as unknown as WasmHeapAccess).typedArrayFromHeap(tensor) : host!);
   const piecesRows = Math.max(1, Math.floor(PIECE_ELEMENTS / cols));
@@ -173,18 +174,22 @@ export function loadHfModel(dir: string, opts: LoadHfModelOptions = {}): { model
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new HfFormatError(path.join(dir, 'tokenizer.json'), 'vocab', `the tokenizer has ${tokenizer.vocabSize} ids but ${file} vocab_size (the embedding's rows) is ${config.vocabSize}: the tokenizer does not belong to these weights`);
   }
-  const tensors = checkHfTensors(dir, config);
   const identity = hfModelIdentity(dir);
   const { decodeMode, headChunkRows } = opts;
-  const model = new HfModel(
+  return { model: loadHfWeights(dir, config, { decodeMode, headChunkRows }), tokenizer, identity };
+}
+
+/** The weights of a folder as an HfModel of `config` (tensors checked against it first). */
+export function loadHfWeights(dir: string, config: HfArchConfig, opts: HfModelOptions = {}): HfModel {
+  const tensors = checkHfTensors(dir, config);
+  return new HfModel(
     config,
     (spec) => {
       const t = tensors.get(spec.name)!;
       return spec.shape.length === 2 ? readTransposed(t) : tf.tensor1d(readTensorF32(t));
     },
-    { decodeMode, headChunkRows },
+    opts,
   );
-  return { model, tokenizer, identity };
 }
 
 /** The model's current weights under Hugging Face names and shapes (the inverse of loading), for export. */
