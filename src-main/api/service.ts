@@ -14,6 +14,7 @@ import type {
   TurnQuery,
 } from '../../src-preload/api';
 import { configSchemaInfo } from '../engine/config/fields';
+import { resolveModelFolder } from '../engine/config/hf-folder';
 import { inspectHfFolder } from '../engine/hf/inspect';
 import { listPresets, presetDocument, resolveConfig, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
@@ -125,7 +126,8 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     },
 
     async inspectModel(folder) {
-      return toModelInspection(inspectHfFolder(folder));
+      // Read the folder as the config will (`~/…` is the home folder).
+      return toModelInspection(inspectHfFolder(resolveModelFolder(folder)));
     },
 
     async startRun(request) {

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
+import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
 import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
@@ -258,7 +259,7 @@ function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<P
     const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
     return { policy, fromCheckpoint: dir };
   }
-  const dir = path.resolve(model.path);
+  const dir = resolveModelFolder(model.path);
   const loaded = loadHfModel(dir, { dtype: model.dtype });
   const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: dir, prompts };
   const identity: ModelIdentity = { family: 'hf', ...loaded.identity, base: loaded.identity };
