@@ -13,10 +13,12 @@ import { ROLES } from '../config/schema';
 import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
-import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
-import { loadHfModel } from '../hf/load';
-import type { HfModel } from '../hf/model';
-import { hfPolicyTokenizer, type HfTokenizer } from '../hf/tokenizer';
+import * as tf from '@tensorflow/tfjs-core';
+import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, readAnyCheckpointManifest, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
+import type { HfArchConfig } from '../hf/config';
+import { loadHfModel, readHfConfig } from '../hf/load';
+import { HfModel } from '../hf/model';
+import { hfPolicyTokenizer, HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
 import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
 import { hashString } from '../util/rng';
@@ -114,26 +116,29 @@ export class PolicyRuntime {
 }
 
 /**
- * A policy's model and tokenizer rebuilt from its source, with the source's starting weights
- * (gpt: a seed-0 initialisation, hf: the folder's weights); callers then set the trained ones.
+ * A policy's model and tokenizer rebuilt from its source, for a caller that then sets the trained
+ * weights (`setWeights`): the pipeline's rollout and every KL reference. The starting values are
+ * placeholders (gpt: a seed-0 initialisation; hf: zeros, so that no weights file is read or hashed,
+ * which for a real checkpoint is gigabytes).
  */
 export function buildPolicyModel(source: PolicyModelSource): { model: PolicyModel; tokenizer: PolicyTokenizer } {
   if (source.family === 'gpt') {
     return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
   }
-  const { model, tokenizer } = loadHfSource(source.path);
+  const config = hfSourceConfig(source.path);
+  const tokenizer = HfTokenizer.fromFolder(source.tokenizerDir);
+  const model = new HfModel(config, (spec) => tf.zeros(spec.shape, 'float32'));
   return { model, tokenizer: hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking }) };
 }
 
-/** An hf model and tokenizer from a Hugging Face folder or a Studio checkpoint of the family. */
-function loadHfSource(dir: string): { model: HfModel; tokenizer: HfTokenizer } {
+/** The architecture of a Hugging Face folder or of a Studio checkpoint of the family. */
+function hfSourceConfig(dir: string): HfArchConfig {
   if (fs.existsSync(path.join(dir, CHECKPOINT_FILE))) {
-    const loaded = loadHfCheckpoint(dir);
-    loaded.optimizer?.dispose();
-    return { model: loaded.model, tokenizer: loaded.tokenizer };
+    const manifest = readAnyCheckpointManifest(dir);
+    if (manifest.family !== 'hf') throw new Error(`${dir} is a checkpoint of the gpt family, not of a Hugging Face model`);
+    return manifest.model.config;
   }
-  const { model, tokenizer } = loadHfModel(dir, { dtype: 'float32' });
-  return { model, tokenizer };
+  return readHfConfig(dir).config;
 }
 
 /**
