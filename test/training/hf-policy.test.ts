@@ -96,11 +96,21 @@ describe('a Hugging Face policy', () => {
     expect(sampled.map((r) => r.responseTokens)).not.toEqual(greedy.map((r) => r.responseTokens));
   });
 
-  it('refuses a GPT checkpoint as the init of an hf policy, naming the field', () => {
+  it('takes an hf checkpoint as an hf policy\'s init, and refuses one family\'s checkpoint as the other\'s, naming the field', () => {
     const gpt = createPolicy('judge', tinyConfig().policies.solver, data.tokenizer, 2).policy;
     const dir = path.join(tmp.dir, 'gpt-init');
     savePolicyCheckpoint(dir, gpt, { optimizer: null, config: null, step: 0 });
     gpt.dispose();
     expect(() => createPolicy('qwen', { ...hfPolicyConfig(), init: dir }, data.tokenizer, 1)).toThrow(/policies\.qwen\.init: .* is a checkpoint of the gpt family, but policies\.qwen\.model is kind hf/);
+    // And the other way round: an hf checkpoint as a GPT policy's init.
+    const hfDir = path.join(tmp.dir, 'hf-init');
+    savePolicyCheckpoint(hfDir, policy, { optimizer: null, config: null, step: 0 });
+    expect(() => createPolicy('judge', { ...tinyConfig().policies.solver, init: hfDir }, data.tokenizer, 1)).toThrow(/policies\.judge\.init: .* is a checkpoint of a Hugging Face model, but policies\.judge\.model is kind gpt/);
+    // An hf checkpoint as an hf policy's init starts from its weights.
+    const resumed = createPolicy('qwen', { ...hfPolicyConfig(), init: hfDir }, data.tokenizer, 1);
+    expect(resumed.fromCheckpoint).toBe(hfDir);
+    expect(resumed.policy.model.getWeights()).toEqual(policy.model.getWeights());
+    expect(resumed.policy.identity).toMatchObject({ family: 'hf', path: hfDir, base: policy.identity.base });
+    resumed.policy.dispose();
   });
 });

@@ -210,6 +210,7 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
   if (policyConfig.model.kind === 'hf') return createHfPolicy(id, policyConfig, policyConfig.model);
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
+    if (checkpointFamily(dir) !== 'gpt') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of a Hugging Face model, but policies.${id}.model is kind gpt; set model.kind to hf (with the base folder as model.path) or give a gpt checkpoint`);
     const loaded = loadCheckpoint(dir);
     if (loaded.tokenizer.charset !== tokenizer.charset) {
       loaded.model.dispose();
@@ -242,7 +243,8 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
   } else {
     const base = policy.identity.base;
     if (!base) throw new Error(`policy ${policy.id}: the Hugging Face folder it started from is not known, so its checkpoint cannot name its base`);
-    saveHfCheckpoint(dir, { model: policy.model as HfModel, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
+    if (!(policy.model instanceof HfModel)) throw new Error(`policy ${policy.id}: its source is a Hugging Face folder but its model is of the ${policy.model.family} family`);
+    saveHfCheckpoint(dir, { model: policy.model, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
   }
 }
 
