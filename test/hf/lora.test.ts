@@ -18,6 +18,7 @@ import {
   heldHfBaseCount,
   loadLoraHfModel,
   LoraSettingsError,
+  loraSettingsFromBlock,
   mergeLoraTensors,
   PEFT_CONFIG,
   PEFT_WEIGHTS,
@@ -26,6 +27,7 @@ import {
   type LoraHfModel,
   type LoraSettings,
 } from '../../src-main/engine/hf/lora';
+import { validateConfig } from '../../src-main/engine/config/load';
 import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
@@ -306,5 +308,26 @@ describe('bad LoRA settings', () => {
     expect(() => checkLoraSettings(ckpt.config, { ...all, alpha: 0 })).toThrow(LoraSettingsError);
     expect(() => checkLoraSettings(ckpt.config, { ...all, dropout: 1 })).toThrow(/lora\.dropout/);
     expect(heldHfBaseCount()).toBe(before);
+  });
+});
+
+describe('the lora block of a run config', () => {
+  const withLora = (lora: Record<string, unknown>) => ({ policies: { solver: { model: { kind: 'hf', path: ckpt.dir, lora } } } });
+
+  it('is checked against the folder\'s layers, naming the field path, before anything runs', () => {
+    const bad = validateConfig(withLora({ rank: 65, targets: ['q_proj', 'attn.c_attn'] }));
+    expect(bad.ok).toBe(false);
+    const issues = bad.ok ? [] : bad.issues;
+    expect(issues.map((i) => i.path).sort()).toEqual(['policies.solver.model.lora.rank', 'policies.solver.model.lora.targets']);
+    expect(issues.find((i) => i.path.endsWith('.targets'))?.message).toMatch(/"attn\.c_attn" is not a module of Qwen3ForCausalLM; its linear modules are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/);
+    expect(issues.find((i) => i.path.endsWith('.rank'))?.message).toMatch(/rank 65 is larger than the q_proj layer allows/);
+    const typo = validateConfig(withLora({ rank: 4, alpah: 8 }));
+    expect(typo.ok).toBe(false);
+    expect(typo.ok ? [] : typo.issues.map((i) => i.path)).toEqual(['policies.solver.model.lora.alpah']);
+    const good = validateConfig(withLora({ rank: 8 }));
+    expect(good.ok).toBe(true);
+    if (good.ok && good.config.policies.solver.model.kind === 'hf') {
+      expect(loraSettingsFromBlock(good.config.policies.solver.model.lora!)).toEqual({ rank: 8, alpha: 16, dropout: 0, targets: [...DEFAULT_LORA_TARGETS] });
+    }
   });
 });

@@ -254,6 +254,9 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
  * so `fromCheckpoint` is always its starting folder.
  */
 function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<PolicyConfig['model'], { kind: 'hf' }>): { policy: PolicyRuntime; fromCheckpoint: string } {
+  // LoRA policies (issue #14, engine/hf/lora.ts) still need the trainer's side: checkpoints of
+  // adapters and the KL reference as the base with adapters off. Refused before any weights load.
+  if (model.lora) throw new Error(`policies.${id}.model.lora: runs do not train LoRA adapters yet (the adapters and their PEFT export exist: engine/hf/lora.ts, marsrl model export --format peft|hf); remove lora to fine-tune every weight`);
   const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
   const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
   if (policyConfig.init) {
