@@ -437,6 +437,27 @@ export interface StudyReportResult {
   files: string[];
 }
 
+/**
+ * What the Studio can tell about a Hugging Face model folder before a run starts (issue #13):
+ * `marsrl model inspect`'s report, as plain data for the new-run form.
+ */
+export interface ModelInspection {
+  /** The folder, resolved to an absolute path. */
+  path: string;
+  /** True when the Studio can load and run the folder as a policy. */
+  supported: boolean;
+  /** Why not (each names the file and the key). */
+  problems: string[];
+  architecture: string | null;
+  modelType: string | null;
+  parameters: number | null;
+  /** Longest sequence in tokens (max_position_embeddings). */
+  context: number | null;
+  shape: null | { layers: number; hidden: number; heads: number; kvHeads: number; headDim: number; vocabSize: number; tiedEmbeddings: boolean };
+  weights: null | { files: string[]; tensors: number; bytes: number; dtypes: Record<string, number> };
+  tokenizer: null | { vocabSize: number; stopTokens: string[]; chatTemplate: null | { source: string; renders: boolean } };
+}
+
 export type StudioEvent =
   | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
   | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
@@ -460,6 +481,8 @@ export interface StudioApi {
   validateConfig(config: unknown): Promise<ConfigValidation>;
   /** The run-config schema as form fields (descriptions, defaults, bounds, options). */
   configSchema(): Promise<ConfigSchemaInfo>;
+  /** What a Hugging Face model folder holds and whether it can be a policy (never throws for a bad folder). */
+  inspectModel(path: string): Promise<ModelInspection>;
   /** Validate and launch a run through the run manager; resolves once it is queued. */
   startRun(request: StartRunRequest): Promise<{ runId: number }>;
   /** Ask a running run to stop; it is marked interrupted and can be resumed. */
@@ -503,6 +526,7 @@ export const STUDIO_METHODS = [
   'getPreset',
   'validateConfig',
   'configSchema',
+  'inspectModel',
   'startRun',
   'stopRun',
   'resumeRun',
@@ -523,6 +547,9 @@ export const STUDIO_METHODS = [
   'exportStudyReport',
 ] as const satisfies readonly StudioMethod[];
 
+/** The IPC channel of the desktop app's folder picker (not a StudioApi method: a browser has none). */
+export const PICK_FOLDER_CHANNEL = 'studio:pick-folder';
+
 /** The IPC channel carrying StudioApi calls. */
 export const STUDIO_IPC_CHANNEL = 'studio:call';
 /** The IPC channel main pushes StudioEvents on. */
@@ -532,6 +559,11 @@ export const STUDIO_EVENT_CHANNEL = 'studio:event';
 export interface StudioBridge extends StudioApi {
   /** Calls `listener` for every pushed event; returns the unsubscribe function. */
   onEvent(listener: (event: StudioEvent) => void): () => void;
+  /**
+   * The desktop app only: the system's folder picker; resolves to the chosen folder, or null
+   * when the user cancels. Absent in a browser, where the form offers a typed path instead.
+   */
+  pickFolder?(title: string): Promise<string | null>;
 }
 
 // Compile-time guard: a method added to StudioApi but not to STUDIO_METHODS fails typecheck.

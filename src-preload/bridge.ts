@@ -38,8 +38,14 @@ export function unwrapReply(reply: StudioIpcReply): unknown {
   throw new StudioCallError(reply.error);
 }
 
-/** One forwarding function per contract method plus the event subscription, and nothing else. */
-export function buildStudioBridge(invoke: StudioInvoke, subscribe: StudioSubscribe): StudioBridge {
+/** Opens the desktop app's folder picker in main (see PICK_FOLDER_CHANNEL). */
+export type StudioPickFolder = (title: string) => Promise<string | null>;
+
+/**
+ * One forwarding function per contract method plus the event subscription (and, in the desktop
+ * app, the folder picker), and nothing else.
+ */
+export function buildStudioBridge(invoke: StudioInvoke, subscribe: StudioSubscribe, pickFolder?: StudioPickFolder): StudioBridge {
   const bridge: Record<string, unknown> = {};
   for (const method of STUDIO_METHODS) {
     bridge[method] = async (...args: unknown[]) => unwrapReply(await invoke(method, args));
@@ -48,5 +54,11 @@ export function buildStudioBridge(invoke: StudioInvoke, subscribe: StudioSubscri
     if (typeof listener !== 'function') throw new TypeError('onEvent needs a function');
     return subscribe(listener as (event: StudioEvent) => void);
   };
+  if (pickFolder) {
+    bridge.pickFolder = async (title: unknown) => {
+      const chosen = await pickFolder(typeof title === 'string' ? title.slice(0, 200) : 'Choose a folder');
+      return typeof chosen === 'string' ? chosen : null;
+    };
+  }
   return Object.freeze(bridge) as unknown as StudioBridge;
 }

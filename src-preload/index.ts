@@ -5,7 +5,7 @@
  * CommonJS file by electron-vite.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL, type StudioEvent } from './api';
+import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL, type StudioEvent } from './api';
 import { buildStudioBridge, type StudioIpcReply } from './bridge';
 
 const studio = buildStudioBridge(
@@ -19,6 +19,7 @@ const studio = buildStudioBridge(
       ipcRenderer.removeListener(STUDIO_EVENT_CHANNEL, forward);
     };
   },
+  (title) => ipcRenderer.invoke(PICK_FOLDER_CHANNEL, title) as Promise<string | null>,
 );
 
 contextBridge.exposeInMainWorld('studio', studio);

@@ -130,8 +130,9 @@ class Model:
             y = y + self.w[name + '.bias']
         return y
 
-    def forward(self, ids, pos, past=None):
-        """ids, pos [B, T] (no padding); past: list of (k, v) [B, KV, L, hd]. Returns logits, new past."""
+    def forward(self, ids, pos, past=None, last_only=False):
+        """ids, pos [B, T] (no padding); past: list of (k, v) [B, KV, L, hd]. Returns logits (of
+        the last position only with last_only, as a decoder needs), new past."""
         torch = self.torch
         B, T = ids.shape
         x = self.w['model.embed_tokens.weight'][ids]
@@ -162,6 +163,8 @@ class Model:
             h = self.rms(x, self.w[p + 'post_attention_layernorm.weight'])
             g = self.lin(h, p + 'mlp.gate_proj')
             x = x + self.lin(torch.nn.functional.silu(g) * self.lin(h, p + 'mlp.up_proj'), p + 'mlp.down_proj')
+        if last_only:
+            x = x[:, -1:]
         x = self.rms(x, self.w['model.norm.weight'])
         return x @ self.head.T, new
 
@@ -207,7 +210,7 @@ def cmd_bench(d, args):
 
     def prefill():
         with torch.no_grad():
-            logits, past = m.forward(prompts, pos)
+            logits, past = m.forward(prompts, pos, last_only=True)
         return logits[:, -1], past
 
     def decode():
@@ -216,7 +219,7 @@ def cmd_bench(d, args):
             t0 = time.perf_counter()
             for j in range(N):
                 nxt = logits.argmax(-1)[:, None]
-                logits, past = m.forward(nxt, torch.full((B, 1), P + j), past)
+                logits, past = m.forward(nxt, torch.full((B, 1), P + j), past, last_only=True)
                 logits = logits[:, -1]
             return time.perf_counter() - t0
 

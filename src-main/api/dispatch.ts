@@ -123,6 +123,13 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   // field-level issues as data rather than as a request error.
   validateConfig: z.tuple([z.unknown()]),
   configSchema: z.tuple([]),
+  inspectModel: z.tuple([
+    z
+      .string()
+      .min(1, 'give the path of a Hugging Face model folder')
+      .max(4096)
+      .refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character'),
+  ]),
   startRun: z.tuple([StartRunSchema]),
   stopRun: z.tuple([runId]),
   resumeRun: z.tuple([runId]),

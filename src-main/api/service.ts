@@ -16,6 +16,8 @@ import type {
 import fs from 'node:fs';
 import path from 'node:path';
 import { configSchemaInfo } from '../engine/config/fields';
+import { resolveModelFolder } from '../engine/config/hf-folder';
+import { inspectHfFolder } from '../engine/hf/inspect';
 import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
@@ -24,7 +26,7 @@ import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
-import { toRunDetail, toRunSummary } from './views';
+import { toModelInspection, toRunDetail, toRunSummary } from './views';
 
 /** Launching and stopping runs belongs to the run manager; the service only forwards. */
 export interface RunController {
@@ -142,6 +144,11 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async configSchema() {
       return configSchemaInfo();
+    },
+
+    async inspectModel(folder) {
+      // Read the folder as the config will (`~/…` is the home folder).
+      return toModelInspection(inspectHfFolder(resolveModelFolder(folder)));
     },
 
     async startRun(request) {

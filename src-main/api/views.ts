@@ -1,5 +1,6 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
-import type { RunDetail, RunSummary } from '../../src-preload/api';
+import type { ModelInspection, RunDetail, RunSummary } from '../../src-preload/api';
+import type { HfInspectReport } from '../engine/hf/inspect';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 
@@ -54,5 +55,28 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     codeVersion: run.codeVersion,
     backendInfo: run.backendInfo,
     counts: store.runs.counts(run.id),
+  };
+}
+
+/** `marsrl model inspect`'s report → the plain summary the new-run form shows. */
+export function toModelInspection(r: HfInspectReport): ModelInspection {
+  const c = r.config;
+  return {
+    path: r.path,
+    supported: r.supported,
+    problems: [...r.problems],
+    architecture: r.architecture,
+    modelType: r.modelType,
+    parameters: r.parameters,
+    context: r.context,
+    shape: c ? { layers: c.numLayers, hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, vocabSize: c.vocabSize, tiedEmbeddings: c.tieWordEmbeddings } : null,
+    weights: r.weights ? { files: [...r.weights.files], tensors: r.weights.tensors, bytes: r.weights.bytes, dtypes: { ...r.weights.dtypes } } : null,
+    tokenizer: r.tokenizer
+      ? {
+          vocabSize: r.tokenizer.vocabSize,
+          stopTokens: r.tokenizer.stopTokens.map((t) => t.text),
+          chatTemplate: r.tokenizer.chatTemplate ? { source: r.tokenizer.chatTemplate.source, renders: r.tokenizer.chatTemplate.renders } : null,
+        }
+      : null,
   };
 }

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { app, BrowserWindow, dialog, ipcMain, screen, session, shell, type Session, type WebContents } from 'electron';
-import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '../../src-preload/api';
+import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '../../src-preload/api';
 import { callStudio } from '../api/dispatch';
 import { EventHub } from '../api/hub';
 import { createStudioService } from '../api/service';
@@ -15,7 +15,7 @@ import { openStore, type Store } from '../engine/store';
 import { createRunManager } from '../runner/manager';
 import { setWorkerSpawner } from '../runner/spawn';
 import { contentSecurityPolicy } from './csp';
-import { handleStudioCall } from './ipc';
+import { handleStudioCall, isTrustedSender } from './ipc';
 import { externalBrowserUrl, isAllowedRequest, isAppUrl, type AppLocation } from './navigation';
 import { mainWindowOptions } from './window-options';
 import { utilityProcessSpawner } from './worker-spawner';
@@ -173,6 +173,14 @@ export function startDesktopApp(): void {
     ipcMain.handle(STUDIO_IPC_CHANNEL, (event, method: unknown, args: unknown) =>
       handleStudioCall(event, method, args, location, (name, callArgs) => callStudio(service, name, callArgs)),
     );
+    // The new-run form's folder picker (issue #13): only the app's own page may open it.
+    ipcMain.handle(PICK_FOLDER_CHANNEL, async (event, title: unknown) => {
+      if (!isTrustedSender(event, location)) return null;
+      const owner = BrowserWindow.fromWebContents(event.sender);
+      const options = { title: typeof title === 'string' ? title.slice(0, 200) : 'Choose a folder', properties: ['openDirectory' as const] };
+      const result = owner ? await dialog.showOpenDialog(owner, options) : await dialog.showOpenDialog(options);
+      return result.canceled ? null : (result.filePaths[0] ?? null);
+    });
 
     fs.mkdirSync(dataDir, { recursive: true });
     const stateFile = path.join(dataDir, WINDOW_STATE_FILE);

@@ -12,6 +12,7 @@ import {
 } from '../../src-main/engine/config/load';
 import { RunConfigSchema } from '../../src-main/engine/config/schema';
 import { configSchemaInfo } from '../../src-main/engine/config/fields';
+import { resolveModelFolder } from '../../src-main/engine/config/hf-folder';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -185,6 +186,21 @@ describe('a policy of the Hugging Face family (issue #13)', () => {
     expect(issue?.message).toMatch(/policy "shared" \(context 96\); use less than 96/);
     // 95 < 96 fits: the GPT default context (128) is not what is read.
     expect(validateConfig(hf({ path: folder }, { rollout: { max_response_tokens: 95 }, pipeline: { segment_tokens: 16 } })).ok).toBe(true);
+  });
+
+  it('reads ~/ in a model path as the home folder', () => {
+    const home = path.join(tmp.dir, 'home');
+    fs.mkdirSync(path.join(home, 'models'), { recursive: true });
+    fs.copyFileSync(path.join(folder, 'config.json'), path.join(home, 'models', 'config.json'));
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      expect(resolveModelFolder('~/models')).toBe(path.join(home, 'models'));
+      expect(validateConfig(hf({ path: '~/models' })).ok).toBe(true);
+      expect(resolveModelFolder('models')).toBe(path.resolve('models'));
+    } finally {
+      process.env.HOME = saved;
+    }
   });
 
   it('names policies.<id>.model.path and the fix for a missing folder, a folder without config.json and an unsupported architecture', () => {

@@ -51,6 +51,7 @@ const fake = vi.hoisted(() => {
     restore() {}
     focus() {}
     static getAllWindows = () => windows;
+    static fromWebContents = (contents: unknown) => windows.find((w) => w.webContents === contents) ?? null;
   }
 
   const session = {
@@ -58,8 +59,8 @@ const fake = vi.hoisted(() => {
     headersReceived: null as null | Listener,
     permissionRequest: null as null | Listener,
   };
-  let ipcHandler: null | ((event: unknown, method: unknown, args: unknown) => Promise<StudioIpcReply>) = null;
-  let ipcChannel: string | null = null;
+  type Handler = (event: unknown, ...args: unknown[]) => Promise<unknown>;
+  const ipcHandlers = new Map<string, Handler>();
 
   const electron = {
     app: {
@@ -73,9 +74,8 @@ const fake = vi.hoisted(() => {
     },
     BrowserWindow: FakeWindow,
     ipcMain: {
-      handle: (channel: string, handler: typeof ipcHandler) => {
-        ipcChannel = channel;
-        ipcHandler = handler;
+      handle: (channel: string, handler: Handler) => {
+        ipcHandlers.set(channel, handler);
       },
     },
     session: {
@@ -89,7 +89,7 @@ const fake = vi.hoisted(() => {
       },
     },
     screen: { getAllDisplays: () => [{ workArea: { x: 0, y: 0, width: 1920, height: 1080 } }] },
-    dialog: { showErrorBox: vi.fn() },
+    dialog: { showErrorBox: vi.fn(), showOpenDialog: vi.fn(async () => ({ canceled: false, filePaths: ['/models/Qwen3-0.6B'] })) },
     shell: { openExternal: vi.fn() },
   };
   return {
@@ -97,7 +97,8 @@ const fake = vi.hoisted(() => {
     windows,
     appListeners,
     session,
-    ipc: () => ({ channel: ipcChannel, handler: ipcHandler }),
+    ipc: () => ({ channel: ipcHandlers.has('studio:call') ? 'studio:call' : null, handler: ipcHandlers.get('studio:call') as ((event: unknown, method: unknown, args: unknown) => Promise<StudioIpcReply>) | undefined }),
+    pickFolder: (event: unknown, title: string) => ipcHandlers.get('studio:pick-folder')!(event, title) as Promise<string | null>,
   };
 });
 
@@ -143,6 +144,14 @@ describe('Electron main wiring', () => {
     expect(info).toMatchObject({ ok: true, value: { databasePath: path.join(home, 'marsrl.db'), transport: 'electron' } });
     expect(fs.existsSync(path.join(home, 'marsrl.db'))).toBe(true);
     expect(await call(appPage(), 'listRuns', [{ limit: 5 }])).toEqual({ ok: true, value: { items: [], nextCursor: null } });
+  });
+
+  it('opens the folder picker for the app page only (the new-run form, issue #13)', async () => {
+    expect(await fake.pickFolder({ senderFrame: { url: 'https://example.com/', parent: null } }, 'Choose')).toBeNull();
+    expect(fake.electron.dialog.showOpenDialog).not.toHaveBeenCalled();
+    const chosen = await fake.pickFolder({ senderFrame: { url: appPage(), parent: null }, sender: window().webContents }, 'Choose a model folder');
+    expect(chosen).toBe('/models/Qwen3-0.6B');
+    expect(fake.electron.dialog.showOpenDialog).toHaveBeenCalledWith(window(), { title: 'Choose a model folder', properties: ['openDirectory'] });
   });
 
   it('refuses other senders and bad payloads', async () => {

@@ -14,11 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HfArchConfig } from '../../src-main/engine/hf/config';
 import { exportGguf, hfFolderSource, OutputExistsError, type HfExportSource } from '../../src-main/engine/hf/export';
 import { GGUF_ALIGNMENT, llama3RopeFactors, TOKEN_TYPE, writeGguf } from '../../src-main/engine/hf/gguf';
+import { hfNamedTensors, loadHfModel } from '../../src-main/engine/hf/load';
 import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
 import { f16BitsToF32, f32ToF16Bits } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
+import { initBackend } from '../../src-main/engine/model/backend';
 import { tempDir } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
+import { leftPadded, llamaCppLogProbs, logSoftmax, makeCheckpoint, randomPrompts } from './fixtures';
 
 let root = '';
 let cleanup = () => {};
@@ -101,6 +104,14 @@ describe('GGUF writer', () => {
     expect(q['tokenizer.ggml.padding_token_id']).toBe(151643);
     expect(q['tokenizer.ggml.add_bos_token']).toBe(false);
     expect(q['tokenizer.ggml.bos_token_id']).toBeUndefined();
+    // eos comes from tokenizer_config (as llama.cpp's converter takes it), not the first of generation_config's list.
+    const eosDir = path.join(root, 'eos-order');
+    fs.mkdirSync(eosDir);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(QWEN3_TOKENIZER, f), path.join(eosDir, f));
+    fs.writeFileSync(path.join(eosDir, 'generation_config.json'), JSON.stringify({ eos_token_id: [151643, 151645] }));
+    writeGguf(path.join(root, 'eos-order.gguf'), { ...models.qwen3.source, tokenizerDir: eosDir, dtype: 'f32' });
+    const e = (await gguf(path.join(root, 'eos-order.gguf'), { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
+    expect(e['tokenizer.ggml.eos_token_id']).toBe(151645);
     const l = (await gguf(models.llama.gguf, { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
     expect(l['tokenizer.ggml.bos_token_id']).toBe(128000);
     expect((l['tokenizer.ggml.merges'] as string[]).length).toBe(280147);
@@ -174,6 +185,19 @@ describe('GGUF writer', () => {
     );
   });
 
+  it('writes linear rope scaling as type and factor (and no rope_freqs tensor)', async () => {
+    const { source } = models.llama;
+    const file = path.join(root, 'llama-linear.gguf');
+    writeGguf(file, { ...source, config: { ...source.config, ropeScaling: { type: 'linear', factor: 4 } }, dtype: 'f32' });
+    const parsed = await gguf(file, { allowLocalFile: true });
+    const md = parsed.metadata as unknown as Record<string, unknown>;
+    expect(md['llama.rope.scaling.type']).toBe('linear');
+    expect(md['llama.rope.scaling.factor']).toBe(4);
+    expect(parsed.tensorInfos.some((t) => t.name === 'rope_freqs.weight')).toBe(false);
+    const llama3 = (await gguf(models.llama.gguf, { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
+    expect(llama3['llama.rope.scaling.type']).toBeUndefined();
+  });
+
   it('writes F16 matrices (1-D tensors stay F32) and refuses an existing path without force', async () => {
     const { source } = models.qwen2;
     const file = path.join(root, 'qwen2-f16.gguf');
@@ -245,6 +269,43 @@ describe('llama.cpp on the exported files', () => {
       } finally {
         await model.dispose();
       }
+    }
+  });
+});
+
+describe('linear rope scaling in llama.cpp', () => {
+  it('the exported scaling keys make llama.cpp compute the Studio model’s log-probs (and dropping them would not)', async () => {
+    await initBackend('wasm');
+    const ckpt = makeCheckpoint('llama', { layers: 1, ropeScaling: { type: 'linear', factor: 4 } });
+    const { model } = loadHfModel(ckpt.dir);
+    try {
+      const V = model.vocabSize;
+      const prompts = randomPrompts(5, [12, 7], V);
+      const withKeys = path.join(ckpt.dir, 'linear.gguf');
+      const withoutKeys = path.join(ckpt.dir, 'unscaled.gguf');
+      writeGguf(withKeys, { config: model.config, tensors: hfNamedTensors(model), dtype: 'f32', tokenizerDir: ckpt.dir });
+      writeGguf(withoutKeys, { config: { ...model.config, ropeScaling: null }, tensors: hfNamedTensors(model), dtype: 'f32', tokenizerDir: ckpt.dir });
+      const { rows, leftPad } = leftPadded(prompts);
+      const T = rows[0].length;
+      const lg = model.logits(rows, { leftPad });
+      const data = lg.dataSync();
+      lg.dispose();
+      const worst = async (file: string) => {
+        const theirs = await llamaCppLogProbs(llama, file, prompts, V);
+        let w = 0;
+        prompts.forEach((p, b) => {
+          for (let t = 0; t < p.length; t++) {
+            const ours = logSoftmax(data, (b * T + leftPad[b] + t) * V, V);
+            for (let v = 0; v < V; v++) w = Math.max(w, Math.abs(ours[v] - theirs[b][t][v]));
+          }
+        });
+        return w;
+      };
+      expect(await worst(withKeys)).toBeLessThan(2e-3);
+      expect(await worst(withoutKeys)).toBeGreaterThan(1e-2);
+    } finally {
+      model.dispose();
+      ckpt.cleanup();
     }
   });
 });

@@ -79,6 +79,11 @@ describe('marsrl model inspect / export', () => {
     } finally {
       model.dispose();
     }
+    const shown = marsrl(['model', 'inspect', ckpt]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`checkpoint   step 3, started from ${good}`);
+    expect(shown.stdout).toMatch(/architecture Qwen3ForCausalLM/);
+    expect(shown.stdout).toMatch(/weights +weights\.safetensors: 13 tensors/);
     const out = path.join(root, 'ckpt-hf');
     const r = marsrl(['model', 'export', ckpt, '--format', 'hf', '--dtype', 'f32', '--out', out]);
     expect(r.code, r.stderr).toBe(0);

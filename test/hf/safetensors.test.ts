@@ -303,5 +303,12 @@ describe('dtype conversions', () => {
       if (f32ToF16Bits(x) !== torchHf[i]) mismatches.push(`f16(${x}): ours 0x${f32ToF16Bits(x).toString(16)} torch 0x${torchHf[i].toString(16)}`);
     });
     expect(mismatches).toEqual([]);
+    // The array conversion (used by the writers) is the scalar one, NaN included.
+    const withNaN = new Float32Array([...f32s, NaN, -NaN]);
+    const bulk = f32ArrayToBf16(withNaN);
+    withNaN.forEach((x, i) => {
+      if (bulk[i] !== f32ToBf16Bits(x)) mismatches.push(`bulk bf16(${x})`);
+    });
+    expect(mismatches).toEqual([]);
   });
 });

@@ -130,7 +130,7 @@ describe.each(['sync', 'pipeline'] as const)('a run with a Hugging Face Solver (
   }, 240_000);
 });
 
-describe('resuming a run with a Hugging Face policy', () => {
+describe.each(['sync', 'pipeline'] as const)('resuming a run with a Hugging Face policy (%s)', (mode) => {
   it('stops after a step, resumes from the hf checkpoint with the versions it had, and finishes', async () => {
     let stopped = false;
     const manager = createRunManager({
@@ -143,7 +143,7 @@ describe('resuming a run with a Hugging Face policy', () => {
         }
       },
     });
-    const { runId } = await manager.start({ config: hfConfig('pipeline', 3) as unknown as Record<string, unknown>, name: 'hf resume' });
+    const { runId } = await manager.start({ config: hfConfig(mode, 3) as unknown as Record<string, unknown>, name: `hf resume ${mode}` });
     await manager.waitForExit(runId);
     expect(store.runs.get(runId)!.status).toBe('interrupted');
     const before = turnsOf(runId).length;

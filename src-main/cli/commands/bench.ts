@@ -11,6 +11,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
   reliability: { summary: 'SIGKILL trials, disk full, corrupt checkpoints, locks, double resume, bad-input corpus, serve under load', load: () => import('../../bench/reliability') },
+  hf: { summary: 'Qwen3-architecture model (real vocabulary): prefill/decode tokens/s vs llama.cpp and PyTorch, peak RSS when loading', load: () => import('../../bench/hf') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('../../bench/serve') },
 };

@@ -5,14 +5,21 @@
  * large); what the config's cross-field rules need from here is the model's context.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseHfConfig, type HfArchConfig } from '../hf/config';
 
 export type HfFolderCheck = { ok: true; dir: string; config: HfArchConfig; context: number } | { ok: false; message: string };
 
-/** Check a model folder; relative paths are read from the working directory. */
+/** A model folder as written in a config: `~/…` is the home folder, a relative path starts at the working directory. */
+export function resolveModelFolder(folder: string): string {
+  if (folder === '~' || folder.startsWith('~/') || folder.startsWith(`~${path.sep}`)) return path.join(os.homedir(), folder.slice(1));
+  return path.resolve(folder);
+}
+
+/** Check a model folder (see resolveModelFolder). */
 export function checkHfModelFolder(folder: string): HfFolderCheck {
-  const dir = path.resolve(folder);
+  const dir = resolveModelFolder(folder);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(dir);

@@ -6,6 +6,7 @@
  * Field names are snake_case because they appear in YAML files and `--set a.b=value` overrides.
  */
 import { z } from 'zod';
+import { loraSettingsFromBlock, loraSettingsProblems } from '../hf/lora-settings';
 import { checkHfModelFolder } from './hf-folder';
 import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
 import { checkMathFile } from '../tasks/math-data';
@@ -42,6 +43,23 @@ export type ModelConfig = Omit<z.infer<typeof ModelSchema>, 'kind'>;
 
 export const HF_DTYPES = ['float32'] as const;
 
+/**
+ * LoRA adapters on a Hugging Face policy (issue #14): W x + (alpha/rank)·B A x on the target
+ * linears, the base frozen. Checked against the model's layers when the folder is (names the
+ * modules that exist; a rank above a layer's min(in, out) is refused).
+ */
+export const LoraSchema = z.strictObject({
+  rank: z.number().int().min(1).max(4096).describe('LoRA rank r: the inner size of the adapters (PEFT r); 8–64 is usual.'),
+  alpha: z.number().gt(0).optional().describe('LoRA alpha (PEFT lora_alpha): the update is scaled by alpha / rank. Default 2 × rank.'),
+  dropout: z.number().min(0).lt(1).optional().describe('Dropout on the adapters’ inputs in training passes (PEFT lora_dropout), masks drawn from the seed. Default 0.'),
+  targets: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe('Target modules, adapted in every layer: some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj. Default all seven.'),
+});
+export type LoraConfig = z.infer<typeof LoraSchema>;
+
 /** A Hugging Face decoder checkpoint as a policy (issue #13). */
 export const HfModelSchema = z.strictObject({
   kind: z.literal('hf').describe('Model family: hf, a Hugging Face Llama / Qwen2 / Qwen3 folder.'),
@@ -51,6 +69,7 @@ export const HfModelSchema = z.strictObject({
     .describe('Folder of a Hugging Face checkpoint: config.json, model.safetensors (or its index and shards), tokenizer.json and tokenizer_config.json.'),
   dtype: z.enum(HF_DTYPES).default('float32').describe('Numeric type the weights are held and trained in (F16/BF16 files are converted on load).'),
   enable_thinking: z.boolean().default(false).describe('Qwen3 chat templates: let the model think before answering (a <think> block); off keeps responses within the token budget.'),
+  lora: LoraSchema.optional().describe('LoRA adapters (issue #14) instead of full fine-tuning; leave out to train every weight.'),
 });
 export type HfModelConfig = z.infer<typeof HfModelSchema>;
 
@@ -200,6 +219,7 @@ export const RolloutSchema = z.strictObject({
   rounds: z.number().int().min(0).max(8).default(2).describe('Verify/correct rounds after the Solver (Solver → V1 → C1 → V2 → C2 …); 0 trains the Solver alone.'),
   temperature: z.number().gt(0).max(5).default(1).describe('Sampling temperature for rollouts.'),
   top_p: z.number().gt(0).max(1).default(1).describe('Nucleus sampling threshold for rollouts.'),
+  top_k: z.number().int().min(0).max(1_000_000).default(0).describe('Sample only among the k most likely tokens (applied before top_p); 0 keeps every token. Real vocabularies (128k–152k tokens) often use 20–50.'),
   max_response_tokens: z.number().int().min(1).max(65536).default(64).describe('Token budget of one agent response.'),
 });
 
@@ -346,6 +366,11 @@ export const RunConfigSchema = z
           continue;
         }
         context = checked.context;
+        if (policy.model.lora) {
+          for (const p of loraSettingsProblems(checked.config, loraSettingsFromBlock(policy.model.lora))) {
+            ctx.addIssue({ code: 'custom', path: ['policies', id, 'model', 'lora', p.field], message: p.message });
+          }
+        }
       } else {
         context = policy.model.context;
       }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { HfArchConfig } from './config';
 import { writeGguf } from './gguf';
 import { checkHfTensors, readHfConfig, type HfNamedTensors } from './load';
-import { readTensorF32, SINGLE_FILE, writeSafetensors, type SafetensorsDtype } from './safetensors';
+import { HfFormatError, readTensorF32, SINGLE_FILE, writeSafetensors, type SafetensorsDtype } from './safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES } from './tokenizer';
 
 /** An export target that exists and `force` was not given. */
@@ -42,7 +42,7 @@ export function hfFolderSource(dir: string): HfExportSource {
   const { config, json, file } = readHfConfig(dir);
   const tokenizer = HfTokenizer.fromFolder(dir);
   if (tokenizer.vocabSize > config.vocabSize) {
-    throw new Error(`${path.join(dir, 'tokenizer.json')} (model.vocab): the tokenizer has ${tokenizer.vocabSize} ids but ${file} vocab_size (the embedding's rows) is ${config.vocabSize}: the tokenizer does not belong to these weights`);
+    throw new HfFormatError(path.join(dir, 'tokenizer.json'), 'model.vocab', `the tokenizer has ${tokenizer.vocabSize} ids but ${file} vocab_size (the embedding's rows) is ${config.vocabSize}: the tokenizer does not belong to these weights`);
   }
   const byName = checkHfTensors(dir, config);
   const tensors: HfNamedTensors = [];

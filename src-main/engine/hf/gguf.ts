@@ -287,7 +287,10 @@ export function ggufTokenizerKvs(tok: HfTokenizer, vocabSize: number): Array<[st
     ['tokenizer.ggml.merges', { type: ValueType.ARRAY, itemType: ValueType.STRING, value: merges }],
   ];
   if (tok.bosId !== null) kvs.push(['tokenizer.ggml.bos_token_id', u32(tok.bosId)]);
-  if (tok.eosIds.length > 0) kvs.push(['tokenizer.ggml.eos_token_id', u32(tok.eosIds[0])]);
+  // The converter takes eos from tokenizer_config (Llama 3.1 Instruct: <|eot_id|>, not the first of
+  // generation_config's list); llama.cpp also stops on every end-of-generation token it recognises.
+  const eos = tok.configEosId ?? tok.eosIds[0];
+  if (eos !== undefined) kvs.push(['tokenizer.ggml.eos_token_id', u32(eos)]);
   kvs.push(['tokenizer.ggml.padding_token_id', u32(tok.padId)]);
   kvs.push(['tokenizer.ggml.add_bos_token', { type: ValueType.BOOL, value: addsBos(tok) }]);
   if (tok.chatTemplate !== null) kvs.push(['tokenizer.chat_template', str(tok.chatTemplate)]);

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest } from '../model/checkpoint';
 import { hfParameterCount, type HfArchConfig } from './config';
 import { checkHfTensors, readHfConfig } from './load';
 import { openSafetensors, type SafetensorsDtype } from './safetensors';
@@ -25,6 +26,8 @@ export interface HfInspectReport {
   /** Longest sequence in tokens (max_position_embeddings). */
   context: number | null;
   weights: null | { files: string[]; tensors: number; bytes: number; dtypes: Partial<Record<SafetensorsDtype, number>> };
+  /** For a Studio checkpoint of the hf family: its step and the base model it started from. */
+  checkpoint: null | { step: number; base: { path: string; configDigest: string; weightsDigest: string } };
   tokenizer: null | {
     vocabSize: number;
     bos: { id: number; text: string } | null;
@@ -38,54 +41,10 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Inspect a model folder; never throws for a bad folder (problems are reported instead). */
-export function inspectHfFolder(dir: string): HfInspectReport {
-  const report: HfInspectReport = {
-    path: path.resolve(dir),
-    supported: false,
-    problems: [],
-    architecture: null,
-    modelType: null,
-    config: null,
-    parameters: null,
-    context: null,
-    weights: null,
-    tokenizer: null,
-  };
-  const configFile = path.join(dir, 'config.json');
+/** The tokenizer part of a report (the folder holding tokenizer.json), its problems added to `report`. */
+function inspectTokenizer(report: HfInspectReport, tokDir: string, configFile: string): void {
   try {
-    const raw = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { architectures?: unknown; model_type?: unknown };
-    if (Array.isArray(raw.architectures) && typeof raw.architectures[0] === 'string') report.architecture = raw.architectures[0];
-    if (typeof raw.model_type === 'string') report.modelType = raw.model_type;
-  } catch {
-    // readHfConfig below reports a missing or unparsable config.json with its own message.
-  }
-  try {
-    report.config = readHfConfig(dir).config;
-    report.parameters = hfParameterCount(report.config);
-    report.context = report.config.maxPositions;
-  } catch (error) {
-    report.problems.push(message(error));
-    // Without config.json this is not a model folder: nothing else to say.
-    if (!fs.existsSync(configFile)) return report;
-  }
-
-  try {
-    const st = openSafetensors(dir);
-    const dtypes: Partial<Record<SafetensorsDtype, number>> = {};
-    let bytes = 0;
-    for (const t of st.tensors.values()) {
-      dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
-      bytes += t.byteLength;
-    }
-    report.weights = { files: st.files.map((f) => path.basename(f)), tensors: st.tensors.size, bytes, dtypes };
-    if (report.config) checkHfTensors(dir, report.config);
-  } catch (error) {
-    report.problems.push(message(error));
-  }
-
-  try {
-    const tok = HfTokenizer.fromFolder(dir);
+    const tok = HfTokenizer.fromFolder(tokDir);
     const named = (id: number) => ({ id, text: tok.idToToken(id) ?? `<id ${id}>` });
     let chatTemplate: NonNullable<HfInspectReport['tokenizer']>['chatTemplate'] = null;
     if (tok.chatTemplate !== null && tok.chatTemplateSource) {
@@ -106,12 +65,93 @@ export function inspectHfFolder(dir: string): HfInspectReport {
       chatTemplate,
     };
     if (report.config && tok.vocabSize > report.config.vocabSize) {
-      report.problems.push(`${path.join(dir, TOKENIZER_JSON)} (model.vocab): the tokenizer has ${tok.vocabSize} ids but ${configFile} vocab_size (the embedding's rows) is ${report.config.vocabSize}: the tokenizer does not belong to these weights`);
+      report.problems.push(`${path.join(tokDir, TOKENIZER_JSON)} (model.vocab): the tokenizer has ${tok.vocabSize} ids but ${configFile} vocab_size (the embedding's rows) is ${report.config.vocabSize}: the tokenizer does not belong to these weights`);
     }
-    if (tok.stopTokens.length === 0) report.problems.push(`${path.join(dir, 'generation_config.json')} (eos_token_id): no stop token (nor eos_token in tokenizer_config.json): generation would never stop`);
+    if (tok.stopTokens.length === 0) report.problems.push(`${path.join(tokDir, 'generation_config.json')} (eos_token_id): no stop token (nor eos_token in tokenizer_config.json): generation would never stop`);
   } catch (error) {
     report.problems.push(message(error));
   }
+}
+
+function weightsSummary(fileOrDir: string): NonNullable<HfInspectReport['weights']> {
+  const st = openSafetensors(fileOrDir);
+  const dtypes: Partial<Record<SafetensorsDtype, number>> = {};
+  let bytes = 0;
+  for (const t of st.tensors.values()) {
+    dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
+    bytes += t.byteLength;
+  }
+  return { files: st.files.map((f) => path.basename(f)), tensors: st.tensors.size, bytes, dtypes };
+}
+
+/** A Studio checkpoint of the hf family: architecture from its manifest, its own weights and tokenizer. */
+function inspectCheckpoint(report: HfInspectReport, dir: string): HfInspectReport {
+  const manifestFile = path.join(dir, CHECKPOINT_MANIFEST);
+  try {
+    const m = readAnyCheckpointManifest(dir);
+    if (m.family !== 'hf') {
+      report.problems.push(`${manifestFile} (family): a checkpoint of the Studio's own GPT, not of a Hugging Face model (marsrl show / marsrl runs describe those)`);
+      return report;
+    }
+    const c = m.model.config;
+    Object.assign(report, { architecture: c.architecture, modelType: c.modelType, config: c, parameters: hfParameterCount(c), context: c.maxPositions, checkpoint: { step: m.step, base: m.model.base } });
+    try {
+      report.weights = weightsSummary(path.join(dir, m.model.weights));
+    } catch (error) {
+      report.problems.push(message(error));
+    }
+    inspectTokenizer(report, path.join(dir, m.tokenizer.dir), manifestFile);
+  } catch (error) {
+    report.problems.push(message(error));
+  }
+  report.supported = report.problems.length === 0;
+  return report;
+}
+
+/**
+ * Inspect a model folder (or a Studio checkpoint of the hf family); never throws for a bad
+ * folder (problems are reported instead).
+ */
+export function inspectHfFolder(dir: string): HfInspectReport {
+  const report: HfInspectReport = {
+    path: path.resolve(dir),
+    supported: false,
+    problems: [],
+    architecture: null,
+    modelType: null,
+    config: null,
+    parameters: null,
+    context: null,
+    weights: null,
+    checkpoint: null,
+    tokenizer: null,
+  };
+  if (fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST))) return inspectCheckpoint(report, dir);
+  const configFile = path.join(dir, 'config.json');
+  try {
+    const raw = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { architectures?: unknown; model_type?: unknown };
+    if (Array.isArray(raw.architectures) && typeof raw.architectures[0] === 'string') report.architecture = raw.architectures[0];
+    if (typeof raw.model_type === 'string') report.modelType = raw.model_type;
+  } catch {
+    // readHfConfig below reports a missing or unparsable config.json with its own message.
+  }
+  try {
+    report.config = readHfConfig(dir).config;
+    report.parameters = hfParameterCount(report.config);
+    report.context = report.config.maxPositions;
+  } catch (error) {
+    report.problems.push(message(error));
+    // Without config.json this is not a model folder: nothing else to say.
+    if (!fs.existsSync(configFile)) return report;
+  }
+
+  try {
+    report.weights = weightsSummary(dir);
+    if (report.config) checkHfTensors(dir, report.config);
+  } catch (error) {
+    report.problems.push(message(error));
+  }
+  inspectTokenizer(report, dir, configFile);
   report.supported = report.problems.length === 0;
   return report;
 }
@@ -132,6 +172,7 @@ function bytesHuman(n: number): string {
 /** The report as terminal text. */
 export function formatInspectReport(r: HfInspectReport): string {
   const lines = [`model        ${r.path}`];
+  if (r.checkpoint) lines.push(`checkpoint   step ${r.checkpoint.step}, started from ${r.checkpoint.base.path}`);
   const c = r.config;
   lines.push(`architecture ${r.architecture ?? '(unknown)'}${r.modelType ? ` (model_type ${r.modelType})` : ''}`);
   if (c) {

@@ -80,19 +80,39 @@ export function checkHfTensors(dir: string, c: HfArchConfig): Map<string, Safete
 
 const PIECE_ELEMENTS = 1 << 20;
 
-/** Read `count` elements starting at element `at` of a tensor as float32. */
-function readPiece(fd: number, t: SafetensorsTensor, at: number, count: number, out: Float32Array<ArrayBuffer>): void {
+/**
+ * Read `count` elements starting at element `at` of a tensor as float32, through `raw` (one
+ * scratch buffer per tensor: a fresh one per piece would leave garbage the collector frees late,
+ * and peak memory would count it).
+ */
+function readPiece(fd: number, t: SafetensorsTensor, at: number, count: number, out: Float32Array<ArrayBuffer>, raw: Uint8Array<ArrayBuffer>): void {
   const bytes = dtypeBytes(t.dtype);
-  const raw = new Uint8Array(count * bytes);
+  const want = count * bytes;
   let done = 0;
-  while (done < raw.length) {
-    const n = fs.readSync(fd, raw, done, raw.length - done, t.start + at * bytes + done);
+  while (done < want) {
+    const n = fs.readSync(fd, raw, done, want - done, t.start + at * bytes + done);
     if (n <= 0) throw new HfFormatError(t.file, t.name, 'file ended inside this tensor (truncated download?)');
     done += n;
   }
   if (t.dtype === 'F32') out.set(new Float32Array(raw.buffer, 0, count));
   else if (t.dtype === 'BF16') bf16ArrayToF32(new Uint16Array(raw.buffer, 0, count), out);
   else f16ArrayToF32(new Uint16Array(raw.buffer, 0, count), out);
+}
+
+/**
+ * Read buffers shared by every tensor of one load (fresh ones per tensor would leave up to 8 MB of
+ * garbage per tensor that the collector frees late, and peak memory counts it).
+ */
+class Scratch {
+  private pieceBuf = new Float32Array(0);
+  private rawBuf = new Uint8Array(0);
+  get(elements: number): { piece: Float32Array<ArrayBuffer>; raw: Uint8Array<ArrayBuffer> } {
+    if (this.pieceBuf.length < elements) {
+      this.pieceBuf = new Float32Array(elements);
+      this.rawBuf = new Uint8Array(elements * 4);
+    }
+    return { piece: this.pieceBuf, raw: this.rawBuf };
+  }
 }
 
 interface WasmHeapAccess {
@@ -104,19 +124,20 @@ interface WasmHeapAccess {
  * the destination is the tensor's own memory on the heap (fetched again for each piece: the heap
  * may move when it grows).
  */
-function readTransposed(t: SafetensorsTensor): tf.Tensor2D {
+function readTransposed(t: SafetensorsTensor, scratch: Scratch): tf.Tensor2D {
   const [rows, cols] = t.shape;
   const onWasm = tf.getBackend() === 'wasm';
-  const tensor = onWasm ? (tf.zeros([cols, rows]) as tf.Tensor2D) : null;
+  // tf.fill runs the wasm Fill kernel on the heap; tf.zeros would first build the whole array in JS.
+  const tensor = onWasm ? (tf.fill([cols, rows], 0, 'float32') as tf.Tensor2D) : null;
   const host = onWasm ? null : new Float32Array(rows * cols);
   const dest = () => (tensor ? (tf.backend() as unknown as WasmHeapAccess).typedArrayFromHeap(tensor) : host!);
-  const piecesRows = Math.max(1, Math.floor(PIECE_ELEMENTS / cols));
-  const piece = new Float32Array(piecesRows * cols);
+  const piecesRows = Math.min(rows, Math.max(1, Math.floor(PIECE_ELEMENTS / cols)));
+  const { piece, raw } = scratch.get(piecesRows * cols);
   const fd = fs.openSync(t.file, 'r');
   try {
     for (let r0 = 0; r0 < rows; r0 += piecesRows) {
       const n = Math.min(piecesRows, rows - r0);
-      readPiece(fd, t, r0 * cols, n * cols, piece);
+      readPiece(fd, t, r0 * cols, n * cols, piece, raw);
       const out = dest();
       for (let r = 0; r < n; r++) {
         const src = r * cols;
@@ -173,18 +194,23 @@ export function loadHfModel(dir: string, opts: LoadHfModelOptions = {}): { model
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new HfFormatError(path.join(dir, 'tokenizer.json'), 'vocab', `the tokenizer has ${tokenizer.vocabSize} ids but ${file} vocab_size (the embedding's rows) is ${config.vocabSize}: the tokenizer does not belong to these weights`);
   }
-  const tensors = checkHfTensors(dir, config);
   const identity = hfModelIdentity(dir);
   const { decodeMode, headChunkRows } = opts;
-  const model = new HfModel(
+  return { model: loadHfWeights(dir, config, { decodeMode, headChunkRows }), tokenizer, identity };
+}
+
+/** The weights of a folder as an HfModel of `config` (tensors checked against it first). */
+export function loadHfWeights(dir: string, config: HfArchConfig, opts: HfModelOptions = {}): HfModel {
+  const tensors = checkHfTensors(dir, config);
+  const scratch = new Scratch();
+  return new HfModel(
     config,
     (spec) => {
       const t = tensors.get(spec.name)!;
-      return spec.shape.length === 2 ? readTransposed(t) : tf.tensor1d(readTensorF32(t));
+      return spec.shape.length === 2 ? readTransposed(t, scratch) : tf.tensor1d(readTensorF32(t));
     },
-    { decodeMode, headChunkRows },
+    opts,
   );
-  return { model, tokenizer, identity };
 }
 
 /** The model's current weights under Hugging Face names and shapes (the inverse of loading), for export. */

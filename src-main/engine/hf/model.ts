@@ -41,6 +41,20 @@ import type { HfArchConfig } from './config';
 /** Cache mode of incremental decoding (see the module comment). */
 export type HfDecodeMode = 'js' | 'concat';
 
+// --- LoRA hook (issue #14; the adapters themselves are in lora.ts) ---------------------------
+/** The linear modules of a decoder layer, by their Hugging Face names (LoRA targets). */
+export type HfLinearModule = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
+/**
+ * Something added to a linear's output y = h W: LoRA's (alpha/r)·B A h. Set on `HfModel.adapter`
+ * around a call (lora.ts); null (the default) is the plain model, so with no adapter the forward
+ * pass is exactly the one without the hook.
+ */
+export interface HfLinearAdapter {
+  /** The addition for input rows h [N, in] of `layer`'s `module` ([N, out]), or null for none. */
+  delta(layer: number, module: HfLinearModule, h: tf.Tensor2D): tf.Tensor2D | null;
+}
+// --- end of the LoRA hook --------------------------------------------------------------------
+
 export interface HfModelOptions {
   /** Override the decode mode chosen from the backend (tests compare both). */
   decodeMode?: HfDecodeMode;
@@ -311,6 +325,8 @@ export class HfModel implements PolicyModel<HfCache> {
   private versionValue = ++weightsVersionSeq;
   private lastDataIds: unknown[];
   private disposed = false;
+  /** LoRA hook (issue #14): added to every linear of the layers while set; see HfLinearAdapter. */
+  adapter: HfLinearAdapter | null = null;
 
   /**
    * `init(spec)` returns each parameter's initial value in its storage shape (see hfParamSpecs);
@@ -397,6 +413,13 @@ export class HfModel implements PolicyModel<HfCache> {
   // -------------------------------------------------------------------------------------------
   // Forward pass (tensors; differentiable)
 
+  /** h W of a layer's linear, plus the LoRA hook's addition when one is set (issue #14). */
+  private linear(layer: number, module: HfLinearModule, h: tf.Tensor2D, w: tf.Variable): tf.Tensor2D {
+    const y = tf.matMul(h, w as tf.Tensor2D) as tf.Tensor2D;
+    const extra = this.adapter ? this.adapter.delta(layer, module, h) : null;
+    return extra ? (tf.add(y, extra) as tf.Tensor2D) : y;
+  }
+
   /**
    * The residual stream after the last layer (before the final norm), [T·B, D] for time-major
    * rows. `past` holds earlier keys/values [B, KV, L, d] (decoding in 'concat' mode): the new
@@ -436,9 +459,9 @@ export class HfModel implements PolicyModel<HfCache> {
     let x: tf.Tensor = embedColumns(this.embed as tf.Tensor2D, tokens);
     this.layers.forEach((Lw, i) => {
       const h = rmsNorm(x, Lw.ln1, eps) as tf.Tensor2D;
-      let q: tf.Tensor = tf.matMul(h, Lw.wq as tf.Tensor2D);
-      let k: tf.Tensor = tf.matMul(h, Lw.wk as tf.Tensor2D);
-      let v: tf.Tensor = tf.matMul(h, Lw.wv as tf.Tensor2D);
+      let q: tf.Tensor = this.linear(i, 'q_proj', h, Lw.wq);
+      let k: tf.Tensor = this.linear(i, 'k_proj', h, Lw.wk);
+      let v: tf.Tensor = this.linear(i, 'v_proj', h, Lw.wv);
       if (Lw.bq) q = tf.add(q, Lw.bq);
       if (Lw.bk) k = tf.add(k, Lw.bk);
       if (Lw.bv) v = tf.add(v, Lw.bv);
@@ -460,11 +483,11 @@ export class HfModel implements PolicyModel<HfCache> {
       const scores = tf.add(tf.reshape(tf.matMul(qh, kh, false, true), [B, KV, G, T, Tk]), mask);
       const p = tf.reshape(tf.softmax(scores), [B, KV, G * T, Tk]);
       const o = tf.reshape(tf.transpose(tf.reshape(tf.matMul(p, vh), [B, H, T, d]), [2, 0, 1, 3]), [N, H * d]);
-      x = tf.add(x, tf.matMul(o, Lw.wo as tf.Tensor2D));
+      x = tf.add(x, this.linear(i, 'o_proj', o as tf.Tensor2D, Lw.wo));
       const h2 = rmsNorm(x, Lw.ln2, eps) as tf.Tensor2D;
-      const gate = tf.matMul(h2, Lw.wGate as tf.Tensor2D);
-      const up = tf.matMul(h2, Lw.wUp as tf.Tensor2D);
-      x = tf.add(x, tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D, Lw.wDown as tf.Tensor2D));
+      const gate = this.linear(i, 'gate_proj', h2, Lw.wGate);
+      const up = this.linear(i, 'up_proj', h2, Lw.wUp);
+      x = tf.add(x, this.linear(i, 'down_proj', tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D, Lw.wDown));
     });
     tf.dispose([cosT, sinT, mask]);
     return x as tf.Tensor2D;
@@ -631,8 +654,8 @@ export class HfModel implements PolicyModel<HfCache> {
     this.layers.forEach((Lw, li) => {
       const [qT, kT, vT] = tf.tidy(() => {
         const h = rmsNorm(x, Lw.ln1, eps) as tf.Tensor2D;
-        const proj = (wt: tf.Variable, bias: tf.Variable | null) => (bias ? tf.add(tf.matMul(h, wt as tf.Tensor2D), bias) : tf.matMul(h, wt as tf.Tensor2D));
-        return [proj(Lw.wq, Lw.bq), proj(Lw.wk, Lw.bk), proj(Lw.wv, Lw.bv)];
+        const proj = (m: HfLinearModule, wt: tf.Variable, bias: tf.Variable | null) => (bias ? tf.add(this.linear(li, m, h, wt), bias) : this.linear(li, m, h, wt));
+        return [proj('q_proj', Lw.wq, Lw.bq), proj('k_proj', Lw.wk, Lw.bk), proj('v_proj', Lw.wv, Lw.bv)];
       });
       const q = qT.dataSync() as Float32Array;
       const k = kT.dataSync() as Float32Array;
@@ -689,11 +712,11 @@ export class HfModel implements PolicyModel<HfCache> {
         }
       }
       const next = tf.tidy(() => {
-        const x1 = tf.add(x, tf.matMul(tf.tensor2d(out, [N, H * d]), Lw.wo as tf.Tensor2D));
+        const x1 = tf.add(x, this.linear(li, 'o_proj', tf.tensor2d(out, [N, H * d]), Lw.wo));
         const h2 = rmsNorm(x1, Lw.ln2, eps) as tf.Tensor2D;
-        const gate = tf.matMul(h2, Lw.wGate as tf.Tensor2D);
-        const up = tf.matMul(h2, Lw.wUp as tf.Tensor2D);
-        return tf.add(x1, tf.matMul(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D, Lw.wDown as tf.Tensor2D)) as tf.Tensor2D;
+        const gate = this.linear(li, 'gate_proj', h2, Lw.wGate);
+        const up = this.linear(li, 'up_proj', h2, Lw.wUp);
+        return tf.add(x1, this.linear(li, 'down_proj', tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D, Lw.wDown)) as tf.Tensor2D;
       });
       x.dispose();
       x = next;
@@ -746,25 +769,6 @@ export class HfModel implements PolicyModel<HfCache> {
 
   // -------------------------------------------------------------------------------------------
   // Weights in and out
-
-  // Asynchronous twins (PolicyModel, issue #15). The decode path reads logits and, on wasm/cpu,
-  // the key/value rows back synchronously; on WebGPU those reads fail with readback.ts's message,
-  // so the Hugging Face family runs on wasm/cpu (and tfjs-node) until its decode reads asynchronously.
-  async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {
-    return this.prefill(rows, leftPad, capacity);
-  }
-
-  async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): Promise<{ cache: HfCache; logits: Float32Array }> {
-    return this.decodeStep(tokens, positions, cache, live);
-  }
-
-  async lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array> {
-    return this.lastLogits(rows, leftPad);
-  }
-
-  async getWeightsAsync(): Promise<Float32Array> {
-    return this.getWeights();
-  }
 
   getWeights(): Float32Array {
     const flat = new Float32Array(this.numParams);

@@ -391,9 +391,14 @@ export function f16ArrayToF32(src: Uint16Array, out = new Float32Array(src.lengt
   return out;
 }
 
+/** float32 → bfloat16 bits for a whole array: f32ToBf16Bits inlined over the raw bits (hot in exports). */
 export function f32ArrayToBf16(src: Float32Array): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   const out = new Uint16Array(src.length);
-  for (let i = 0; i < src.length; i++) out[i] = f32ToBf16Bits(src[i]);
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i];
+    out[i] = (b & 0x7fffffff) > 0x7f800000 ? ((b >>> 16) & 0x8000) | 0x7fc0 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+  }
   return out;
 }
 

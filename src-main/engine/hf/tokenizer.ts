@@ -57,6 +57,8 @@ export class HfTokenizer {
   readonly chatTemplateSource: { file: string; key: string } | null;
   /** stop ids: generation_config.json eos_token_id (number or list), else tokenizer_config eos */
   readonly stopTokens: number[];
+  /** tokenizer_config.json's eos_token as an id (what llama.cpp's converter writes as the GGUF eos). */
+  readonly configEosId: number | null;
   /** tokenizer_config.json add_bos_token, null when absent (then tokenizer.json's post-processor decides). */
   readonly addBosTokenSetting: boolean | null;
   /** Special token texts the template may use (bos_token, eos_token, …). */
@@ -102,6 +104,7 @@ export class HfTokenizer {
     this.bosId = idOf('bos_token');
     this.addBosTokenSetting = typeof config.add_bos_token === 'boolean' ? config.add_bos_token : null;
     const eosFromConfig = idOf('eos_token');
+    this.configEosId = eosFromConfig;
 
     const genFile = path.join(dir, GENERATION_CONFIG);
     const ids = (key: string): number[] | null => {

@@ -87,12 +87,13 @@ export interface PolicyModel<C extends DecodeCache = DecodeCache> {
   lastLogits(rows: number[][], leftPad: number[]): Float32Array;
   /**
    * Asynchronous twins of the calls that read values back (issue #15): WebGPU in Node has no
-   * synchronous readback (see readback.ts), so the sampler and the trainer use these there.
+   * synchronous readback (see readback.ts), so the sampler uses these there. A family without
+   * them (the Hugging Face family, for now) reads back synchronously and so cannot run on webgpu.
    */
-  prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: C; logits: Float32Array }>;
-  decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: C, live?: boolean[]): Promise<{ cache: C; logits: Float32Array }>;
-  lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array>;
-  getWeightsAsync(): Promise<Float32Array>;
+  prefillAsync?(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: C; logits: Float32Array }>;
+  decodeStepAsync?(tokens: Int32Array, positions: Int32Array, cache: C, live?: boolean[]): Promise<{ cache: C; logits: Float32Array }>;
+  lastLogitsAsync?(rows: number[][], leftPad: number[]): Promise<Float32Array>;
+  getWeightsAsync?(): Promise<Float32Array>;
 
   /** Trainable weights as one flat buffer in `specs` order (to send between processes). */
   getWeights(): Float32Array;

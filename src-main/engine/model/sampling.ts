@@ -239,13 +239,13 @@ function* segmentSteps(model: PolicyModel, state: DecodeState, maxTokens: number
       });
       const kv = c.kv;
       const liveRows = c.rows.map((s) => s >= 0);
-      const out = yield* call({ sync: () => model.decodeStep(tokens, positions, kv, liveRows), async: () => model.decodeStepAsync(tokens, positions, kv, liveRows) });
+      const out = yield* call({ sync: () => model.decodeStep(tokens, positions, kv, liveRows), async: async () => (model.decodeStepAsync ? model.decodeStepAsync(tokens, positions, kv, liveRows) : model.decodeStep(tokens, positions, kv, liveRows)) });
       c.kv = out.cache;
       c.logits = out.logits;
     } else {
       c.rows = live.map((r) => c.rows[r]);
       const { rows, leftPad } = paddedRows(state, c.rows);
-      c.logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: () => model.lastLogitsAsync(rows, leftPad) });
+      c.logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: async () => (model.lastLogitsAsync ? model.lastLogitsAsync(rows, leftPad) : model.lastLogits(rows, leftPad)) });
       c.version = model.version;
     }
   }
@@ -299,10 +299,10 @@ function* ensureLogits(model: PolicyModel, state: DecodeState): Steps<void> {
       }),
     );
     const capacity = rows[0].length + room;
-    const { cache, logits } = yield* call({ sync: () => model.prefill(rows, leftPad, capacity), async: () => model.prefillAsync(rows, leftPad, capacity) });
+    const { cache, logits } = yield* call({ sync: () => model.prefill(rows, leftPad, capacity), async: async () => (model.prefillAsync ? model.prefillAsync(rows, leftPad, capacity) : model.prefill(rows, leftPad, capacity)) });
     state.cache = { kv: cache, model, rows: active, logits, version: cache.version };
   } else {
-    const logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: () => model.lastLogitsAsync(rows, leftPad) });
+    const logits = yield* call({ sync: () => model.lastLogits(rows, leftPad), async: async () => (model.lastLogitsAsync ? model.lastLogitsAsync(rows, leftPad) : model.lastLogits(rows, leftPad)) });
     state.cache = { kv: null, model, rows: active, logits, version };
   }
 }

@@ -62,6 +62,7 @@ function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: numb
     seed,
     temperature,
     topP: temperature === 0 ? 1 : ctx.config.rollout.top_p,
+    topK: temperature === 0 ? 0 : ctx.config.rollout.top_k,
     maxNewTokens: Math.max(1, Math.min(ctx.config.rollout.max_response_tokens, policy.model.context - longest)),
     // Evaluation decodes to the end at once: segments matter for training overlap, not here.
     segmentTokens: ctx.config.rollout.max_response_tokens,

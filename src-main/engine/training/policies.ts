@@ -10,12 +10,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
+import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
-import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
-import { loadHfModel } from '../hf/load';
-import type { HfModel } from '../hf/model';
-import { hfPolicyTokenizer, type HfTokenizer } from '../hf/tokenizer';
+import * as tf from '@tensorflow/tfjs-core';
+import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, readAnyCheckpointManifest, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
+import type { HfArchConfig } from '../hf/config';
+import { loadHfModel, readHfConfig } from '../hf/load';
+import { HfModel } from '../hf/model';
+import { hfPolicyTokenizer, HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
 import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
 import { hashString } from '../util/rng';
@@ -113,26 +116,29 @@ export class PolicyRuntime {
 }
 
 /**
- * A policy's model and tokenizer rebuilt from its source, with the source's starting weights
- * (gpt: a seed-0 initialisation, hf: the folder's weights); callers then set the trained ones.
+ * A policy's model and tokenizer rebuilt from its source, for a caller that then sets the trained
+ * weights (`setWeights`): the pipeline's rollout and every KL reference. The starting values are
+ * placeholders (gpt: a seed-0 initialisation; hf: zeros, so that no weights file is read or hashed,
+ * which for a real checkpoint is gigabytes).
  */
 export function buildPolicyModel(source: PolicyModelSource): { model: PolicyModel; tokenizer: PolicyTokenizer } {
   if (source.family === 'gpt') {
     return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
   }
-  const { model, tokenizer } = loadHfSource(source.path);
+  const config = hfSourceConfig(source.path);
+  const tokenizer = HfTokenizer.fromFolder(source.tokenizerDir);
+  const model = new HfModel(config, (spec) => tf.zeros(spec.shape, 'float32'));
   return { model, tokenizer: hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking }) };
 }
 
-/** An hf model and tokenizer from a Hugging Face folder or a Studio checkpoint of the family. */
-function loadHfSource(dir: string): { model: HfModel; tokenizer: HfTokenizer } {
+/** The architecture of a Hugging Face folder or of a Studio checkpoint of the family. */
+function hfSourceConfig(dir: string): HfArchConfig {
   if (fs.existsSync(path.join(dir, CHECKPOINT_FILE))) {
-    const loaded = loadHfCheckpoint(dir);
-    loaded.optimizer?.dispose();
-    return { model: loaded.model, tokenizer: loaded.tokenizer };
+    const manifest = readAnyCheckpointManifest(dir);
+    if (manifest.family !== 'hf') throw new Error(`${dir} is a checkpoint of the gpt family, not of a Hugging Face model`);
+    return manifest.model.config;
   }
-  const { model, tokenizer } = loadHfModel(dir, { dtype: 'float32' });
-  return { model, tokenizer };
+  return readHfConfig(dir).config;
 }
 
 /**
@@ -204,6 +210,7 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
   if (policyConfig.model.kind === 'hf') return createHfPolicy(id, policyConfig, policyConfig.model);
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
+    if (checkpointFamily(dir) !== 'gpt') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of a Hugging Face model, but policies.${id}.model is kind gpt; set model.kind to hf (with the base folder as model.path) or give a gpt checkpoint`);
     const loaded = loadCheckpoint(dir);
     if (loaded.tokenizer.charset !== tokenizer.charset) {
       loaded.model.dispose();
@@ -236,7 +243,8 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
   } else {
     const base = policy.identity.base;
     if (!base) throw new Error(`policy ${policy.id}: the Hugging Face folder it started from is not known, so its checkpoint cannot name its base`);
-    saveHfCheckpoint(dir, { model: policy.model as HfModel, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
+    if (!(policy.model instanceof HfModel)) throw new Error(`policy ${policy.id}: its source is a Hugging Face folder but its model is of the ${policy.model.family} family`);
+    saveHfCheckpoint(dir, { model: policy.model, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
   }
 }
 
@@ -246,6 +254,9 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
  * so `fromCheckpoint` is always its starting folder.
  */
 function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<PolicyConfig['model'], { kind: 'hf' }>): { policy: PolicyRuntime; fromCheckpoint: string } {
+  // LoRA policies (issue #14, engine/hf/lora.ts) still need the trainer's side: checkpoints of
+  // adapters and the KL reference as the base with adapters off. Refused before any weights load.
+  if (model.lora) throw new Error(`policies.${id}.model.lora: runs do not train LoRA adapters yet (the adapters and their PEFT export exist: engine/hf/lora.ts, marsrl model export --format peft|hf); remove lora to fine-tune every weight`);
   const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
   const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
   if (policyConfig.init) {
@@ -258,7 +269,7 @@ function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<P
     const policy = new PolicyRuntime(id, policyConfig, loaded.model, withPrompts(loaded.tokenizer), createOptimizer(loaded.model, policyConfig.optimizer), source, identity);
     return { policy, fromCheckpoint: dir };
   }
-  const dir = path.resolve(model.path);
+  const dir = resolveModelFolder(model.path);
   const loaded = loadHfModel(dir, { dtype: model.dtype });
   const source: PolicyModelSource = { family: 'hf', path: dir, dtype: model.dtype, tokenizerDir: dir, prompts };
   const identity: ModelIdentity = { family: 'hf', ...loaded.identity, base: loaded.identity };

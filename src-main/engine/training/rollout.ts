@@ -153,6 +153,8 @@ export interface DecodeOptions {
   seed: number;
   temperature: number;
   topP: number;
+  /** Top-k truncation (0 = none), before top-p. */
+  topK?: number;
   maxNewTokens: number;
   segmentTokens: number;
   maxSegments: number;
@@ -179,6 +181,7 @@ export function* decodeInSegmentsSteps(
       maxNewTokens: options.maxNewTokens,
       temperature: options.temperature,
       topP: options.topP,
+      topK: options.topK ?? 0,
       stopTokens: [...policy.tokenizer.stopTokens],
       seed: options.seed,
       streamIds: requests.map((r) => r.streamId),
@@ -256,6 +259,7 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
       seed,
       temperature,
       topP: rollout.top_p,
+      topK: rollout.top_k,
       maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.context - Math.max(...requests.map((r) => r.promptTokens.length))),
       segmentTokens: pipeline.segment_tokens,
       maxSegments: pipeline.max_segments,

@@ -136,6 +136,32 @@ export const useNewRunStore = defineStore('newRun', () => {
     return null;
   }
 
+  /**
+   * Make a policy's model block fit its kind (issue #13): keep the keys that kind has, drop the
+   * other kind's (a GPT's sizes are unknown keys in a Hugging Face block and the reverse), and fill
+   * the kind's defaults. A block that already fits is not touched (no validation, no "changed").
+   */
+  function fitModelToKind(id: string, kind: string): void {
+    const at = `policies.${id}.model`;
+    const current = getPath(doc.value, at);
+    if (current !== undefined && (current === null || typeof current !== 'object' || Array.isArray(current))) return;
+    const model = { ...((current as Record<string, unknown> | undefined) ?? {}) };
+    const fields = (schema.value?.fields ?? []).filter((f) => f.path.startsWith('policies.*.model.') && (f.whenKind === undefined || f.whenKind === kind));
+    const allowed = new Set(fields.map((f) => f.path.slice('policies.*.model.'.length)));
+    const next: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(model)) if (allowed.has(key)) next[key] = value;
+    for (const f of fields) {
+      const key = f.path.slice('policies.*.model.'.length);
+      if (next[key] === undefined && f.default !== undefined && key !== 'kind') next[key] = structuredClone(f.default);
+    }
+    // A GPT block may leave `kind` out (it is the default); an hf block must say it.
+    if (kind !== 'gpt' || model.kind !== undefined) next.kind = kind;
+    if (JSON.stringify(next) === JSON.stringify(model)) return;
+    setPath(doc.value, at, next);
+    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`${at}.`) || allowed.has(path.slice(at.length + 1))));
+    validateSoon();
+  }
+
   function removePolicy(id: string): void {
     const policies = { ...((doc.value.policies as Record<string, unknown>) ?? {}) };
     delete policies[id];
@@ -192,6 +218,7 @@ export const useNewRunStore = defineStore('newRun', () => {
     setText,
     setValue,
     addPolicy,
+    fitModelToKind,
     removePolicy,
     validateNow,
     launch,

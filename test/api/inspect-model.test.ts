@@ -1,0 +1,122 @@
+/**
+ * StudioApi.inspectModel (issue #13): what the new-run form shows about a Hugging Face folder,
+ * validated at the boundary and answered by the same function over IPC and over HTTP.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callStudio } from '../../src-main/api/dispatch';
+import { toErrorShape } from '../../src-main/api/errors';
+import { EventHub } from '../../src-main/api/hub';
+import { createStudioService } from '../../src-main/api/service';
+import { handleStudioCall } from '../../src-main/electron/ipc';
+import { openStore, type Store } from '../../src-main/engine/store';
+import { createStudioServer, type StudioServer } from '../../src-main/server/server';
+import { buildStudioBridge } from '../../src-preload/bridge';
+import type { ModelInspection, StudioApi } from '../../src-preload/api';
+import { tempDir } from '../helpers/tmp';
+import { api } from '../server/http';
+import { writeTinyQwen3Model } from '../training/hf-tiny';
+
+let tmp: ReturnType<typeof tempDir>;
+let store: Store;
+let service: StudioApi;
+let server: StudioServer;
+let modelDir: string;
+
+beforeAll(async () => {
+  tmp = tempDir('marsrl-inspect-');
+  const databasePath = path.join(tmp.dir, 'api.db');
+  store = openStore(databasePath);
+  service = createStudioService({ store, databasePath, transport: 'http', hub: new EventHub() });
+  server = await createStudioServer({ service, hub: new EventHub(), port: 0, rendererDir: path.join(tmp.dir, 'no-renderer'), log: () => {} });
+  modelDir = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'), { context: 384 });
+});
+afterAll(async () => {
+  await server?.close();
+  store?.close();
+  tmp?.cleanup();
+});
+
+describe('inspectModel', () => {
+  it('summarises a supported folder: architecture, shape, context, weights, tokenizer and template', async () => {
+    const report = (await callStudio(service, 'inspectModel', [modelDir])) as ModelInspection;
+    expect(report).toMatchObject({
+      path: modelDir,
+      supported: true,
+      problems: [],
+      architecture: 'Qwen3ForCausalLM',
+      modelType: 'qwen3',
+      context: 384,
+      shape: { layers: 1, hidden: 16, heads: 2, kvHeads: 1, headDim: 8, tiedEmbeddings: true },
+    });
+    expect(report.shape!.vocabSize).toBe(report.tokenizer!.vocabSize);
+    expect(report.parameters).toBeGreaterThan(report.shape!.vocabSize * 16);
+    expect(report.weights).toMatchObject({ files: ['model.safetensors'], dtypes: { F32: report.weights!.tensors } });
+    expect(report.weights!.bytes).toBe(report.parameters! * 4);
+    expect(report.tokenizer!.stopTokens).toContain('<|im_end|>');
+    expect(report.tokenizer!.chatTemplate?.renders).toBe(true);
+  });
+
+  it('says why a folder cannot be used instead of failing the call', async () => {
+    const empty = path.join(tmp.dir, 'empty');
+    fs.mkdirSync(empty);
+    const report = (await callStudio(service, 'inspectModel', [empty])) as ModelInspection;
+    expect(report.supported).toBe(false);
+    expect(report.problems.join('\n')).toMatch(/config\.json/);
+    const mixtral = path.join(tmp.dir, 'mixtral');
+    fs.mkdirSync(mixtral);
+    const config = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(path.join(mixtral, 'config.json'), JSON.stringify({ ...config, architectures: ['MixtralForCausalLM'], model_type: 'mixtral' }));
+    const refused = (await callStudio(service, 'inspectModel', [mixtral])) as ModelInspection;
+    expect(refused).toMatchObject({ supported: false, architecture: 'MixtralForCausalLM' });
+    expect(refused.problems.join('\n')).toMatch(/architectures.*MixtralForCausalLM is not supported/);
+  });
+
+  it('rejects a bad argument at the boundary, naming it', async () => {
+    for (const [args, message] of [
+      [[], /inspectModel/],
+      [[''], /inspectModel\.0: give the path of a Hugging Face model folder/],
+      [[42], /inspectModel\.0/],
+      [['a\0b'], /NUL/],
+    ] as const) {
+      let shape: ReturnType<typeof toErrorShape> | null = null;
+      try {
+        await callStudio(service, 'inspectModel', args);
+      } catch (error) {
+        shape = toErrorShape(error);
+      }
+      expect(shape?.code).toBe('invalid_request');
+      expect(shape?.message).toMatch(message);
+    }
+  });
+
+  it('answers the same over IPC (through the preload bridge) and over HTTP', async () => {
+    const direct = await service.inspectModel(modelDir);
+    const rendererDir = path.resolve('/opt/marsrl/out/renderer');
+    const appFrame = { senderFrame: { url: pathToFileURL(path.join(rendererDir, 'index.html')).href, parent: null } } as unknown as Parameters<typeof handleStudioCall>[0];
+    const bridge = buildStudioBridge(
+      (method, args) => handleStudioCall(appFrame, method, structuredClone(args), { rendererDir }, (m, a) => callStudio(service, m, a)),
+      () => () => {},
+    );
+    expect(await bridge.inspectModel(modelDir)).toEqual(direct);
+    await expect(bridge.inspectModel('')).rejects.toThrow(/give the path of a Hugging Face model folder/);
+    const res = await api(server.port, 'inspectModel', [modelDir]);
+    expect(res.status).toBe(200);
+    expect(res.json<{ result: ModelInspection }>().result).toEqual(direct);
+    expect((await api(server.port, 'inspectModel', [''])).status).toBe(400);
+  });
+
+  it('the desktop bridge offers the folder picker only when main provides it', async () => {
+    const noop = buildStudioBridge(async () => ({ ok: true, value: null }), () => () => {});
+    expect(noop.pickFolder).toBeUndefined();
+    const titles: string[] = [];
+    const desktop = buildStudioBridge(async () => ({ ok: true, value: null }), () => () => {}, async (title) => {
+      titles.push(title);
+      return '/models/Qwen3-0.6B';
+    });
+    expect(await desktop.pickFolder!('Choose a model folder')).toBe('/models/Qwen3-0.6B');
+    expect(titles).toEqual(['Choose a model folder']);
+  });
+});
