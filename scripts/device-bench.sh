@@ -31,7 +31,8 @@
 #   (vocab 32, width 64, 2 layers, 4 heads, context 64, batch 16; training, KV sampling, sampling
 #   without cache) on the H200 through WebGPU, the wasm baseline on the host CPU, and PyTorch eager
 #   FP32 on the same GPU, interleaved, with ratios. Output: $OUT/model-webgpu.txt (the table),
-#   $OUT/model-webgpu.json, $OUT/env.txt (GPU, driver, Vulkan ICDs). About 3–5 minutes.
+#   $OUT/model-webgpu.json, $OUT/env.txt (GPU, driver, Vulkan ICDs, and the doctor's report of
+#   the WebGPU adapter: vendor, architecture, limits, f16). About 4–6 minutes.
 #
 #   The Qwen2.5-0.5B-shaped measurement of the issue (24 layers, width 896, 14 heads / 2 KV heads,
 #   real Qwen vocabulary; decode at batch 1 and 32, one LoRA RL step) needs the Hugging Face model
@@ -48,6 +49,22 @@ unxz_to() { # $1 compressed file, $2 output: xz where installed, else Python's l
   if command -v xz >/dev/null; then xz -dc "$1" >"$2"; else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; fi
 }
 
+# The bench bundled into folder $1 with what it loads at run time beside it (no xz: fast, for tests too).
+bundle() {
+  local dir=$1
+  rm -rf "$dir"
+  mkdir -p "$dir/node_modules/webgpu" "$dir/node_modules/@tensorflow/tfjs-backend-wasm/dist"
+  # tfjs's node builds are CommonJS that use require and __dirname; an ESM bundle defines both.
+  # --ignore-annotations keeps the backends' registration imports (their package.json says
+  # "sideEffects" false for the file that registers the cpu backend).
+  node_modules/.bin/esbuild src-main/bench/device-entry.ts --bundle --platform=node --format=esm --target=node20 \
+    --outfile="$dir/bench.mjs" --external:webgpu --ignore-annotations --log-level=warning \
+    "--banner:js=import { createRequire as __marsrlCreateRequire } from 'node:module'; import { fileURLToPath as __marsrlPath } from 'node:url'; const require = __marsrlCreateRequire(import.meta.url); const __filename = __marsrlPath(import.meta.url); const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));"
+  cp node_modules/webgpu/package.json node_modules/webgpu/index.js "$dir/node_modules/webgpu/"
+  cp node_modules/@tensorflow/tfjs-backend-wasm/package.json "$dir/node_modules/@tensorflow/tfjs-backend-wasm/"
+  cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$dir/node_modules/@tensorflow/tfjs-backend-wasm/dist/"
+}
+
 pack() {
   command -v xz >/dev/null || { echo "pack needs xz (apt-get install xz-utils)" >&2; exit 1; }
   if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
@@ -61,18 +78,8 @@ pack() {
     # shellcheck disable=SC2086
     (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
   fi
-  rm -rf "$DEV"
-  mkdir -p "$DEV/node_modules/webgpu" "$DEV/node_modules/@tensorflow/tfjs-backend-wasm/dist"
-  # tfjs's node builds are CommonJS that use require and __dirname; an ESM bundle defines both.
-  # --ignore-annotations keeps the backends' registration imports (their package.json says
-  # "sideEffects" false for the file that registers the cpu backend).
-  node_modules/.bin/esbuild src-main/bench/device-entry.ts --bundle --platform=node --format=esm --target=node20 \
-    --outfile="$DEV/bench.mjs" --external:webgpu --ignore-annotations --log-level=warning \
-    "--banner:js=import { createRequire as __marsrlCreateRequire } from 'node:module'; import { fileURLToPath as __marsrlPath } from 'node:url'; const require = __marsrlCreateRequire(import.meta.url); const __filename = __marsrlPath(import.meta.url); const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));"
-  cp node_modules/webgpu/package.json node_modules/webgpu/index.js "$DEV/node_modules/webgpu/"
+  bundle "$DEV"
   xz -T0 -6 -c node_modules/webgpu/dist/linux-x64/dawn.node >"$DEV/dawn.node.xz"
-  cp node_modules/@tensorflow/tfjs-backend-wasm/package.json "$DEV/node_modules/@tensorflow/tfjs-backend-wasm/"
-  cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$DEV/node_modules/@tensorflow/tfjs-backend-wasm/dist/"
   xz -T0 -6 -c "$(command -v node)" >"$DEV/node.xz"
   node --version >"$DEV/node-version.txt"
   local tracked carried total
@@ -82,7 +89,6 @@ pack() {
   awk -v t="$tracked" -v c="$carried" -v d="$DEV" 'BEGIN { m = 1048576; printf "tracked files %.1f MiB + .gl and %s %.1f MiB = %.1f MiB (limit 64 MiB)\n", t / m, d, c / m, (t + c) / m }'
   if [ "$total" -ge "$LIMIT_BYTES" ]; then echo "over the 64 MiB the device tool carries" >&2; exit 1; fi
 }
-
 # Decompress what pack compressed, into place beside the bundle.
 unpack_bundle() {
   [ -f "$DEV/bench.mjs" ] || { echo "$DEV/bench.mjs is missing: run scripts/device-bench.sh pack here first" >&2; exit 1; }
@@ -117,6 +123,7 @@ device() {
     ls /usr/share/vulkan/icd.d/ /etc/vulkan/icd.d/ 2>/dev/null || true
     ldconfig -p | grep libvulkan || echo 'libvulkan: not found'
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' || true
+    /tmp/marsrl-node "$DEV/bench.mjs" doctor --backend webgpu || true
   } >"$out/env.txt" 2>&1
   cat "$out/env.txt"
   /tmp/marsrl-node "$DEV/bench.mjs" model --backend webgpu --baseline wasm --peer-device cuda --python "$(command -v python3)" \
@@ -124,11 +131,12 @@ device() {
 }
 
 case "${1:-}" in
+  bundle) bundle "${2:?usage: scripts/device-bench.sh bundle DIR}" ;;
   pack) pack ;;
   check) check ;;
   device) device ;;
   *)
-    echo "usage: scripts/device-bench.sh pack|check|device   (see the README at the top of this file)" >&2
+    echo "usage: scripts/device-bench.sh pack|check|device|bundle DIR   (see the README at the top of this file)" >&2
     exit 2
     ;;
 esac
