@@ -11,7 +11,7 @@ const ELECTRON_IS_FOR_THE_SHELL =
 
 export default tseslint.config(
   {
-    ignores: ['out/**', 'dist/**', 'node_modules/**', '.native/**', 'coverage/**', 'test-results/**', 'bench-results/**'],
+    ignores: ['out/**', 'dist/**', 'node_modules/**', '.native/**', 'coverage/**', 'test-results/**', 'bench-results/**', '.bench/**'],
   },
 
   js.configs.recommended,

@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- model [--seconds S] [--rounds R] [--backend auto|webgpu|wasm|cpu|tensorflow]
  *                        [--baseline wasm|cpu|none] [--no-peer] [--peer-device cpu|cuda]
- *                        [--python PATH] [--blas-dir DIR] [--no-plain] [--profile] [--json]`
+ *                        [--python PATH] [--blas-dir DIR] [--no-plain] [--profile] [--json] [--json-out FILE]`
  *
  * One fixed small policy (vocab 32, width 64, 2 layers, 4 heads, context 64, MLP ×4) and batch
  * (16 sequences):
@@ -238,6 +238,7 @@ export async function run(argv: string[]): Promise<void> {
       'no-plain': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      'json-out': { type: 'string' },
     },
     strict: true,
   });
@@ -350,7 +351,8 @@ export async function run(argv: string[]): Promise<void> {
     out('');
     for (const l of await profileStep()) out(l);
   }
-  if (values.json) {
-    console.log(JSON.stringify({ backend: info, baseline, model: BENCH_MODEL, batch: BATCH, results, plainTrain: plain, peer: { ...peerInfo, device: values['peer-device'] }, loadavg: [load0, load1] }));
-  }
+  const report = JSON.stringify({ backend: info, baseline, model: BENCH_MODEL, batch: BATCH, results, plainTrain: plain, peer: { ...peerInfo, device: values['peer-device'] }, loadavg: [load0, load1] });
+  if (values.json) console.log(report);
+  // The table on stdout and the figures in a file, from one run (scripts/device-bench.sh).
+  if (values['json-out']) fs.writeFileSync(values['json-out'], report + '\n');
 }

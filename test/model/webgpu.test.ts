@@ -283,6 +283,9 @@ describe('backend choice and fallback reasons', () => {
       ['webgpu', 'tensorflow-gpu', 'tensorflow-cpu'].map((b) => [b, 'not requested (backend preference is "wasm")']),
     );
     expect(wasm.adapter).toBeNull(); // not probed
+    const off = doctor([], { ...softwareOnly, MARSRL_WEBGPU: '0' });
+    expect(off.skipped[0]).toEqual({ backend: 'webgpu', reason: 'disabled by MARSRL_WEBGPU=0 (the WebGPU adapter was not probed)' });
+    expect(off.adapter).toBeNull();
   });
 
   it('a training run (which reads tensors synchronously) does not get webgpu, even when it asks, and says why', () => {

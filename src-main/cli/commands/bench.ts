@@ -8,7 +8,7 @@ import type { Command } from '../context';
 const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
   store: { summary: 'insert rate and keyset page time on a 1M-turn database', load: () => import('../../bench/store') },
   export: { summary: 'export time and peak memory per format on a 1M-turn database', load: () => import('../../bench/export') },
-  model: { summary: 'policy training and sampling tokens/s against PyTorch on CPU (same threads)', load: () => import('../../bench/model') },
+  model: { summary: 'policy training and sampling tokens/s against PyTorch (CPU, or the GPU with --peer-device cuda); webgpu against wasm', load: () => import('../../bench/model') },
   ui: { summary: 'trajectory page and series API times over HTTP, chart rendering in Chromium', load: () => import('../../bench/ui') },
   reliability: { summary: 'SIGKILL trials, disk full, corrupt checkpoints, locks, double resume, bad-input corpus, serve under load', load: () => import('../../bench/reliability') },
   hf: { summary: 'Qwen3-architecture model (real vocabulary): prefill/decode tokens/s vs llama.cpp and PyTorch, peak RSS when loading', load: () => import('../../bench/hf') },

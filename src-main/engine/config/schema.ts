@@ -288,6 +288,12 @@ export const EvalSchema = z.strictObject({
 
 export const RuntimeSchema = z.strictObject({
   backend: z.enum(BACKENDS).default('auto').describe('Tensor backend: auto picks webgpu (a hardware adapter only) → tensorflow (CUDA, then native CPU) → wasm → cpu; webgpu uses even a software adapter, with a warning.'),
+  gpu_memory_limit_mb: z
+    .number()
+    .min(0)
+    .max(16 * 1024 * 1024)
+    .default(0)
+    .describe('Budget in MiB for what the policies keep on the tensor device (weights, optimizer state, key/value caches, counted from tensor sizes); over it the run ends naming what did not fit and the fields that shrink it. 0 = no limit (still accounted and reported).'),
 });
 
 export const RunConfigSchema = z

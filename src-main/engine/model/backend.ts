@@ -346,7 +346,10 @@ async function selectBackend(preference: BackendPreference, options: BackendOpti
   for (let i = first; i < order.length && !provider; i++) {
     const candidate = order[i];
     let reason: string | null;
-    if (candidate === 'webgpu') {
+    if (candidate === 'webgpu' && process.env.MARSRL_WEBGPU === '0') {
+      // An escape hatch for a machine whose Vulkan driver crashes Dawn while it is probed.
+      reason = 'disabled by MARSRL_WEBGPU=0 (the WebGPU adapter was not probed)';
+    } else if (candidate === 'webgpu') {
       const probe = await probeWebGpu();
       adapter = probe.adapter;
       reason = probe.reason;

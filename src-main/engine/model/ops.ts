@@ -36,7 +36,16 @@ export interface KernelStrategy {
 export const WASM_STRATEGY: KernelStrategy = { embedding: 'js', linear: 'fused', attention: 'depthwise' };
 export const PLAIN_STRATEGY: KernelStrategy = { embedding: 'gather', linear: 'autograd', attention: 'batchMatMul' };
 
-/** The workarounds are applied only where they are needed: on wasm. */
+/**
+ * The workarounds are applied only where they are needed: on wasm. WebGPU (issue #15) takes the
+ * plain strategy: tfjs-backend-webgpu 4.22 has every kernel it uses, the gather gradient
+ * (UnsortedSegmentSum) included; on llvmpipe its logits and gradients came within ~3e-6 of the
+ * cpu backend, and test/model/webgpu.test.ts holds the weights after an AdamW step within 1e-5,
+ * the gradients to finite differences and KV sampling to cpu's tokens. The wasm workarounds would be wrong there:
+ * the 'js' embedding and KV cache read tensors back synchronously, which WebGPU in Node cannot
+ * (readback.ts), and batched matMul is a GPU's fast path, not a naive loop. What WebGPU needed
+ * was asynchronous readback, not other kernels.
+ */
 export function strategyForBackend(backendName: string): KernelStrategy {
   return backendName === 'wasm' ? WASM_STRATEGY : PLAIN_STRATEGY;
 }

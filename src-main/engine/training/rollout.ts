@@ -16,6 +16,8 @@ import type { Role, RunConfig } from '../config/schema';
 import { agentName, selectInputs, type Verdict } from '../agents';
 import { textFormatOf } from '../agents/prompts';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
+import { takeGpuFault } from '../model/backend';
+import { GpuMemoryError, kvCacheBytes, memoryBudget } from '../model/gpu-memory';
 import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
@@ -188,6 +190,10 @@ export function* decodeInSegmentsSteps(
     },
   );
   const segments: SegmentRecord[][] = requests.map(() => []);
+  // The batch's key/value cache, reserved against the run's device-memory budget before it is built.
+  const budget = memoryBudget();
+  const positions = Math.min(policy.model.context, Math.max(...requests.map((r) => r.promptTokens.length)) + options.maxNewTokens);
+  budget?.reserveCache(policy.id, kvCacheBytes(policy.model, requests.length, positions), `${requests.length} sequences of up to ${positions} tokens (${options.agent})`);
   try {
     let stage = 0;
     while (state.sequences.some((s) => !s.finished)) {
@@ -197,6 +203,8 @@ export function* decodeInSegmentsSteps(
         const startedAt = Date.now();
         const version = policy.version;
         decodeSegment(policy.model, state, options.segmentTokens);
+        const fault = takeGpuFault();
+        if (fault) throw new GpuMemoryError(`${fault} while decoding ${requests.length} sequences for ${options.agent} (policy "${policy.id}"); shrink rollout.solver_group, rollout.max_response_tokens or policies.${policy.id}.model, or set runtime.gpu_memory_limit_mb below the device's memory`);
         const endedAt = Date.now();
         let produced = 0;
         state.sequences.forEach((s, i) => {
@@ -220,6 +228,7 @@ export function* decodeInSegmentsSteps(
     }
   } finally {
     disposeDecodeState(state);
+    budget?.releaseCache(policy.id);
   }
   return state.sequences.map((s, i) => ({ responseTokens: s.tokens, behaviourLogProbs: s.logProbs, segments: segments[i] }));
 }

@@ -19,6 +19,7 @@ import path from 'node:path';
 import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
+import { MemoryBudget, optimizerBytes, setMemoryBudget, weightBytes } from '../model/gpu-memory';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
@@ -141,6 +142,26 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       for (const p of policies.values()) p.freezeReference();
     }
 
+    // Device memory per policy (gpu-memory.ts): accounted and reported always, enforced when
+    // runtime.gpu_memory_limit_mb is set; decoding reserves its caches against the same budget.
+    const budget = new MemoryBudget(config.runtime.gpu_memory_limit_mb * 2 ** 20);
+    setMemoryBudget(budget);
+    for (const p of policies.values()) {
+      const weights = weightBytes(p.model) + (p.reference ? weightBytes(p.reference) : 0);
+      budget.setResident(p.id, { weights, optimizer: optimizerBytes(p.optimizer, p.model.numParams) });
+      writer.metric({ runId, step: cursor.step, wallTime: wallTime(), key: `memory/${p.id}/weights_bytes`, value: weights });
+      writer.metric({ runId, step: cursor.step, wallTime: wallTime(), key: `memory/${p.id}/optimizer_bytes`, value: optimizerBytes(p.optimizer, p.model.numParams) });
+    }
+    store.events.log(
+      runId,
+      'info',
+      'gpu_memory',
+      `tensor memory on ${backend.name}: ${(budget.totalBytes / 2 ** 20).toFixed(2)} MiB resident (weights and optimizer state)` +
+        (budget.limitBytes > 0 ? ` of the ${config.runtime.gpu_memory_limit_mb} MiB limit` : ''),
+      { limitBytes: budget.limitBytes, policies: budget.report() },
+      cursor.step,
+    );
+
     const evalSet = evaluationSet(config, data);
     const evalContext = { family: data.family, policies: roles, config };
     // The fixed judged set (evaluate.ts): made by the run's first evaluation, kept in the store so
@@ -209,6 +230,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     }
     return { status: 'failed', step: cursor.step, reason };
   } finally {
+    setMemoryBudget(null);
     for (const p of policies.values()) p.dispose();
   }
 }
