@@ -220,6 +220,8 @@ export interface EpisodeDetail {
   episode: EpisodeSummary;
   /** Every turn, parents before children; `parentTurnId` rebuilds the tree. */
   turns: (Turn & { segments: Segment[] })[];
+  /** What the task family's notation in these texts means, from the family's own description. */
+  notation: { roles: string[]; marker: string; meaning: string }[];
 }
 
 export interface RunEvent {

@@ -178,3 +178,32 @@ describe('exports from the browser land in the documented exports folder (issue 
     session.problems.errors = session.problems.errors.filter((e) => !/status of 400/.test(e));
   });
 });
+
+describe('task notation explained next to the turn (issue 18)', () => {
+  it("shows the sort family's own description of the Verifier's and the Solver's notation", async () => {
+    const run = seeded.done;
+    const turns = store.trajectories.episodeTurns(seeded.rejectingEpisodeId);
+    const verifier = turns.find((t) => t.agent === 'verifier1')!;
+    const solver = turns.find((t) => t.agent === 'solver')!;
+    await session.open(`#/runs/${run.id}/trajectories?step=20`, { fresh: true });
+    await page.locator(`.pane--list [data-episode-id="${seeded.rejectingEpisodeId}"]`).click();
+    const treeRow = (id: number) => page.locator(`[role="tree"] [data-turn-id="${id}"]`);
+    await treeRow(verifier.id).click();
+    const notation = page.getByTestId('turn-notation');
+    await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['s:0=1=2x3…', 'V:ok / V:no']);
+    expect(await notation.innerText()).toContain("The question's digits re-sorted, each followed by = when the answer has the same digit");
+    await treeRow(solver.id).click();
+    await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['c:1111011111', 'A:']);
+    expect(await notation.innerText()).toContain('How many times each digit 0…9 occurs in the question');
+  });
+});
+
+describe('trajectories a researcher can interrogate (issue 18)', () => {
+  it('connects the live channel on a direct load of any page', async () => {
+    for (const hash of ['#/new', `#/runs/${seeded.done.id}/trajectories`]) {
+      await page.goto('about:blank');
+      await page.goto(`${session.served.url}${hash}`);
+      await expect.poll(() => page.getByTestId('connection').getAttribute('data-state'), POLL).toBe('open');
+    }
+  });
+});
