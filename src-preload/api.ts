@@ -214,6 +214,19 @@ export interface EpisodeQuery {
   split?: 'train' | 'test';
   afterId?: number;
   limit?: number;
+  /** Inclusive step range. */
+  stepFrom?: number;
+  stepTo?: number;
+  /** Whether the episode's final answer was right. */
+  outcome?: 'solved' | 'unsolved';
+  /** Episodes where a Verifier approved a wrong solution or rejected a right one. */
+  verifier?: 'false_approve' | 'false_reject';
+  /** Episodes where a Corrector fixed a wrong input, broke a right one, or kept its correctness. */
+  corrector?: 'fixed' | 'broke' | 'unchanged';
+  /** Text in the question or in any turn's prompt or output. */
+  search?: string;
+  /** Only the last step with episodes (of `split`, when given). */
+  latestStep?: boolean;
 }
 
 export interface EpisodeDetail {

@@ -12,7 +12,8 @@ import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
-import { seedStudio, type Seeded } from './seed';
+import { Rng } from '../../src-main/engine/util/rng';
+import { seedStudio, writeEpisode, writeSteps, type Seeded } from './seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
@@ -199,6 +200,87 @@ describe('task notation explained next to the turn (issue 18)', () => {
 });
 
 describe('trajectories a researcher can interrogate (issue 18)', () => {
+  /**
+   * The episodes listed: the count the list holds, and the ids of the rows drawn (the list is
+   * virtual, so only the first screenful is in the page), as one comparable value.
+   */
+  const listed = async () => {
+    const count = Number(await page.getByTestId('episode-filters').getAttribute('data-episode-count'));
+    const shown = await page.locator('.pane--list [data-episode-id]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-episode-id'))));
+    return { count, shown };
+  };
+  /** Polls until the list holds exactly `ids` (in order, as far as it is drawn). */
+  async function expectListed(ids: number[]): Promise<void> {
+    await expect
+      .poll(async () => {
+        const { count, shown } = await listed();
+        const ok = count === ids.length && (ids.length === 0 || shown.length > 0) && shown.every((id, i) => id === ids[i]);
+        return ok ? 'ok' : JSON.stringify({ count, shown, want: ids });
+      }, POLL)
+      .toBe('ok');
+  }
+  const expectedIds = (query: Omit<Parameters<Store['trajectories']['pageEpisodes']>[0], 'runId'>, runId = seeded.done.id) =>
+    store.trajectories.pageEpisodes({ runId, limit: 100, ...query }).items.map((e) => e.id);
+
+  it("opens on the latest step's training episodes and filters by outcome, Verifier and Corrector errors, step range and text", async () => {
+    const run = seeded.done;
+    await session.open(`#/runs/${run.id}/trajectories`, { fresh: true });
+    await expect.poll(() => page.getByTestId('step-input').inputValue(), POLL).toBe('59');
+    expect(page.url()).toContain('step=59');
+    expect(await page.getByTestId('filter-split').inputValue()).toBe('train');
+    await expectListed(expectedIds({ step: 59, split: 'train' }));
+
+    await page.getByTestId('filter-outcome').selectOption('unsolved');
+    await expectListed(expectedIds({ step: 59, split: 'train', outcome: 'unsolved' }));
+    await page.getByTestId('filter-outcome').selectOption('');
+
+    // Every step, between 10 and 50, where a Corrector fixed a wrong answer.
+    await page.getByRole('button', { name: 'All steps' }).click();
+    await page.getByTestId('filter-step-from').fill('10');
+    await page.getByTestId('filter-step-from').press('Tab');
+    await page.getByTestId('filter-step-to').fill('50');
+    await page.getByTestId('filter-step-to').press('Tab');
+    await page.getByTestId('filter-corrector').selectOption('fixed');
+    const fixed = expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, corrector: 'fixed' });
+    expect(fixed.length).toBeGreaterThan(0);
+    await expectListed(fixed);
+    await page.getByTestId('filter-corrector').selectOption('');
+    await page.getByTestId('filter-verifier').selectOption('false_approve');
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, verifier: 'false_approve' }));
+    await page.getByTestId('filter-verifier').selectOption('false_reject');
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, verifier: 'false_reject' }));
+    await page.getByTestId('filter-verifier').selectOption('');
+
+    // Text search in prompts and outputs: the digits of one episode's question.
+    const question = store.trajectories.getEpisode(seeded.rejectingEpisodeId)!;
+    const digits = store.trajectories.getProblem(question.problemId!)!.question.replace(/^sort /, '');
+    await page.getByTestId('filter-search').fill(digits);
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, search: digits }));
+    expect(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, search: digits })).toContain(seeded.rejectingEpisodeId);
+    await page.locator(`.pane--list [data-episode-id="${seeded.rejectingEpisodeId}"]`).click();
+    await page.getByTestId('turn-detail').waitFor();
+    await screenshot(page, 'trajectory-filters');
+  });
+
+  it('grows while the run writes: counts and new episodes arrive without a reload', async () => {
+    const run = seeded.running;
+    await session.open(`#/runs/${run.id}/trajectories`, { fresh: true });
+    await expect.poll(() => page.getByTestId('step-input').inputValue(), POLL).toBe('20');
+    await page.getByRole('button', { name: 'All steps' }).click();
+    await expectListed(expectedIds({ split: 'train' }, run.id));
+    const before = (await listed()).count;
+    // Another process trains on: two steps, and the episodes of step 25.
+    const rng = new Rng(5, 'live-trajectories');
+    const writer = store.writer({ flushIntervalMs: 0 });
+    writeSteps(store, writer, run, 24, 26, rng);
+    for (let p = 0; p < 3; p++) writeEpisode(writer, run.id, 25, 'train', rng, Date.now(), false);
+    writer.close();
+    await expectListed(expectedIds({ split: 'train' }, run.id));
+    expect((await listed()).count).toBe(before + 3);
+    const episodes = store.trajectories.pageEpisodes({ runId: run.id, limit: 1000 }).items.length;
+    await expect.poll(() => page.locator('.traj__counts').innerText(), POLL).toContain(`${episodes} episodes`);
+  });
+
   it('connects the live channel on a direct load of any page', async () => {
     for (const hash of ['#/new', `#/runs/${seeded.done.id}/trajectories`]) {
       await page.goto('about:blank');
