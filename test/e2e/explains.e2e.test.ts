@@ -193,6 +193,14 @@ describe('task notation explained next to the turn (issue 18)', () => {
     const notation = page.getByTestId('turn-notation');
     await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['s:0=1=2x3…', 'V:ok / V:no']);
     expect(await notation.innerText()).toContain("The question's digits re-sorted, each followed by = when the answer has the same digit");
+    // The tree says which answer is final and why a branch went no further.
+    const episode = store.trajectories.getEpisode(seeded.rejectingEpisodeId)!;
+    const finals = await page.locator('[role="tree"] [data-turn-id]:has([data-testid="final-mark"])').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-turn-id'))));
+    expect(finals.length).toBeGreaterThan(0);
+    for (const id of finals) expect(turns.find((x) => x.id === id)?.parsed).toBe(episode.finalAnswer);
+    const stops = await page.getByTestId('stop-mark').allInnerTexts();
+    expect(stops).toContain('⏹ not judged: selection kept 2 of 8');
+    expect(stops.some((s) => s === '⏹ round limit reached' || s.startsWith('⏹ approved'))).toBe(true);
     await treeRow(solver.id).click();
     await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['c:1111011111', 'A:']);
     expect(await notation.innerText()).toContain('How many times each digit 0…9 occurs in the question');
