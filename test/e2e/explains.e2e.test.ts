@@ -297,3 +297,55 @@ describe('trajectories a researcher can interrogate (issue 18)', () => {
     }
   });
 });
+
+describe('runs that can be told apart (issue 18)', () => {
+  it('shows each run’s seed, opens a run with one click on its name, and compares runs picked with ctrl/shift-click', async () => {
+    await session.open('#/runs', { fresh: true });
+    const row = (id: number) => page.locator(`[role="rowgroup"] [data-run-id="${id}"]`);
+    await row(seeded.done.id).waitFor();
+    // The seed column tells runs apart whose names differ only at the end.
+    for (const id of study.runIds) {
+      await row(id).scrollIntoViewIfNeeded();
+      expect(await row(id).getByTestId('run-seed').innerText()).toBe(String(store.runs.get(id)!.seed));
+    }
+    const [a, b, c] = study.runIds;
+    await row(a).scrollIntoViewIfNeeded();
+    await row(a).locator('[role="cell"]').nth(3).click();
+    await row(b).locator('[role="cell"]').nth(3).click({ modifiers: ['Control'] });
+    expect(await page.getByTestId('compare-picked').innerText()).toBe('Compare 2');
+    await row(c).locator('[role="cell"]').nth(3).click({ modifiers: ['Shift'] });
+    const picked = await page.locator('[role="rowgroup"] [data-picked="true"]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    const ids = await page.locator('[role="rowgroup"] [data-run-id]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    // Shift-click adds the range between the last picked run and this one.
+    const [lo, hi] = [ids.indexOf(b), ids.indexOf(c)].sort((x, y) => x - y);
+    expect(new Set(picked)).toEqual(new Set([a, ...ids.slice(lo, hi + 1)]));
+    await screenshot(page, 'runs-table-multiselect');
+    await page.getByTestId('compare-picked').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${picked.length} runs`);
+    expect(page.url()).toMatch(/#\/compare\?runs=/);
+
+    // At 1024 px every column fits, the details pane open or not, and no header is cut mid-word.
+    await session.open('#/runs', { fresh: true });
+    await page.setViewportSize({ width: 1024, height: 768 });
+    try {
+      for (const detailsOpen of [false, true]) {
+        if (detailsOpen) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
+        const table = (await page.getByRole('table', { name: 'Runs' }).boundingBox())!;
+        for (const name of ['Eval acc', 'Step', 'Age', 'Seed']) {
+          const box = (await page.getByRole('columnheader', { name }).boundingBox())!;
+          expect(box.x + box.width, `${name} with details ${detailsOpen}`).toBeLessThanOrEqual(table.x + table.width + 0.5);
+        }
+        const cut = await page.locator('[role="columnheader"] .sort').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        expect(cut).toEqual([]);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 900 });
+    }
+
+    // One click on a name opens the run.
+    await session.open('#/runs', { fresh: true });
+    await row(seeded.done.id).locator('.runs__name').click({ position: { x: 4, y: 8 } });
+    await expect.poll(() => page.url(), POLL).toContain(`#/runs/${seeded.done.id}`);
+    await page.getByTestId('run-name').waitFor();
+  });
+});

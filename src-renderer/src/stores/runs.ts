@@ -15,7 +15,7 @@ export interface RunFilters {
 }
 
 /** Columns the table sorts by. `id` (newest first) is the order the store pages in. */
-export type RunSortKey = 'id' | 'name' | 'status' | 'task' | 'rewardScheme' | 'advantageMode' | 'evalAccuracy' | 'systemAccuracy' | 'lastStep' | 'createdAt';
+export type RunSortKey = 'id' | 'name' | 'status' | 'task' | 'rewardScheme' | 'advantageMode' | 'seed' | 'evalAccuracy' | 'systemAccuracy' | 'lastStep' | 'createdAt';
 export interface RunSort {
   key: RunSortKey;
   descending: boolean;
