@@ -349,3 +349,22 @@ describe('runs that can be told apart (issue 18)', () => {
     await page.getByTestId('run-name').waitFor();
   });
 });
+
+describe('compare that can be driven (issue 18)', () => {
+  it('keeps the run chooser open while choosing, selects all, shows the baseline, and wraps the legend', async () => {
+    await session.open('#/compare', { fresh: true });
+    const chooser = page.getByTestId('run-chooser');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.getByLabel('Filter runs').fill('seeded');
+    await chooser.locator('label', { hasText: `#${study.runIds[0]} ` }).locator('input').check();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe('Compare 1 run');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.locator('label', { hasText: `#${study.runIds[1]} ` }).locator('input').check();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe('Compare 2 runs');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.getByTestId('select-shown').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
+    const first = store.runs.get(study.runIds[0])!;
+    await expect.poll(() => page.getByLabel('Baseline run').locator('option:checked').innerText(), POLL).toBe(`first run (#${first.id} ${first.name})`);
+  });
+});
