@@ -54,6 +54,8 @@ export interface RunDetail extends RunSummary {
   /** Backend chosen and why the others were skipped. */
   backendInfo: Record<string, unknown> | null;
   counts: { problems: number; episodes: number; turns: number; segments: number; metrics: number; events: number; checkpoints: number };
+  /** The step of the last checkpoint (a resume continues after it); null before the first. */
+  lastCheckpointStep: number | null;
 }
 
 export interface ListRunsQuery {

@@ -46,6 +46,7 @@ const session = studioInChromium({
     seeded = seedStudio(db);
     addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
     study = seedStudy(db, { steps: 12 });
+    db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
   },
 });
 beforeAll(() => {
@@ -366,5 +367,20 @@ describe('compare that can be driven (issue 18)', () => {
     await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
     const first = store.runs.get(study.runIds[0])!;
     await expect.poll(() => page.getByLabel('Baseline run').locator('option:checked').innerText(), POLL).toBe(`first run (#${first.id} ${first.name})`);
+  });
+});
+
+describe('runs that stop (issue 18)', () => {
+  it('asks before stopping and says how many steps since the last checkpoint a resume redoes', async () => {
+    const run = seeded.running;
+    await session.open(`#/runs/${run.id}`, { fresh: true });
+    await page.getByTestId('stop-run').click();
+    const text = await page.getByTestId('stop-redo').innerText();
+    const step = Number(/step (\d+) \//.exec(await page.getByTestId('run-step').innerText())?.[1]);
+    expect(step).toBeGreaterThan(20);
+    expect(text).toContain(`The last checkpoint is at step 20; ${step - 20} steps since then will be redone on resume.`);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => page.getByTestId('stop-redo').isVisible(), POLL).toBe(false);
+    expect(store.runs.get(run.id)!.status).toBe('running');
   });
 });
