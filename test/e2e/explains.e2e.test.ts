@@ -327,17 +327,19 @@ describe('runs that can be told apart (issue 18)', () => {
 
     // At 1024 px every column fits, the details pane open or not, and no header is cut mid-word.
     await session.open('#/runs', { fresh: true });
-    await page.setViewportSize({ width: 1024, height: 768 });
     try {
-      for (const detailsOpen of [false, true]) {
-        if (detailsOpen) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
+      for (const [width, detailsOpen] of [[1024, false], [1024, true], [1440, true]] as const) {
+        await page.setViewportSize({ width, height: 768 });
+        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
         const table = (await page.getByRole('table', { name: 'Runs' }).boundingBox())!;
         for (const name of ['Eval acc', 'Step', 'Age', 'Seed']) {
           const box = (await page.getByRole('columnheader', { name }).boundingBox())!;
           expect(box.x + box.width, `${name} with details ${detailsOpen}`).toBeLessThanOrEqual(table.x + table.width + 0.5);
         }
         const cut = await page.locator('[role="columnheader"] .sort').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
-        expect(cut).toEqual([]);
+        expect(cut, `headers at ${width} px`).toEqual([]);
+        const cells = await page.locator('[role="rowgroup"] [role="cell"]:nth-child(10), [role="rowgroup"] [role="cell"]:nth-child(8)').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        expect(cells, `accuracy cells at ${width} px`).toEqual([]);
       }
     } finally {
       await page.setViewportSize({ width: 1440, height: 900 });
