@@ -208,8 +208,18 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
   return { markdown: lines.join('\n'), markdownTable: table, csv: comparisonCsv(comparison), charts, summary: comparison };
 }
 
+/** A report folder that cannot be written: the caller's path is wrong, not the study. */
+export class ReportPathError extends Error {
+  override name = 'ReportPathError';
+}
+
 /** Write report.md, runs.csv, groups.csv and charts/*.png|svg into `outDir`; returns the files written. */
 export async function writeStudyReport(store: Store, studyId: number, outDir: string): Promise<StudyReport & { files: string[] }> {
+  // The report's own folder is made; the folder it goes in must exist, as an export's must
+  // (issue 18: a mistyped path created a tree of folders without a word).
+  const parent = path.dirname(path.resolve(outDir));
+  if (!fs.existsSync(parent)) throw new ReportPathError(`cannot write the report to ${path.resolve(outDir)}: the folder ${parent} does not exist; create it first or choose another path`);
+  if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) throw new ReportPathError(`cannot write the report to ${path.resolve(outDir)}: it is a file, not a folder`);
   const report = buildStudyReport(store, studyId);
   const chartsDir = path.join(outDir, 'charts');
   fs.mkdirSync(chartsDir, { recursive: true });
