@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { compareRuns, loadRuns } from '../../src-main/engine/compare';
 import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
@@ -384,5 +385,25 @@ describe('runs that stop (issue 18)', () => {
     await page.getByRole('button', { name: 'Cancel' }).click();
     await expect.poll(() => page.getByTestId('stop-redo').isVisible(), POLL).toBe(false);
     expect(store.runs.get(run.id)!.status).toBe('running');
+  });
+});
+
+describe('the study report in the app (issue 18)', () => {
+  it('shows the group table, the differences beyond the seed spread and the accuracy chart on the Studies page', async () => {
+    await session.open(`#/studies/${study.studyId}`, { fresh: true });
+    const report = page.getByTestId('study-report');
+    await report.getByTestId('study-group-table').waitFor();
+    const headers = (await report.getByTestId('study-group-table').locator('thead th').allInnerTexts()).map((h) => h.replace(/\s+/g, ' ').trim());
+    expect(headers).toEqual(['metric', 'decoupled / agentwise n=2 · baseline', 'decoupled / global n=2', 'shared / agentwise n=2', 'shared / global n=2']);
+    // The same differences the engine's comparison finds beyond the seed spread.
+    const runs = loadRuns(store, study.runIds);
+    const result = compareRuns(runs, { groupBy: ['reward.scheme', 'advantage.mode'], baselineGroup: 'decoupled / agentwise' });
+    const exceeding = result.groups.flatMap((g) => (g.label === result.baselineGroup ? [] : result.metrics.filter((m) => g.spread[m.id]?.exceeds).map((m) => `${g.label}: ${m.label}`)));
+    const notes = await report.getByTestId('study-spread-notes').locator('li').allInnerTexts();
+    expect(notes.map((n) => n.split(' Δ ')[0])).toEqual(exceeding.length ? exceeding : ['None: every difference lies within the spread across seeds.']);
+    await report.getByTestId('study-chart').locator('canvas').waitFor();
+    await report.evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    await page.waitForTimeout(300);
+    await screenshot(page, 'study-report');
   });
 });
