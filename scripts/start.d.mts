@@ -30,8 +30,12 @@ export declare function nodeGypCandidates(
 export declare function prebuildInstallArgs(electronVersion: string, platform: string, arch: string): string[];
 export declare function nodeGypArgs(electronVersion: string, arch: string): string[];
 
-export type Exec = (command: string, args: string[], options: SpawnOptions) => Promise<number>;
-export declare function runCommand(command: string, args: string[], options?: SpawnOptions): Promise<number>;
+/** With `capture`, the command's output is collected there instead of shown. */
+export type ExecOptions = SpawnOptions & { capture?: string[] };
+export type Exec = (command: string, args: string[], options: ExecOptions) => Promise<number>;
+export declare function runCommand(command: string, args: string[], options?: ExecOptions): Promise<number>;
+/** One paragraph for a failed Electron download: the cause, what to do, and `npx marsrl serve`. */
+export declare function electronDownloadFailure(reason: string, output: string): string;
 
 export declare class StartError extends Error {}
 

@@ -118,10 +118,18 @@ function stageBetterSqlite(sourceDir, stagingDir) {
   }
 }
 
-/** Spawns a command with inherited output and resolves with its exit status (1 for a signal). */
+/**
+ * Spawns a command with inherited output and resolves with its exit status (1 for a signal).
+ * With `options.capture` (an array), its output is collected there instead of shown.
+ */
 export function runCommand(command, args, options = {}) {
+  const { capture, ...spawnOptions } = options;
   return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: 'inherit', ...options });
+    const child = spawn(command, args, { stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit', ...spawnOptions });
+    if (capture) {
+      child.stdout?.on('data', (chunk) => capture.push(String(chunk)));
+      child.stderr?.on('data', (chunk) => capture.push(String(chunk)));
+    }
     const forward = (signal) => child.kill(signal);
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
@@ -139,6 +147,21 @@ export function runCommand(command, args, options = {}) {
 }
 
 export class StartError extends Error {}
+
+/**
+ * Electron's installer fails with a stack trace (a network error deep in @electron/get); a
+ * person needs the cause in one line, what to do, and that the same interface runs without
+ * Electron (issue 18).
+ */
+export function electronDownloadFailure(reason, output) {
+  const lines = String(output).split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !/^at\s/.test(l));
+  const cause = [...lines].reverse().find((l) => /error|ENOTFOUND|ECONN|ETIMEDOUT|EAI_AGAIN|certificate|proxy|\b[45]\d\d\b/i.test(l)) ?? reason;
+  return (
+    `Electron's binary could not be downloaded (${cause.replace(/^\w*Error:\s*/, '')}). The desktop app needs it once: ` +
+    'check the network or proxy settings (ELECTRON_MIRROR and electron_config_cache are honoured) and run `npm start` again. ' +
+    'Until then, `npx marsrl serve` shows the same interface in a browser, and the CLI and `npm test` work without Electron.'
+  );
+}
 
 /**
  * Every step of `npm start`. Commands go through `exec` so the tests can follow the sequence
@@ -175,14 +198,10 @@ export async function start({
       // came to be missing in the first place.
       const installEnv = { ...env };
       delete installEnv.ELECTRON_SKIP_BINARY_DOWNLOAD;
-      const status = await exec(node, [path.join(electronDir, 'install.js')], { cwd: electronDir, env: installEnv });
+      const output = [];
+      const status = await exec(node, [path.join(electronDir, 'install.js')], { cwd: electronDir, env: installEnv, capture: output });
       binary = electronBinaryStatus(electronDir, electronVersion, platform);
-      if (status !== 0 || !binary.installed) {
-        throw new StartError(
-          `Electron's installer failed (${binary.reason}). Check the network or proxy settings ` +
-            '(ELECTRON_MIRROR and electron_config_cache are honoured), then run `npm start` again.',
-        );
-      }
+      if (status !== 0 || !binary.installed) throw new StartError(electronDownloadFailure(binary.reason, output.join('')));
     }
   }
 

@@ -55,6 +55,8 @@ export interface RunDetail extends RunSummary {
   backendInfo: Record<string, unknown> | null;
   /** Episodes and turns of the live attempt; `supersededTurns` counts the killed attempts' redone ones. */
   counts: { problems: number; episodes: number; turns: number; supersededTurns: number; segments: number; metrics: number; events: number; checkpoints: number };
+  /** The step of the last checkpoint (a resume continues after it); null before the first. */
+  lastCheckpointStep: number | null;
 }
 
 export interface ListRunsQuery {
@@ -232,12 +234,27 @@ export interface EpisodeQuery {
   limit?: number;
   /** Also episodes of killed attempts whose steps a resume redid (left out by default). */
   includeSuperseded?: boolean;
+  /** Inclusive step range. */
+  stepFrom?: number;
+  stepTo?: number;
+  /** Whether the episode's final answer was right. */
+  outcome?: 'solved' | 'unsolved';
+  /** Episodes where a Verifier approved a wrong solution or rejected a right one. */
+  verifier?: 'false_approve' | 'false_reject';
+  /** Episodes where a Corrector fixed a wrong input, broke a right one, or kept its correctness. */
+  corrector?: 'fixed' | 'broke' | 'unchanged';
+  /** Text in the question or in any turn's prompt or output. */
+  search?: string;
+  /** Only the last step with episodes (of `split`, when given). */
+  latestStep?: boolean;
 }
 
 export interface EpisodeDetail {
   episode: EpisodeSummary;
   /** Every turn, parents before children; `parentTurnId` rebuilds the tree. */
   turns: (Turn & { segments: Segment[] })[];
+  /** What the task family's notation in these texts means, from the family's own description. */
+  notation: { roles: string[]; marker: string; meaning: string }[];
 }
 
 export interface RunEvent {

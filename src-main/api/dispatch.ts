@@ -60,6 +60,13 @@ const EpisodeQuerySchema = z.strictObject({
   afterId: optionalCursor,
   limit: z.number().int().min(1).max(1000).optional(),
   includeSuperseded: z.boolean().optional(),
+  stepFrom: z.number().int().nonnegative().optional(),
+  stepTo: z.number().int().nonnegative().optional(),
+  outcome: z.enum(['solved', 'unsolved']).optional(),
+  verifier: z.enum(['false_approve', 'false_reject']).optional(),
+  corrector: z.enum(['fixed', 'broke', 'unchanged']).optional(),
+  search: z.string().max(500).optional(),
+  latestStep: z.boolean().optional(),
 });
 
 const ExportRequestSchema = z.strictObject({

@@ -22,6 +22,7 @@ import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateCon
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
+import { familyNotation } from '../engine/tasks/registry';
 import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
@@ -204,6 +205,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       return {
         episode: toEpisodeSummary({ ...episode, question: problem?.question ?? null, reference: problem?.answer ?? null, turnCount: turns.length }),
         turns,
+        notation: familyNotation(problem?.family ?? '').map((n) => ({ ...n, roles: [...n.roles] })),
       };
     },
 

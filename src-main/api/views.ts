@@ -55,6 +55,7 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     codeVersion: run.codeVersion,
     backendInfo: run.backendInfo,
     counts: store.runs.counts(run.id),
+    lastCheckpointStep: store.events.latestCheckpoint(run.id)?.step ?? null,
   };
 }
 

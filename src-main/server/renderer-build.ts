@@ -28,7 +28,8 @@ export function buildRenderer(root = projectRoot(), log: (line: string) => void 
   if (!fs.existsSync(cli)) {
     return { ok: false, reason: 'electron-vite is not installed here (a production install has no build tools)' };
   }
-  log('Building the interface (electron-vite build)…');
+  // The first build takes about a minute on a laptop; say so, or it looks like a hang (issue 18).
+  log('Building the interface for the browser (electron-vite build, once: about a minute; later starts reuse out/renderer)…');
   const result = spawnSync(process.execPath, [cli, 'build'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ELECTRON_SKIP_BINARY_DOWNLOAD: '1' } });
   if (result.error) return { ok: false, reason: result.error.message };
   if (result.status !== 0) return { ok: false, reason: `electron-vite build exited with ${result.status ?? result.signal}` };

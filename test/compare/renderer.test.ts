@@ -24,6 +24,8 @@ describe('compare chart option', () => {
     const option = compareChartOption({ data, smoothing: 0, grouped: false }) as { series: S[]; legend: { data: string[] } };
     expect(option.series.map((s) => s.id)).toEqual(['run:1', 'run:2']);
     expect(option.legend.data).toEqual(['#1 a', '#2 b']);
+    // A plain legend wraps instead of paging (issue 18).
+    expect((option.legend as unknown as { type: string }).type).toBe('plain');
   });
 
   it('draws each group as a mean line over a stacked band (lower edge + height)', () => {

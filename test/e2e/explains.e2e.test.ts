@@ -8,11 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { compareRuns, loadRuns } from '../../src-main/engine/compare';
 import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
-import { seedStudio, type Seeded } from './seed';
+import { Rng } from '../../src-main/engine/util/rng';
+import { seedStudio, writeEpisode, writeSteps, type Seeded } from './seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
@@ -45,6 +47,7 @@ const session = studioInChromium({
     seeded = seedStudio(db);
     addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
     study = seedStudy(db, { steps: 12 });
+    db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
   },
 });
 beforeAll(() => {
@@ -176,5 +179,231 @@ describe('exports from the browser land in the documented exports folder (issue 
     expect(await issue.innerText()).not.toContain('--force');
     // The refused call is logged by the browser as a failed request.
     session.problems.errors = session.problems.errors.filter((e) => !/status of 400/.test(e));
+  });
+});
+
+describe('task notation explained next to the turn (issue 18)', () => {
+  it("shows the sort family's own description of the Verifier's and the Solver's notation", async () => {
+    const run = seeded.done;
+    const turns = store.trajectories.episodeTurns(seeded.rejectingEpisodeId);
+    const verifier = turns.find((t) => t.agent === 'verifier1')!;
+    const solver = turns.find((t) => t.agent === 'solver')!;
+    await session.open(`#/runs/${run.id}/trajectories?step=20`, { fresh: true });
+    await page.locator(`.pane--list [data-episode-id="${seeded.rejectingEpisodeId}"]`).click();
+    const treeRow = (id: number) => page.locator(`[role="tree"] [data-turn-id="${id}"]`);
+    await treeRow(verifier.id).click();
+    const notation = page.getByTestId('turn-notation');
+    await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['s:0=1=2x3…', 'V:ok / V:no']);
+    expect(await notation.innerText()).toContain("The question's digits re-sorted, each followed by = when the answer has the same digit");
+    // The tree says which answer is final and why a branch went no further.
+    const episode = store.trajectories.getEpisode(seeded.rejectingEpisodeId)!;
+    const finals = await page.locator('[role="tree"] [data-turn-id]:has([data-testid="final-mark"])').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-turn-id'))));
+    expect(finals.length).toBeGreaterThan(0);
+    for (const id of finals) expect(turns.find((x) => x.id === id)?.parsed).toBe(episode.finalAnswer);
+    const stops = await page.getByTestId('stop-mark').allInnerTexts();
+    expect(stops).toContain('⏹ not judged: selection kept 2 of 8');
+    expect(stops.some((s) => s === '⏹ round limit reached' || s.startsWith('⏹ approved'))).toBe(true);
+    await treeRow(solver.id).click();
+    await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['c:1111011111', 'A:']);
+    expect(await notation.innerText()).toContain('How many times each digit 0…9 occurs in the question');
+  });
+});
+
+describe('trajectories a researcher can interrogate (issue 18)', () => {
+  /**
+   * The episodes listed: the count the list holds, and the ids of the rows drawn (the list is
+   * virtual, so only the first screenful is in the page), as one comparable value.
+   */
+  const listed = async () => {
+    const count = Number(await page.getByTestId('episode-filters').getAttribute('data-episode-count'));
+    const shown = await page.locator('.pane--list [data-episode-id]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-episode-id'))));
+    return { count, shown };
+  };
+  /** Polls until the list holds exactly `ids` (in order, as far as it is drawn). */
+  async function expectListed(ids: number[]): Promise<void> {
+    await expect
+      .poll(async () => {
+        const { count, shown } = await listed();
+        const ok = count === ids.length && (ids.length === 0 || shown.length > 0) && shown.every((id, i) => id === ids[i]);
+        return ok ? 'ok' : JSON.stringify({ count, shown, want: ids });
+      }, POLL)
+      .toBe('ok');
+  }
+  const expectedIds = (query: Omit<Parameters<Store['trajectories']['pageEpisodes']>[0], 'runId'>, runId = seeded.done.id) =>
+    store.trajectories.pageEpisodes({ runId, limit: 100, ...query }).items.map((e) => e.id);
+
+  it("opens on the latest step's training episodes and filters by outcome, Verifier and Corrector errors, step range and text", async () => {
+    const run = seeded.done;
+    await session.open(`#/runs/${run.id}/trajectories`, { fresh: true });
+    await expect.poll(() => page.getByTestId('step-input').inputValue(), POLL).toBe('59');
+    expect(page.url()).toContain('step=59');
+    expect(await page.getByTestId('filter-split').inputValue()).toBe('train');
+    await expectListed(expectedIds({ step: 59, split: 'train' }));
+
+    await page.getByTestId('filter-outcome').selectOption('unsolved');
+    await expectListed(expectedIds({ step: 59, split: 'train', outcome: 'unsolved' }));
+    await page.getByTestId('filter-outcome').selectOption('');
+
+    // Every step, between 10 and 50, where a Corrector fixed a wrong answer.
+    await page.getByRole('button', { name: 'All steps' }).click();
+    await page.getByTestId('filter-step-from').fill('10');
+    await page.getByTestId('filter-step-from').press('Tab');
+    await page.getByTestId('filter-step-to').fill('50');
+    await page.getByTestId('filter-step-to').press('Tab');
+    await page.getByTestId('filter-corrector').selectOption('fixed');
+    const fixed = expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, corrector: 'fixed' });
+    expect(fixed.length).toBeGreaterThan(0);
+    await expectListed(fixed);
+    await page.getByTestId('filter-corrector').selectOption('');
+    await page.getByTestId('filter-verifier').selectOption('false_approve');
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, verifier: 'false_approve' }));
+    await page.getByTestId('filter-verifier').selectOption('false_reject');
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, verifier: 'false_reject' }));
+    await page.getByTestId('filter-verifier').selectOption('');
+
+    // Text search in prompts and outputs: the digits of one episode's question.
+    const question = store.trajectories.getEpisode(seeded.rejectingEpisodeId)!;
+    const digits = store.trajectories.getProblem(question.problemId!)!.question.replace(/^sort /, '');
+    await page.getByTestId('filter-search').fill(digits);
+    await expectListed(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, search: digits }));
+    expect(expectedIds({ split: 'train', stepFrom: 10, stepTo: 50, search: digits })).toContain(seeded.rejectingEpisodeId);
+    await page.locator(`.pane--list [data-episode-id="${seeded.rejectingEpisodeId}"]`).click();
+    await page.getByTestId('turn-detail').waitFor();
+    await screenshot(page, 'trajectory-filters');
+  });
+
+  it('grows while the run writes: counts and new episodes arrive without a reload', async () => {
+    const run = seeded.running;
+    await session.open(`#/runs/${run.id}/trajectories`, { fresh: true });
+    await expect.poll(() => page.getByTestId('step-input').inputValue(), POLL).toBe('20');
+    await page.getByRole('button', { name: 'All steps' }).click();
+    await expectListed(expectedIds({ split: 'train' }, run.id));
+    const before = (await listed()).count;
+    // Another process trains on: two steps, and the episodes of step 25.
+    const rng = new Rng(5, 'live-trajectories');
+    const writer = store.writer({ flushIntervalMs: 0 });
+    writeSteps(store, writer, run, 24, 26, rng);
+    for (let p = 0; p < 3; p++) writeEpisode(writer, run.id, 25, 'train', rng, Date.now(), false);
+    writer.close();
+    await expectListed(expectedIds({ split: 'train' }, run.id));
+    expect((await listed()).count).toBe(before + 3);
+    const episodes = store.trajectories.pageEpisodes({ runId: run.id, limit: 1000 }).items.length;
+    await expect.poll(() => page.locator('.traj__counts').innerText(), POLL).toContain(`${episodes} episodes`);
+  });
+
+  it('connects the live channel on a direct load of any page', async () => {
+    for (const hash of ['#/new', `#/runs/${seeded.done.id}/trajectories`]) {
+      await page.goto('about:blank');
+      await page.goto(`${session.served.url}${hash}`);
+      await expect.poll(() => page.getByTestId('connection').getAttribute('data-state'), POLL).toBe('open');
+    }
+  });
+});
+
+describe('runs that can be told apart (issue 18)', () => {
+  it('shows each run’s seed, opens a run with one click on its name, and compares runs picked with ctrl/shift-click', async () => {
+    await session.open('#/runs', { fresh: true });
+    const row = (id: number) => page.locator(`[role="rowgroup"] [data-run-id="${id}"]`);
+    await row(seeded.done.id).waitFor();
+    // The seed column tells runs apart whose names differ only at the end.
+    for (const id of study.runIds) {
+      await row(id).scrollIntoViewIfNeeded();
+      expect(await row(id).getByTestId('run-seed').innerText()).toBe(String(store.runs.get(id)!.seed));
+    }
+    const [a, b, c] = study.runIds;
+    await row(a).scrollIntoViewIfNeeded();
+    await row(a).locator('[role="cell"]').nth(3).click();
+    await row(b).locator('[role="cell"]').nth(3).click({ modifiers: ['Control'] });
+    expect(await page.getByTestId('compare-picked').innerText()).toBe('Compare 2');
+    await row(c).locator('[role="cell"]').nth(3).click({ modifiers: ['Shift'] });
+    const picked = await page.locator('[role="rowgroup"] [data-picked="true"]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    const ids = await page.locator('[role="rowgroup"] [data-run-id]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    // Shift-click adds the range between the last picked run and this one.
+    const [lo, hi] = [ids.indexOf(b), ids.indexOf(c)].sort((x, y) => x - y);
+    expect(new Set(picked)).toEqual(new Set([a, ...ids.slice(lo, hi + 1)]));
+    await screenshot(page, 'runs-table-multiselect');
+    await page.getByTestId('compare-picked').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${picked.length} runs`);
+    expect(page.url()).toMatch(/#\/compare\?runs=/);
+
+    // At 1024 px every column fits, the details pane open or not, and no header is cut mid-word.
+    await session.open('#/runs', { fresh: true });
+    try {
+      for (const [width, detailsOpen] of [[1024, false], [1024, true], [1440, true]] as const) {
+        await page.setViewportSize({ width, height: 768 });
+        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
+        const table = (await page.getByRole('table', { name: 'Runs' }).boundingBox())!;
+        for (const name of ['Eval acc', 'Step', 'Age', 'Seed']) {
+          const box = (await page.getByRole('columnheader', { name }).boundingBox())!;
+          expect(box.x + box.width, `${name} with details ${detailsOpen}`).toBeLessThanOrEqual(table.x + table.width + 0.5);
+        }
+        const cut = await page.locator('[role="columnheader"] .sort').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        expect(cut, `headers at ${width} px`).toEqual([]);
+        const cells = await page.locator('[role="rowgroup"] [role="cell"]:nth-child(10), [role="rowgroup"] [role="cell"]:nth-child(8)').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        expect(cells, `accuracy cells at ${width} px`).toEqual([]);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 900 });
+    }
+
+    // One click on a name opens the run.
+    await session.open('#/runs', { fresh: true });
+    await row(seeded.done.id).locator('.runs__name').click({ position: { x: 4, y: 8 } });
+    await expect.poll(() => page.url(), POLL).toContain(`#/runs/${seeded.done.id}`);
+    await page.getByTestId('run-name').waitFor();
+  });
+});
+
+describe('compare that can be driven (issue 18)', () => {
+  it('keeps the run chooser open while choosing, selects all, shows the baseline, and wraps the legend', async () => {
+    await session.open('#/compare', { fresh: true });
+    const chooser = page.getByTestId('run-chooser');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.getByLabel('Filter runs').fill('seeded');
+    await chooser.locator('label', { hasText: `#${study.runIds[0]} ` }).locator('input').check();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe('Compare 1 run');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.locator('label', { hasText: `#${study.runIds[1]} ` }).locator('input').check();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe('Compare 2 runs');
+    expect(await chooser.getAttribute('open')).not.toBeNull();
+    await chooser.getByTestId('select-shown').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
+    const first = store.runs.get(study.runIds[0])!;
+    await expect.poll(() => page.getByLabel('Baseline run').locator('option:checked').innerText(), POLL).toBe(`first run (#${first.id} ${first.name})`);
+  });
+});
+
+describe('runs that stop (issue 18)', () => {
+  it('asks before stopping and says how many steps since the last checkpoint a resume redoes', async () => {
+    const run = seeded.running;
+    await session.open(`#/runs/${run.id}`, { fresh: true });
+    await page.getByTestId('stop-run').click();
+    const text = await page.getByTestId('stop-redo').innerText();
+    const step = Number(/step (\d+) \//.exec(await page.getByTestId('run-step').innerText())?.[1]);
+    expect(step).toBeGreaterThan(20);
+    expect(text).toContain(`The last checkpoint is at step 20; ${step - 20} steps since then will be redone on resume.`);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => page.getByTestId('stop-redo').isVisible(), POLL).toBe(false);
+    expect(store.runs.get(run.id)!.status).toBe('running');
+  });
+});
+
+describe('the study report in the app (issue 18)', () => {
+  it('shows the group table, the differences beyond the seed spread and the accuracy chart on the Studies page', async () => {
+    await session.open(`#/studies/${study.studyId}`, { fresh: true });
+    const report = page.getByTestId('study-report');
+    await report.getByTestId('study-group-table').waitFor();
+    const headers = (await report.getByTestId('study-group-table').locator('thead th').allInnerTexts()).map((h) => h.replace(/\s+/g, ' ').trim());
+    expect(headers).toEqual(['metric', 'decoupled / agentwise n=2 · baseline', 'decoupled / global n=2', 'shared / agentwise n=2', 'shared / global n=2']);
+    // The same differences the engine's comparison finds beyond the seed spread.
+    const runs = loadRuns(store, study.runIds);
+    const result = compareRuns(runs, { groupBy: ['reward.scheme', 'advantage.mode'], baselineGroup: 'decoupled / agentwise' });
+    const exceeding = result.groups.flatMap((g) => (g.label === result.baselineGroup ? [] : result.metrics.filter((m) => g.spread[m.id]?.exceeds).map((m) => `${g.label}: ${m.label}`)));
+    const notes = await report.getByTestId('study-spread-notes').locator('li').allInnerTexts();
+    expect(notes.map((n) => n.split(' Δ ')[0])).toEqual(exceeding.length ? exceeding : ['None: every difference lies within the spread across seeds.']);
+    await report.getByTestId('study-chart').locator('canvas').waitFor();
+    await report.evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    await page.waitForTimeout(300);
+    await screenshot(page, 'study-report');
   });
 });

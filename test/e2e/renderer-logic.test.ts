@@ -16,7 +16,7 @@ import { lineChartOption, MIN_SMOOTHED_POINTS } from '../../src-renderer/src/cha
 import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
-import { chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import { branchMarks, chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
 import {
   buildExportRequest,
   containerReason,
@@ -227,6 +227,24 @@ describe('episode tree', () => {
     ];
     const rows = episodeTreeRows(turns).map((r) => (r.kind === 'group' ? `${'  '.repeat(r.depth)}[${r.agent} ×${r.count}]` : `${'  '.repeat(r.depth)}${r.turn.id}`));
     expect(rows).toEqual(['[solver ×2]', '1', '2', '  [verifier1 ×2]', '  3', '  4', '    [corrector1 ×1]', '    5', '      [verifier2 ×1]', '      6']);
+  });
+
+  it('marks the branch that gave the final answer and why each branch stopped (issue 18)', () => {
+    const t = (id: number, agent: string, parent: number | null, parsed: string, round: number, groupId: number) =>
+      ({ id, agent, parentTurnId: parent, parsed, round, groupId, sampleIndex: id } as unknown as EpisodeTurn);
+    // Solver group of 3; selection kept 2. v10 rejects s1 and c20 repairs it; v11 approves s2.
+    const turns = [t(1, 'solver', null, 'b', 0, 0), t(2, 'solver', null, 'a', 0, 0), t(3, 'solver', null, 'a', 0, 0), t(10, 'verifier1', 1, 'reject', 1, 1), t(11, 'verifier1', 2, 'approve', 1, 2), t(20, 'corrector1', 10, 'a', 1, 3)];
+    const marks = branchMarks(turns, 1, 'a');
+    expect(Object.fromEntries([...marks].map(([id, m]) => [id, [m.final, m.stop]]))).toEqual({
+      1: [false, null],
+      2: [true, 'no rejection: every verdict approved'],
+      3: [true, 'not judged: selection kept 2 of 3'],
+      10: [false, null],
+      11: [false, 'approved: the chain ends here'],
+      20: [true, 'round limit reached'],
+    });
+    // With two rounds the repair would go on to verifier2: no round limit yet.
+    expect(branchMarks(turns, 2, 'a').get(20)?.stop).toBeNull();
   });
 
   it('names chain agents and verdicts', () => {

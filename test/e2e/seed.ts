@@ -86,7 +86,7 @@ function std(values: number[]): number {
 }
 
 /** One episode: Solver group, Verifier1 on two selected solutions, Corrector1 on two rejections. */
-function writeEpisode(writer: BatchWriter, runId: number, step: number, split: 'train' | 'test', rng: Rng, at: number, forceRejection: boolean): { episodeId: number; rejected: boolean } {
+export function writeEpisode(writer: BatchWriter, runId: number, step: number, split: 'train' | 'test', rng: Rng, at: number, forceRejection: boolean): { episodeId: number; rejected: boolean } {
   const digits = Array.from({ length: 8 }, () => rng.int(0, 9)).join('');
   const question = `sort ${digits}`;
   const reference = sortedDigits(digits);

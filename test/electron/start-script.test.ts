@@ -197,6 +197,20 @@ describe('start', () => {
     expect(fs.existsSync(nativeSqlitePaths(root, VERSION).addonFile)).toBe(false);
   });
 
+  it("explains a failed Electron download in one paragraph, without the installer's stack trace (issue 18)", async () => {
+    const trace = 'RequestError: getaddrinfo ENOTFOUND github.com\n    at ClientRequest.<anonymous> (node_modules/got/source/request-as-event-emitter.js:178:14)\n    at Object.onceWrapper (node:events:632:26)\n';
+    const calls: string[] = [];
+    const exec: Exec = async (_command, args, options) => {
+      calls.push(path.basename(args[0] ?? ''));
+      options.capture?.push(trace);
+      return 1;
+    };
+    const failure = start({ root, env: {}, exec, ...linux });
+    await expect(failure).rejects.toThrow(/^Electron's binary could not be downloaded \(getaddrinfo ENOTFOUND github\.com\)\. .*`npx marsrl serve` shows the same interface in a browser/);
+    await expect(failure).rejects.not.toThrow(/\n|\bat ClientRequest/);
+    expect(calls).toEqual(['install.js']);
+  });
+
   it('stops when the build fails, before launching', async () => {
     installElectronBinary();
     write(nativeSqlitePaths(root, VERSION).addonFile);

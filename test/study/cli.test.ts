@@ -48,6 +48,12 @@ describe('marsrl study / compare (child process)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('| system acc |');
     expect(fs.existsSync(path.join(out, 'charts', 'final-system-accuracy-seeds.png'))).toBe(true);
+    // A folder inside a missing one is refused, as an export's is, and nothing is created (issue 18).
+    const missing = path.join(tmp.dir, 'no-such', 'deeper', 'report');
+    const refused = marsrl(['study', '--report', 'seeded-2x2', '--out', missing, '--db', db]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`the folder ${path.dirname(missing)} does not exist; create it first or choose another path`);
+    expect(fs.existsSync(path.join(tmp.dir, 'no-such'))).toBe(false);
   }, 60_000);
 
   it('compares runs by id with deltas, grouped, as text and JSON', () => {

@@ -222,6 +222,12 @@ describe('the study report', () => {
     expect(report.markdown).toMatch(/### Differences that exceed the seed spread\n\n- decoupled \/ global: system acc −0\.010 \(worse; seeds 0\.785–0\.790 vs 0\.795–0\.800\)/);
     expect(report.markdown).toContain('- shared / global: corrector1 grad spikes +3 (worse; seeds 3–3 vs 0–0)');
     expect(report.markdown).toContain(`Runs: ${runIds.map((id) => `#${id}`).join(', ')}`);
+    // Every metric of the report is explained from the metric catalog (issue 18).
+    const glossary = report.markdown.split('## Metrics\n')[1]?.split('\n## ')[0] ?? '';
+    expect(glossary).toContain('- **Accuracy** (`eval/system/accuracy`, share (0–1)): Held-out evaluation (for the whole chain)');
+    expect(glossary).toMatch(/- \*\*Gradient inflation\*\* \(`corrector1\/inflation`, ratio\): .*Source: Dr\. MAS .*Lemma 4\.2\./);
+    expect(glossary).toMatch(/- \*\*pass@\d+\*\* .*Chen et al\. 2021/);
+    expect(glossary).toContain('`solver/grad_norm`');
 
     const out = path.join(path.dirname(store.path), 'report');
     const written = await writeStudyReport(store, studyId, out);

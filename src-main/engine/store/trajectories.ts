@@ -131,6 +131,52 @@ export interface EpisodePageQuery {
   limit?: number;
   /** Also episodes of a killed attempt whose step a resume redid (left out by default). */
   includeSuperseded?: boolean;
+  /** Inclusive step range (with `step`, both apply). */
+  stepFrom?: number;
+  stepTo?: number;
+  /** Whether the episode's final answer was right. */
+  outcome?: 'solved' | 'unsolved';
+  /** Episodes with a Verifier verdict that is wrong: it approved a wrong solution, or rejected a right one. */
+  verifier?: 'false_approve' | 'false_reject';
+  /** Episodes with a Corrector turn that turned a wrong input right, a right one wrong, or kept its correctness. */
+  corrector?: 'fixed' | 'broke' | 'unchanged';
+  /** Text that some turn's prompt or output, or the question, contains (case-insensitive for ASCII). */
+  search?: string;
+  /** Only the last step that has episodes (of `split`, when given): where a browser opens. */
+  latestStep?: boolean;
+}
+
+/** `%`, `_` and the escape character itself are literal in a search. */
+const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * The conditions of the episode filters (issue 18). A Verifier turn's `correct` is whether its
+ * verdict matched the truth, so a wrong approve is `parsed = 'approve' AND correct = 0`. A
+ * Corrector turn reads a rejecting verdict, whose parent is the answer judged: its input.
+ */
+function episodeFilterSql(query: EpisodePageQuery, where: string[], params: Record<string, unknown>): void {
+  if (query.stepFrom !== undefined) {
+    where.push('e.step >= @stepFrom');
+    params.stepFrom = query.stepFrom;
+  }
+  if (query.stepTo !== undefined) {
+    where.push('e.step <= @stepTo');
+    params.stepTo = query.stepTo;
+  }
+  if (query.latestStep) where.push(`e.step = (SELECT MAX(x.step) FROM episodes x WHERE x.run_id = @runId${query.split !== undefined ? ' AND x.split = @split' : ''})`);
+  if (query.outcome !== undefined) where.push(query.outcome === 'solved' ? 'e.correct = 1' : 'e.correct = 0');
+  if (query.verifier !== undefined) {
+    where.push(`EXISTS (SELECT 1 FROM turns v WHERE v.episode_id = e.id AND v.agent LIKE 'verifier%' AND v.correct = 0 AND v.parsed = '${query.verifier === 'false_approve' ? 'approve' : 'reject'}')`);
+  }
+  if (query.corrector !== undefined) {
+    const change = { fixed: 'i.correct = 0 AND c.correct = 1', broke: 'i.correct = 1 AND c.correct = 0', unchanged: 'i.correct = c.correct' }[query.corrector];
+    where.push(`EXISTS (SELECT 1 FROM turns c JOIN turns v ON v.id = c.parent_turn_id JOIN turns i ON i.id = v.parent_turn_id
+      WHERE c.episode_id = e.id AND c.agent LIKE 'corrector%' AND ${change})`);
+  }
+  if (query.search !== undefined && query.search.trim() !== '') {
+    params.search = likePattern(query.search.trim());
+    where.push(`(p.question LIKE @search ESCAPE '\\' OR EXISTS (SELECT 1 FROM turns s WHERE s.episode_id = e.id AND (s.text LIKE @search ESCAPE '\\' OR s.prompt LIKE @search ESCAPE '\\')))`);
+  }
 }
 
 /**
@@ -289,6 +335,7 @@ export class TrajectoriesRepo {
     const params: Record<string, unknown> = { runId: query.runId, afterId: query.afterId ?? 0, limit: limit + 1 };
     equalityFilters(where, params, { step: { column: 'e.step', value: query.step }, split: { column: 'e.split', value: query.split } });
     if (!query.includeSuperseded) where.push('e.superseded_by IS NULL');
+    episodeFilterSql(query, where, params);
     const sql = `SELECT e.*, p.question, p.answer AS reference, (SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id) AS turn_count
       FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(

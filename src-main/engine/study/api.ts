@@ -11,9 +11,12 @@ import type {
   StudyDetail,
   StudySummary,
 } from '../../../src-preload/api';
+import fs from 'node:fs';
+import path from 'node:path';
 import { StudioError } from '../../api/errors';
 import type { EventHub } from '../../api/hub';
 import { compareRuns, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../compare';
+import { exportsDir } from '../paths';
 import type { Store, StudyRow } from '../store';
 import { expandMatrix, MatrixError, parseMatrix } from './matrix';
 import { createStudy, runStudy, studyProgress, type StudyLauncher } from './runner';
@@ -153,9 +156,17 @@ export function createCompareStudyApi(options: { store: Store; runs?: StudyRunCo
     async exportStudyReport(studyId, out) {
       if (!store.studies.get(studyId)) throw new StudioError('not_found', `study ${studyId} does not exist`);
       // Loaded on first use: ECharts and the rasterizer are only needed to write a report.
-      const { writeStudyReport } = await import('./report');
-      const result = await writeStudyReport(store, studyId, out);
-      return { out, files: result.files };
+      const { writeStudyReport, ReportPathError } = await import('./report');
+      // A relative folder means the per-user exports folder, as for dataset exports.
+      const folder = path.isAbsolute(out) ? out : path.join(exportsDir(), out);
+      if (folder !== out) fs.mkdirSync(exportsDir(), { recursive: true });
+      try {
+        const result = await writeStudyReport(store, studyId, folder);
+        return { out: folder, files: result.files };
+      } catch (error) {
+        if (error instanceof ReportPathError) throw new StudioError('invalid_request', error.message, [{ path: 'out', message: error.message }]);
+        throw error;
+      }
     },
   };
 }

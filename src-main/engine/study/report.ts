@@ -25,6 +25,7 @@ import {
   type Comparison,
   type RunData,
 } from '../compare';
+import { describeMetric, unitLabel } from '../metrics/catalog';
 import { bandChartOption, seedDotsOption } from './charts';
 import { renderChart } from './render';
 import { studyProgress } from './runner';
@@ -34,6 +35,8 @@ export interface ReportChart {
   name: string;
   title: string;
   option: Record<string, unknown>;
+  /** The metric key a band chart draws (the glossary describes it). */
+  key?: string;
 }
 
 export interface StudyReport {
@@ -60,7 +63,7 @@ export function studyCharts(runs: readonly RunData[], groupBy: readonly string[]
   const bandChart = (key: string, title: string, yLabel: string): ReportChart | null => {
     if (!runs.some((r) => r.series[key]?.length)) return null;
     const bands = [...groups].map(([label, members]) => groupBand(members, key, 'step', BAND, label));
-    return { name: slug(key), title, option: bandChartOption(bands, { title, xLabel: 'RL step', yLabel, bandLabel: BAND_LABEL }) };
+    return { name: slug(key), title, key, option: bandChartOption(bands, { title, xLabel: 'RL step', yLabel, bandLabel: BAND_LABEL }) };
   };
   const charts: (ReportChart | null)[] = [
     bandChart('eval/system/accuracy', 'Held-out system accuracy', 'accuracy'),
@@ -88,6 +91,36 @@ export function studyCharts(runs: readonly RunData[], groupBy: readonly string[]
   return charts.filter((c): c is ReportChart => c !== null);
 }
 
+/**
+ * The logged key a summary metric is read from: the group table's ids are mostly keys, with k
+ * filled in for avg@k/pass@k and the per-agent spike and inflation summaries pointing at
+ * `<agent>/grad_norm` and `<agent>/inflation`.
+ */
+function catalogKeyOf(id: string, k: number | null): string | null {
+  if (id.includes('@k')) return k === null ? null : id.replace('@k', `@${k}`);
+  const spike = /^spike\/([^/]+)\//.exec(id);
+  if (spike) return `${spike[1]}/grad_norm`;
+  const inflation = /^inflation\/(.+)$/.exec(id);
+  if (inflation) return `${inflation[1]}/inflation`;
+  if (id === 'wall_time_s') return null;
+  return id;
+}
+
+/** One line per metric of the report, from the metric catalog (issue 18: every term explained). */
+function metricGlossary(comparison: Comparison, charts: readonly ReportChart[]): string[] {
+  const k = Number(/@(\d+)/.exec(comparison.metrics.find((m) => m.id === 'eval/system/avg@k')?.label ?? '')?.[1] ?? NaN);
+  const keys = new Set<string>();
+  for (const m of comparison.metrics) {
+    const key = catalogKeyOf(m.id, Number.isFinite(k) ? k : null);
+    if (key) keys.add(key);
+  }
+  for (const chart of charts) if (chart.key) keys.add(chart.key);
+  return [...keys].map((key) => {
+    const info = describeMetric(key);
+    return `- **${info.title}** (\`${key}\`, ${unitLabel(info.unit)}): ${info.what}${info.source ? ` Source: ${info.source}.` : ''}`;
+  });
+}
+
 export function buildStudyReport(store: Store, studyId: number): StudyReport {
   const study = store.studies.get(studyId);
   if (!study) throw new Error(`study ${studyId} does not exist`);
@@ -113,6 +146,7 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
   const table = markdownTable(gt.headers, gt.rows);
   const lines: string[] = [];
   lines.push(`# Study ${study.id}: ${study.name}`, '');
+  const glossary = metricGlossary(comparison, charts);
   const description = typeof study.matrix.description === 'string' ? study.matrix.description.trim() : '';
   if (description) lines.push(description, '');
   const elapsed = study.startedAt && study.endedAt ? ` in ${Math.round((study.endedAt - study.startedAt) / 60000)} min` : '';
@@ -161,6 +195,7 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
   const diff = diffConfigs(runs.map((r) => ({ runId: r.runId, config: r.config })));
   lines.push('## Configuration (fields that differ)', '', `${diff.keys.length} of ${diff.totalKeys} fields differ.`, '');
   if (diff.keys.length) lines.push(markdownTable(['run', ...diff.keys], diff.rows.map((r) => [`#${r.runId}`, ...diff.keys.map((k) => (r.values[k] === undefined ? '—' : String(r.values[k])))])), '');
+  lines.push('## Metrics', '', 'What each metric in this report measures (the same descriptions as the app’s charts and compare view).', '', ...glossary, '');
   lines.push(
     '## Rules',
     '',
@@ -173,8 +208,18 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
   return { markdown: lines.join('\n'), markdownTable: table, csv: comparisonCsv(comparison), charts, summary: comparison };
 }
 
+/** A report folder that cannot be written: the caller's path is wrong, not the study. */
+export class ReportPathError extends Error {
+  override name = 'ReportPathError';
+}
+
 /** Write report.md, runs.csv, groups.csv and charts/*.png|svg into `outDir`; returns the files written. */
 export async function writeStudyReport(store: Store, studyId: number, outDir: string): Promise<StudyReport & { files: string[] }> {
+  // The report's own folder is made; the folder it goes in must exist, as an export's must
+  // (issue 18: a mistyped path created a tree of folders without a word).
+  const parent = path.dirname(path.resolve(outDir));
+  if (!fs.existsSync(parent)) throw new ReportPathError(`cannot write the report to ${path.resolve(outDir)}: the folder ${parent} does not exist; create it first or choose another path`);
+  if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) throw new ReportPathError(`cannot write the report to ${path.resolve(outDir)}: it is a file, not a folder`);
   const report = buildStudyReport(store, studyId);
   const chartsDir = path.join(outDir, 'charts');
   fs.mkdirSync(chartsDir, { recursive: true });

@@ -112,6 +112,10 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
 export const additionFamily: TaskFamily = {
   name: FAMILY,
   description: 'Add two numbers (negative control: checking is as hard as solving).',
+  notation: [
+    { roles: ['solver', 'corrector', 'verifier'], marker: '8,2,17,8', meaning: 'The column sums from the right, carries included.' },
+    { roles: ['verifier'], marker: 's:8728', meaning: 'The sum the Verifier recomputed, compared with the answer.' },
+  ],
   charset: familyCharset(`${DIGITS}+,s:x `),
   generate(options: GenerateOptions): Problem[] {
     const width = additionDigits(options.difficulty);

@@ -214,6 +214,11 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
 export const countdownFamily: TaskFamily = {
   name: FAMILY,
   description: 'Reach a target from given numbers with +, − and ×, each used at most once; checked by replaying the steps.',
+  notation: [
+    { roles: ['solver', 'corrector'], marker: 'A:3+5=8,8*7=56', meaning: 'The answer is the list of steps a<op>b=r joined by commas; the last result must be the target.' },
+    { roles: ['verifier'], marker: '56yy', meaning: 'Per step: the recomputed result, then y/n for "the written result is right" and y/n for "both operands were available" (given and unused, or made by an earlier step).' },
+    { roles: ['verifier'], marker: 't:y', meaning: 't:y / t:n: whether the last result is the target.' },
+  ],
   charset: familyCharset(`${DIGITS}make: +-*=,ytnx `),
   generate(options: GenerateOptions): Problem[] {
     const level = countdownLevel(options.difficulty);

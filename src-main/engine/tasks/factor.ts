@@ -190,6 +190,11 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
 export const factorFamily: TaskFamily = {
   name: FAMILY,
   description: 'Write a number as a product of primes; checked by primality of each factor and the product.',
+  notation: [
+    { roles: ['solver', 'corrector'], marker: '2:231 3:77', meaning: 'Each division as divisor:quotient, until the quotient is prime; then the answer, the primes joined by *.' },
+    { roles: ['verifier'], marker: 'p:yyyy', meaning: 'y/n per factor for "is prime".' },
+    { roles: ['verifier'], marker: 'm:6,42,462 y', meaning: 'The running products from the second factor on (stopping once past the number), then y/n for "the product is the number".' },
+  ],
   charset: familyCharset(`${DIGITS}factor :*pmyx,`),
   generate(options: GenerateOptions): Problem[] {
     const level = factorLevel(options.difficulty);

@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText } from '../agents/formats';
 import { familyCharset, firstWrong, problemKey, repairedSolution, splitOf, assertDifficulty, DIGITS } from './common';
-import type { GenerateOptions, Problem, Split, TaskFamily } from './types';
+import type { GenerateOptions, Problem, Split, TaskFamily, TaskNotation } from './types';
 
 const FAMILY = 'jsonl';
 export type JsonlChecker = 'exact' | 'numeric';
@@ -35,6 +35,9 @@ export interface JsonlRecord {
 }
 
 const MAX_REPORTED_ERRORS = 20;
+
+/** A user's file has no working-out: only the shared marks appear (see `SHARED_NOTATION`). */
+export const JSONL_NOTATION: readonly TaskNotation[] = [];
 
 /**
  * Parses JSONL text; throws one error listing every bad line (`source` names the file in messages).
@@ -170,6 +173,7 @@ export function createJsonlFamily(options: JsonlFamilyOptions): TaskFamily {
   return {
     name: FAMILY,
     description: `Your own problems from ${options.path ?? 'a JSONL file'} (${records.length} lines, ${checker} checker).`,
+    notation: JSONL_NOTATION,
     charset: familyCharset(records.map((r) => r.question + r.answer).join('') + DIGITS),
     generate(generateOptions: GenerateOptions): Problem[] {
       assertDifficulty(FAMILY, generateOptions.difficulty);

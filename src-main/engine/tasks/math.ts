@@ -46,7 +46,7 @@ import {
   type WordProblemOverrides,
   type WordProblemStep,
 } from './math-generator';
-import type { GenerateOptions, Problem, Split, TaskFamily } from './types';
+import type { GenerateOptions, Problem, Split, TaskFamily, TaskNotation } from './types';
 
 const FAMILY = 'math';
 
@@ -82,6 +82,12 @@ function generatedMeta(problem: Problem): GeneratedMeta | null {
 function solutionFromSteps(steps: readonly WordProblemStep[], answer: string | number): string {
   return [...steps.map(stepText), boxed(String(answer))].join('\n');
 }
+
+/** What the math family's texts mark (issue 18: explained next to each turn in the browser). */
+const MATH_NOTATION: readonly TaskNotation[] = [
+  { roles: ['solver', 'corrector'], marker: '\\boxed{…}', meaning: 'The final answer: the last \\boxed{…} (then #### n, then "Answer: …") is what is checked, compared as a value (fractions, decimals, percentages, radicals, π).' },
+  { roles: ['verifier'], marker: 'Verdict: correct / Verdict: incorrect', meaning: 'The verdict line; the last one counts, and a response without one is a format failure (it neither approves nor rejects).' },
+];
 
 export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
   const templates: Record<Role, PromptTemplates> = {
@@ -189,6 +195,7 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     correctorTarget,
     corruptSolution,
     format,
+    notation: MATH_NOTATION,
   };
 
   if (records === null) {

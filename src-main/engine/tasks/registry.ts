@@ -6,10 +6,10 @@ import { TASK_FAMILIES } from '../config/schema';
 import { additionFamily } from './addition';
 import { countdownFamily } from './countdown';
 import { factorFamily } from './factor';
-import { createJsonlFamily, type JsonlFamilyOptions } from './jsonl';
+import { createJsonlFamily, JSONL_NOTATION, type JsonlFamilyOptions } from './jsonl';
 import { createMathFamily, type MathFamilyOptions } from './math';
 import { sortFamily } from './sort';
-import type { TaskFamily } from './types';
+import type { TaskFamily, TaskNotation } from './types';
 
 export type TaskFamilyName = (typeof TASK_FAMILIES)[number];
 
@@ -37,4 +37,20 @@ export function getTaskFamily(name: string, options: TaskFamilyOptions = {}): Ta
   const family = (GENERATED as Record<string, TaskFamily | undefined>)[name];
   if (family === undefined) throw new Error(`unknown task family "${name}"; known families: ${TASK_FAMILY_NAMES.join(', ')}`);
   return family;
+}
+
+/** The marks every family's texts share (agents/formats.ts). */
+export const SHARED_NOTATION: readonly TaskNotation[] = [
+  { roles: ['solver', 'corrector'], marker: 'A:', meaning: 'The final answer follows; only it is checked against the reference.' },
+  { roles: ['verifier'], marker: 'V:ok / V:no', meaning: 'The verdict: approve (ok) or reject (no) the solution judged. Only V:no passes the solution to the Corrector.' },
+];
+
+/**
+ * What the notation in a family's texts means, for the trajectory browser: the family's own
+ * entries, then the shared marks. Needs no options (a jsonl family is not opened for it); an
+ * unknown family gets the shared marks only.
+ */
+export function familyNotation(name: string): readonly TaskNotation[] {
+  const own = name === 'jsonl' ? JSONL_NOTATION : ((GENERATED as Record<string, TaskFamily | undefined>)[name]?.notation ?? []);
+  return [...own, ...SHARED_NOTATION];
 }

@@ -167,6 +167,10 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
 export const sortFamily: TaskFamily = {
   name: FAMILY,
   description: 'Sort a string of digits; checked by order and by permutation (digit counts).',
+  notation: [
+    { roles: ['solver', 'corrector'], marker: 'c:1111011111', meaning: "How many times each digit 0…9 occurs in the question (one character per digit: 0–9, then a–g for 10–16), written before the answer." },
+    { roles: ['verifier'], marker: 's:0=1=2x3…', meaning: "The question's digits re-sorted, each followed by = when the answer has the same digit at that position and x when it does not (one x per extra answer digit); any x means the answer is wrong. A lone x means the answer was not a digit string." },
+  ],
   charset: familyCharset(`${DIGITS}${COUNT_CHARS}sortc:o<=>x `),
   generate(options: GenerateOptions): Problem[] {
     const length = sortLength(options.difficulty);

@@ -28,10 +28,21 @@ export interface GenerateOptions {
   split: Split;
 }
 
+/** One piece of a family's text format, explained where a turn is shown (issue 18). */
+export interface TaskNotation {
+  /** The roles whose texts contain it. */
+  roles: readonly ('solver' | 'verifier' | 'corrector')[];
+  /** How it looks in a text: `c:`, `s:0=1=2x…`. */
+  marker: string;
+  meaning: string;
+}
+
 export interface TaskFamily {
   name: string;
   /** One line for the UI. */
   description: string;
+  /** What the family's own notation in the agents' texts means (the shared `A:`/`V:` marks aside). */
+  notation: readonly TaskNotation[];
   /**
    * Every character a question, a target response or a prompt built by `agents/formats` can
    * contain, sorted and de-duplicated; the tokenizer is built from it.

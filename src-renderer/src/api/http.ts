@@ -163,6 +163,9 @@ export function createHttpStudioClient(options: HttpClientOptions = {}): HttpStu
   };
   client.onConnection = (listener: (state: ConnectionState, reconnected: boolean) => void) => {
     connectionListeners.add(listener);
+    // Whoever watches the connection wants it up: a page loaded directly on a view that has no
+    // event listener of its own (the trajectory browser, the new-run form) said "Offline" (issue 18).
+    connect();
     listener(state, false);
     return () => connectionListeners.delete(listener);
   };

@@ -88,8 +88,10 @@ export function compareChartOption({ data, smoothing, grouped }: CompareChartInp
   return {
     animation: false,
     textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
-    legend: { type: 'scroll', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong }, pageTextStyle: { color: CHART_THEME.text } },
-    grid: { left: 26, right: 16, top: 34, bottom: 28, containLabel: true },
+    // A plain legend wraps onto more rows instead of paging (issue 18: 8 runs needed arrows);
+    // the plot starts below however many rows it takes (about 5 entries a row).
+    legend: { type: 'plain', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong } },
+    grid: { left: 26, right: 16, top: 34 + 22 * Math.max(0, Math.ceil(legend.length / 5) - 1), bottom: 28, containLabel: true },
     tooltip: { ...CSP_SAFE_TOOLTIP, trigger: 'axis', backgroundColor: CHART_THEME.tooltipBg, borderColor: CHART_THEME.tooltipBorder, textStyle: { color: CHART_THEME.textStrong } },
     xAxis: {
       type: 'value',

@@ -15,7 +15,7 @@ export interface RunFilters {
 }
 
 /** Columns the table sorts by. `id` (newest first) is the order the store pages in. */
-export type RunSortKey = 'id' | 'name' | 'status' | 'task' | 'rewardScheme' | 'advantageMode' | 'evalAccuracy' | 'systemAccuracy' | 'lastStep' | 'createdAt';
+export type RunSortKey = 'id' | 'name' | 'status' | 'task' | 'rewardScheme' | 'advantageMode' | 'seed' | 'evalAccuracy' | 'systemAccuracy' | 'lastStep' | 'createdAt';
 export interface RunSort {
   key: RunSortKey;
   descending: boolean;
@@ -55,7 +55,7 @@ export function sortRuns(runs: readonly RunSummary[], sort: RunSort): RunSummary
 
 /** The list row of a run detail: the detail's heavy parts (config snapshot, counts) stay out of the list. */
 function summaryOf(detail: RunDetail): RunSummary {
-  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, ...summary } = detail;
+  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, lastCheckpointStep: _checkpoint, ...summary } = detail;
   return summary;
 }
 

@@ -5,12 +5,28 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { EpisodeDetail, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
+import type { EpisodeDetail, EpisodeQuery, EpisodeSummary, RunDetail, StudioEvent, Turn, TurnQuery } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
 import { chainAgents, episodeTreeRows } from '../util/episodeTree';
 
 export const EPISODE_PAGE = 100;
 export const TURN_PAGE = 100;
+
+/** How often a browser open on a run that is writing refreshes its counts and list, at most. */
+export const LIVE_REFRESH_MS = 1000;
+
+/** The episode filters (issue 18); null is "any". */
+export interface EpisodeFilters {
+  outcome: EpisodeQuery['outcome'] | null;
+  verifier: EpisodeQuery['verifier'] | null;
+  corrector: EpisodeQuery['corrector'] | null;
+  split: EpisodeQuery['split'] | null;
+  stepFrom: number | null;
+  stepTo: number | null;
+  search: string;
+}
+
+export const NO_EPISODE_FILTERS: EpisodeFilters = { outcome: null, verifier: null, corrector: null, split: null, stepFrom: null, stepTo: null, search: '' };
 
 export interface TurnFilters {
   agent: string | null;
@@ -29,6 +45,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
   const episodesCursor = ref<number | null>(null);
   const episodesLoading = ref(false);
   const episodesLoaded = ref(false);
+  const episodeFilters = ref<EpisodeFilters>({ ...NO_EPISODE_FILTERS });
 
   const turnFilters = ref<TurnFilters>({ agent: null, correct: null, minReward: null, maxReward: null });
   /** Also rows of killed attempts whose steps a resume redid (issue #17); both lists follow it. */
@@ -65,6 +82,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
       selectedTurnId.value = null;
       episodesLoaded.value = false;
       turnsLoaded.value = false;
+      episodeFilters.value = { ...NO_EPISODE_FILTERS };
     }
     try {
       run.value = markRaw(await studioClient().getRun(id));
@@ -72,6 +90,33 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     } catch (caught) {
       error.value = errorMessage(caught);
     }
+  }
+
+  function episodeQuery(id: number): EpisodeQuery {
+    const f = episodeFilters.value;
+    return {
+      runId: id,
+      limit: EPISODE_PAGE,
+      ...(step.value !== null ? { step: step.value } : {}),
+      ...(f.outcome ? { outcome: f.outcome } : {}),
+      ...(f.verifier ? { verifier: f.verifier } : {}),
+      ...(f.corrector ? { corrector: f.corrector } : {}),
+      ...(f.split ? { split: f.split } : {}),
+      ...(f.stepFrom !== null ? { stepFrom: f.stepFrom } : {}),
+      ...(f.stepTo !== null ? { stepTo: f.stepTo } : {}),
+      ...(f.search.trim() ? { search: f.search.trim() } : {}),
+    };
+  }
+
+  /**
+   * The last step that has training episodes, where the browser opens (issue 18: it opened on
+   * step 0's held-out episodes, which carry no rewards); null when the run has none.
+   */
+  async function latestTrainingStep(): Promise<number | null> {
+    const id = runId.value;
+    if (id === null) return null;
+    const page = await studioClient().listEpisodes({ runId: id, split: 'train', latestStep: true, limit: 1 });
+    return page.items[0]?.step ?? null;
   }
 
   async function loadEpisodes(more = false): Promise<void> {
@@ -82,9 +127,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     episodesLoading.value = true;
     try {
       const page = await studioClient().listEpisodes({
-        runId: id,
-        limit: EPISODE_PAGE,
-        ...(step.value !== null ? { step: step.value } : {}),
+        ...episodeQuery(id),
         ...(more && episodesCursor.value !== null ? { afterId: episodesCursor.value } : {}),
         ...(includeSuperseded.value ? { includeSuperseded: true } : {}),
       });
@@ -159,6 +202,49 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     return mode.value === 'episodes' ? loadEpisodes() : loadTurns();
   }
 
+  function setEpisodeFilters(next: Partial<EpisodeFilters>): Promise<void> {
+    episodeFilters.value = { ...episodeFilters.value, ...next };
+    return loadEpisodes();
+  }
+
+  // --- live: a run that is writing grows the counts and the list's end ---------------------
+  let liveTimer: ReturnType<typeof setTimeout> | null = null;
+  async function refreshLive(): Promise<void> {
+    const id = runId.value;
+    if (id === null) return;
+    try {
+      run.value = markRaw(await studioClient().getRun(id));
+      // Keyset pages: new episodes have larger ids, so a fully loaded list only needs its tail.
+      if (mode.value !== 'episodes' || !episodesLoaded.value || episodesCursor.value !== null || episodesLoading.value) return;
+      const mine = episodesGen;
+      const last = episodes.value[episodes.value.length - 1]?.id ?? 0;
+      const page = await studioClient().listEpisodes({ ...episodeQuery(id), afterId: last });
+      if (mine !== episodesGen || runId.value !== id || page.items.length === 0) return;
+      episodes.value = markRaw([...episodes.value, ...page.items]);
+      episodesCursor.value = page.nextCursor;
+    } catch (caught) {
+      error.value = errorMessage(caught);
+    }
+  }
+  function applyEvent(event: StudioEvent): void {
+    if (runId.value === null || !('runId' in event) || event.runId !== runId.value) return;
+    if (event.type !== 'run-progress' && event.type !== 'run-status' && event.type !== 'run-updated') return;
+    liveTimer ??= setTimeout(() => {
+      liveTimer = null;
+      void refreshLive();
+    }, LIVE_REFRESH_MS);
+  }
+  let stopFollowing: (() => void) | null = null;
+  function follow(): void {
+    stopFollowing ??= studioClient().onEvent(applyEvent);
+  }
+  function unfollow(): void {
+    stopFollowing?.();
+    stopFollowing = null;
+    if (liveTimer) clearTimeout(liveTimer);
+    liveTimer = null;
+  }
+
   function setTurnFilters(next: Partial<TurnFilters>): Promise<void> {
     turnFilters.value = { ...turnFilters.value, ...next };
     return loadTurns();
@@ -186,6 +272,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     episodesCursor,
     episodesLoading,
     episodesLoaded,
+    episodeFilters,
     turnFilters,
     includeSuperseded,
     turns,
@@ -205,6 +292,10 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     loadTurns,
     selectEpisode,
     setStep,
+    setEpisodeFilters,
+    latestTrainingStep,
+    follow,
+    unfollow,
     setTurnFilters,
     setIncludeSuperseded,
     setMode,

@@ -61,3 +61,54 @@ export function describeParsed(agent: string, parsed: string | null): string {
   }
   return parsed;
 }
+
+export interface BranchMark {
+  /** This answer is the episode's final answer, and no later repair of it replaced it. */
+  final: boolean;
+  /** Why the chain goes no further from this turn, when it does not. */
+  stop: string | null;
+}
+
+const isRejection = (t: EpisodeTurn) => t.parsed === 'reject' || t.parsed === 'no';
+const isApproval = (t: EpisodeTurn) => t.parsed === 'approve' || t.parsed === 'ok';
+
+/**
+ * Which branch produced the episode's final answer and why each branch stopped (issue 18), by
+ * MarsRL's rules (agents/outcome.ts): an answer stands until a Verifier rejects it and a Corrector
+ * replaces it; a chain stops at an approval, at an unparseable verdict, when selection passed a
+ * sample over (only `select_k` of a group go on), or at the round limit.
+ */
+export function branchMarks(turns: readonly EpisodeTurn[], rounds: number, finalAnswer: string | null): Map<number, BranchMark> {
+  const children = new Map<number, EpisodeTurn[]>();
+  for (const t of turns) if (t.parentTurnId !== null) children.set(t.parentTurnId, [...(children.get(t.parentTurnId) ?? []), t]);
+  const groupOf = (t: EpisodeTurn) => turns.filter((s) => s.parentTurnId === t.parentTurnId && s.agent === t.agent && s.groupId === t.groupId);
+  const kept = (t: EpisodeTurn) => {
+    const group = groupOf(t);
+    return { k: group.filter((s) => (children.get(s.id)?.length ?? 0) > 0).length, n: group.length };
+  };
+  const marks = new Map<number, BranchMark>();
+  for (const t of turns) {
+    const below = children.get(t.id) ?? [];
+    const verifier = t.agent.startsWith('verifier');
+    let stop: string | null = null;
+    if (verifier) {
+      if (isApproval(t)) stop = 'approved: the chain ends here';
+      else if (!isRejection(t)) stop = 'verdict unreadable: the chain ends here';
+      else if (below.length === 0) {
+        const { k, n } = kept(t);
+        stop = t.round >= rounds ? 'round limit reached' : k > 0 ? `not repaired: selection kept ${k} of ${n} verdicts` : 'not repaired';
+      }
+    } else if (below.length === 0) {
+      const { k, n } = kept(t);
+      if (t.round >= rounds) stop = 'round limit reached';
+      else if (k > 0) stop = `not judged: selection kept ${k} of ${n}`;
+    } else if (!below.some(isRejection)) {
+      stop = 'no rejection: every verdict approved';
+    }
+    // An answer is final when it is the episode's and no rejection of it led to a repair.
+    const replaced = below.some((v) => isRejection(v) && (children.get(v.id)?.length ?? 0) > 0);
+    const final = !verifier && finalAnswer !== null && t.parsed === finalAnswer && !replaced && (t.agent === 'solver' || t.round <= rounds);
+    marks.set(t.id, { final, stop });
+  }
+  return marks;
+}
