@@ -32,6 +32,7 @@ import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { Rng } from '../../src-main/engine/util/rng';
+import { marsrl } from '../helpers/cli';
 import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
 
 let ckpt: Checkpoint;
@@ -328,6 +329,43 @@ describe('the lora block of a run config', () => {
     expect(good.ok).toBe(true);
     if (good.ok && good.config.policies.solver.model.kind === 'hf') {
       expect(loraSettingsFromBlock(good.config.policies.solver.model.lora!)).toEqual({ rank: 8, alpha: 16, dropout: 0, targets: [...DEFAULT_LORA_TARGETS] });
+    }
+  });
+});
+
+describe('marsrl model export of a PEFT adapter', () => {
+  it('--format hf merges onto --base (logits of base + adapters), --format peft rewrites it with the same tensors; bad uses refused with nothing written', () => {
+    const { model } = loadLoraHfModel(ckpt.dir, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'o_proj', 'up_proj'] }, { seed: 41 });
+    const adapterDir = path.join(tmp, 'cli-adapter');
+    try {
+      randomizeB(model, 42, 0.2);
+      writePeftAdapter(adapterDir, { config: model.config, settings: model.settings!, weights: model.loraWeights(), baseModelNameOrPath: 'Qwen/Qwen3-0.6B' });
+      const mergedDir = path.join(tmp, 'cli-merged');
+      const hf = marsrl(['model', 'export', adapterDir, '--format', 'hf', '--base', ckpt.dir, '--dtype', 'f32', '--out', mergedDir, '--json']);
+      expect(hf.code, hf.stderr).toBe(0);
+      const merged = loadHfModel(mergedDir).model;
+      const prompts = randomPrompts(43, [6], ckpt.config.vocabSize);
+      expect(maxAbs(logitsOf(merged, prompts), logitsOf(model, prompts))).toBeLessThanOrEqual(1e-4);
+      merged.dispose();
+
+      const again = path.join(tmp, 'cli-peft');
+      const peft = marsrl(['model', 'export', adapterDir, '--format', 'peft', '--base', ckpt.dir, '--out', again]);
+      expect(peft.code, peft.stderr).toBe(0);
+      const a = openSafetensors(path.join(adapterDir, PEFT_WEIGHTS));
+      const b = openSafetensors(path.join(again, PEFT_WEIGHTS));
+      expect([...b.tensors.keys()].sort()).toEqual([...a.tensors.keys()].sort());
+      expect(readPeftAdapter(again, ckpt.config).weights).toEqual(readPeftAdapter(adapterDir, ckpt.config).weights);
+
+      // The adapter names a Hub id, not a folder: the base must be given.
+      const noBase = marsrl(['model', 'export', adapterDir, '--format', 'hf', '--out', path.join(tmp, 'never1')]);
+      expect(noBase.code).not.toBe(0);
+      expect(noBase.stderr).toMatch(/adapter_config\.json \(base_model_name_or_path\): "Qwen\/Qwen3-0\.6B" is not a local model folder; give the base with --base DIR/);
+      const full = marsrl(['model', 'export', ckpt.dir, '--format', 'peft', '--out', path.join(tmp, 'never2')]);
+      expect(full.code).not.toBe(0);
+      expect(full.stderr).toMatch(/--format peft needs a LoRA adapter as SRC/);
+      expect(fs.existsSync(path.join(tmp, 'never1')) || fs.existsSync(path.join(tmp, 'never2'))).toBe(false);
+    } finally {
+      model.dispose();
     }
   });
 });
