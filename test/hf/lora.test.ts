@@ -31,6 +31,7 @@ import { validateConfig } from '../../src-main/engine/config/load';
 import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
+import { sample } from '../../src-main/engine/model/sampling';
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
 import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
@@ -230,6 +231,31 @@ describe('LoRA policy', () => {
     } finally {
       a.dispose();
       b.dispose();
+    }
+  });
+});
+
+describe('LoRA through the policy seam', () => {
+  it('sampled log-probs (KV-cache decoding with adapters) equal recomputed ones, and no tensor outlives a call', () => {
+    const { model } = loadLoraHfModel(ckpt.dir, all, { seed: 51 });
+    try {
+      randomizeB(model, 52, 0.2);
+      const prompts = randomPrompts(53, [5, 5], ckpt.config.vocabSize);
+      const before = tf.memory().numTensors;
+      const seqs = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 54 });
+      for (let b = 0; b < 2; b++) {
+        const { stats, T } = model.nextTokenStatsTimeMajor([[...prompts[b], ...seqs[b].tokens]], { entropy: false });
+        const lp = stats.dataSync().slice(0, T - 1);
+        stats.dispose();
+        const recomputed = lp.slice(prompts[b].length - 1);
+        expect(maxAbs(recomputed, seqs[b].logProbs)).toBeLessThan(1e-4);
+      }
+      const ref = model.referenceModel();
+      ref.lastLogits(prompts, [0, 0]);
+      ref.dispose();
+      expect(tf.memory().numTensors).toBe(before);
+    } finally {
+      model.dispose();
     }
   });
 });
