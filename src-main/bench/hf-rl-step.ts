@@ -3,9 +3,12 @@
  * model — a rollout (the Studio's sampler, KV cache, temperature 1) of B prompts, then a
  * policy-gradient update (−Σ advantage · log π over the response tokens, one backward pass, one
  * AdamW step) — with LoRA adapters (rank 8, alpha 16, every linear) against full fine-tuning.
- * Each mode runs in a fresh child process, so each peak RSS (Linux VmHWM) is its own: the
- * process's peak over the whole run (load + steps) and the step's peak over the RSS after
- * loading (optimizer moments, gradients, activations).
+ * Each time is the best of the steps run (the first includes warm-up). Each mode runs in a fresh
+ * child process, so each peak RSS (Linux VmHWM) is its own: the process's peak over the whole run
+ * (load + steps) and the step's peak over the RSS after loading (optimizer moments, gradients,
+ * activations; the wasm heap keeps its high-water mark). At this size both modes are dominated by
+ * the 151,936-row tied LM head, whose chunked custom gradient (model.ts chunkedHeadStats) also
+ * forms d(head) [D, V] when the head is frozen, as it is under LoRA.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,7 +39,7 @@ function vm(field: 'VmHWM' | 'VmRSS'): number {
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
-/** The child: load, then `steps` RL steps (the first a warm-up); prints an RlStepResult as JSON. */
+/** The child: load, then `steps` RL steps; prints an RlStepResult (best times) as JSON. */
 export async function rlStepChild(dir: string, mode: RlStepMode, backend: BackendPreference, opts: { batch: number; prompt: number; newTokens: number; steps: number }): Promise<void> {
   await initBackend(backend);
   tf.enableProdMode();
@@ -96,13 +99,14 @@ export function measureRlStep(root: string, dir: string, mode: RlStepMode, backe
 }
 
 /** The lines the bench prints for both modes. */
-export function formatRlStep(lora: RlStepResult | { error: string }, full: RlStepResult | { error: string }, shape: string): string[] {
+export function formatRlStep(lora: RlStepResult | { error: string }, full: RlStepResult | { error: string }, shape: string, steps: number): string[] {
+  const RL_STEPS_NOTE = `${steps} steps`;
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
   const line = (r: RlStepResult | { error: string }, name: string) =>
     'error' in r
       ? `  ${name}: not measured (${r.error})`
       : `  ${name.padEnd(22)} ${r.trainableParams.toLocaleString('en-US').padStart(11)} trainable  rollout ${r.rolloutMs.toFixed(0).padStart(6)} ms  update ${r.updateMs.toFixed(0).padStart(6)} ms  step ${(r.rolloutMs + r.updateMs).toFixed(0).padStart(6)} ms  peak RSS ${mib(r.peakRss)} (step: +${mib(r.stepPeakRss - r.afterLoadRss)} over ${mib(r.afterLoadRss)} after loading)`;
-  const out = [`RL step (${shape}; fresh process each, best of the timed steps):`, line(lora, `LoRA r${SETTINGS.rank}, all linears`), line(full, 'full fine-tuning')];
+  const out = [`RL step (${shape}; fresh process each, best of ${RL_STEPS_NOTE}):`, line(lora, `LoRA r${SETTINGS.rank}, all linears`), line(full, 'full fine-tuning')];
   if (!('error' in lora) && !('error' in full)) {
     out.push(`  LoRA / full: step time ${((lora.rolloutMs + lora.updateMs) / (full.rolloutMs + full.updateMs)).toFixed(2)}×, update ${(lora.updateMs / full.updateMs).toFixed(2)}×, peak RSS ${(lora.peakRss / full.peakRss).toFixed(2)}×`);
   }

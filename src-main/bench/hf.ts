@@ -50,7 +50,7 @@ export const BENCH_HF: Omit<RandomHfModelOptions, 'tokenizerDir'> = {
   vocabSize: 151936,
 };
 
-/** The RL step's shape (hf-rl-step.ts): the first of `steps` is a warm-up. */
+/** The RL step's shape (hf-rl-step.ts); each figure is the best of `steps` steps. */
 const RL_STEP_SHAPE = { batch: 4, prompt: 64, newTokens: 16, steps: 2 };
 
 /** The bench model's folder and GGUF, written once (a marker file says the writing finished). */
@@ -369,7 +369,7 @@ export async function run(argv: string[]): Promise<void> {
   if (rlStep) {
     out('');
     const s = RL_STEP_SHAPE;
-    for (const line of rlStep.m.formatRlStep(rlStep.lora, rlStep.full, `batch ${s.batch}, prompt ${s.prompt}, ${s.newTokens} sampled tokens, −advantage·log π + AdamW`)) out(line);
+    for (const line of rlStep.m.formatRlStep(rlStep.lora, rlStep.full, `batch ${s.batch}, prompt ${s.prompt}, ${s.newTokens} sampled tokens, −advantage·log π + AdamW`, s.steps)) out(line);
   }
   const dec16 = rows.find((r) => r.name === 'decode, batch 16')!;
   if (dec16.llama1) {
