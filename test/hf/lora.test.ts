@@ -27,11 +27,13 @@ import {
   type LoraHfModel,
   type LoraSettings,
 } from '../../src-main/engine/hf/lora';
-import { validateConfig } from '../../src-main/engine/config/load';
+import { resolveConfig, validateConfig } from '../../src-main/engine/config/load';
 import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { sample } from '../../src-main/engine/model/sampling';
+import { createPolicy } from '../../src-main/engine/training/policies';
+import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
 import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
@@ -351,6 +353,11 @@ describe('the lora block of a run config', () => {
     const typo = validateConfig(withLora({ rank: 4, alpah: 8 }));
     expect(typo.ok).toBe(false);
     expect(typo.ok ? [] : typo.issues.map((i) => i.path)).toEqual(['policies.solver.model.lora.alpah']);
+    // A valid block is not silently ignored by a run: createPolicy refuses it, naming the field.
+    const cfg = resolveConfig({ ...withLora({ rank: 4 }), agents: { solver: 'solver', verifier: 'solver', corrector: 'solver' } });
+    const before = heldHfBaseCount();
+    expect(() => createPolicy('solver', cfg.policies.solver, loadTaskData(cfg).tokenizer, 1)).toThrow(/policies\.solver\.model\.lora: runs do not train LoRA adapters yet/);
+    expect(heldHfBaseCount()).toBe(before);
     const good = validateConfig(withLora({ rank: 8 }));
     expect(good.ok).toBe(true);
     if (good.ok && good.config.policies.solver.model.kind === 'hf') {
