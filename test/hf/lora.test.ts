@@ -12,6 +12,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportHfFolder } from '../../src-main/engine/hf/export';
 import { hfNamedTensors, loadHfModel } from '../../src-main/engine/hf/load';
+import { chunkedHeadStats } from '../../src-main/engine/hf/model';
 import {
   checkLoraSettings,
   DEFAULT_LORA_TARGETS,
@@ -400,5 +401,22 @@ describe('marsrl model export of a PEFT adapter', () => {
     } finally {
       model.dispose();
     }
+  });
+});
+
+describe('the chunked LM head with a frozen head', () => {
+  it('gives the same input gradient without forming the head gradient (returned as zeros)', () => {
+    const rng = new Rng(61, 'test/head');
+    const [M, D, V] = [7, 8, 50];
+    const h = tf.tensor2d(Float32Array.from({ length: M * D }, () => rng.normal()), [M, D]);
+    const w = tf.tensor2d(Float32Array.from({ length: D * V }, () => 0.3 * rng.normal()), [D, V]);
+    const targets = Int32Array.from({ length: M }, () => rng.int(0, V - 1));
+    const gradsOf = (headGrad: boolean) => tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(chunkedHeadStats(a as tf.Tensor2D, b as tf.Tensor2D, targets, 0.7, true, 3, headGrad)))([h, w]);
+    const [dhTrue, dwTrue] = gradsOf(true);
+    const [dhFrozen, dwFrozen] = gradsOf(false);
+    expect(bitwiseEqual(dhFrozen.dataSync() as Float32Array, dhTrue.dataSync() as Float32Array)).toBe(true);
+    expect(dwFrozen.dataSync().every((x) => x === 0)).toBe(true);
+    expect(maxAbs(dwTrue.dataSync(), dwFrozen.dataSync())).toBeGreaterThan(1e-3);
+    tf.dispose([h, w, dhTrue, dwTrue, dhFrozen, dwFrozen]);
   });
 });
