@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- hf [--seconds S] [--prompt P] [--new N] [--backend auto|wasm|cpu|tensorflow]
- *                      [--no-llama] [--no-torch] [--python PATH] [--json]`
+ *                      [--no-llama] [--no-torch] [--no-rl-step] [--python PATH] [--json]`
  *
  * One fixed Qwen3-architecture model with the real Qwen3 vocabulary (151936 rows, tied; 8 layers,
  * width 256, 8 heads / 2 key-value heads of 32, MLP 768, context 1024; random weights written
@@ -12,7 +12,9 @@
  *    PyTorch on CPU (bench/peers/hf_torch.py, torch.set_num_threads(1)); all measured in the
  *    same run, with ratios;
  *  - peak RSS while loading (loadHfModel in a fresh child process; Linux's VmHWM reset just
- *    before), against the model's float32 size, and the tokenizer's share of it.
+ *    before), against the model's float32 size, and the tokenizer's share of it;
+ *  - an RL step (rollout + update) with LoRA adapters against full fine-tuning, with the peak
+ *    RSS of each (issue #14, hf-rl-step.ts; --no-rl-step leaves it out).
  * Targets: decode ≥ 0.5× llama.cpp F32 at batch 16; loading ≤ 1.25× the F32 size.
  * Each figure is the best call of its side (least disturbed on a shared machine).
  */
@@ -47,6 +49,9 @@ export const BENCH_HF: Omit<RandomHfModelOptions, 'tokenizerDir'> = {
   context: 1024,
   vocabSize: 151936,
 };
+
+/** The RL step's shape (hf-rl-step.ts); each figure is the best of `steps` steps. */
+const RL_STEP_SHAPE = { batch: 4, prompt: 64, newTokens: 16, steps: 2 };
 
 /** The bench model's folder and GGUF, written once (a marker file says the writing finished). */
 async function benchFolder(): Promise<{ dir: string; gguf: string }> {
@@ -257,12 +262,19 @@ export async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean', default: false },
       'measure-load': { type: 'string' },
       what: { type: 'string', default: 'model' },
+      'measure-rl-step': { type: 'string' },
+      mode: { type: 'string', default: 'lora' },
+      'no-rl-step': { type: 'boolean', default: false },
     },
     strict: true,
   });
   const backend = values.backend as BackendPreference;
   if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
   if (values['measure-load']) return loadChild(values['measure-load'], values.what!, backend);
+  if (values['measure-rl-step']) {
+    if (values.mode !== 'lora' && values.mode !== 'full') throw new Error(`--mode must be lora or full, got ${values.mode}`);
+    return (await import('./hf-rl-step')).rlStepChild(values['measure-rl-step'], values.mode, backend, RL_STEP_SHAPE);
+  }
   const seconds = Number(values.seconds);
   const P = Number(values.prompt);
   const N = Number(values.new);
@@ -284,6 +296,9 @@ export async function run(argv: string[]): Promise<void> {
   const loadModel = measureLoad(dir, backend, 'model');
   const loadTok = measureLoad(dir, backend, 'tokenizer');
   const loadWeights = measureLoad(dir, backend, 'weights');
+
+  // RL step with LoRA and with full fine-tuning, each in a fresh process (issue #14).
+  const rlStep = values['no-rl-step'] ? null : await import('./hf-rl-step').then((m) => ({ m, lora: m.measureRlStep(ROOT, dir, 'lora', backend), full: m.measureRlStep(ROOT, dir, 'full', backend) }));
 
   const { model } = loadHfModel(dir);
   const ours = ourWorkloads(model, P, N);
@@ -351,6 +366,11 @@ export async function run(argv: string[]): Promise<void> {
     if (!('error' in loadTok)) out(`  the tokenizer alone (HfTokenizer.fromFolder): +${mib(loadTok.peak - loadTok.baseline)}`);
     if (!('error' in loadWeights)) out(`  the weights alone (config, shape checks, tensors): +${mib(loadWeights.peak - loadWeights.baseline)} = ${((loadWeights.peak - loadWeights.baseline) / f32Bytes).toFixed(2)}× the F32 size`);
   }
+  if (rlStep) {
+    out('');
+    const s = RL_STEP_SHAPE;
+    for (const line of rlStep.m.formatRlStep(rlStep.lora, rlStep.full, `batch ${s.batch}, prompt ${s.prompt}, ${s.newTokens} sampled tokens, −advantage·log π + AdamW`, s.steps)) out(line);
+  }
   const dec16 = rows.find((r) => r.name === 'decode, batch 16')!;
   if (dec16.llama1) {
     const x = dec16.ours.tokensPerS / dec16.llama1.tokensPerS;
@@ -358,5 +378,5 @@ export async function run(argv: string[]): Promise<void> {
   }
   for (const n of notes) out(`note: ${n}`);
   out(`load average now ${os.loadavg()[0].toFixed(2)}`);
-  if (values.json) console.log(JSON.stringify({ backend: info, model: BENCH_HF, prompt: P, new: N, rows, f32Bytes, load: { model: loadModel, tokenizer: loadTok, weights: loadWeights, ratio: loadRatio }, notes }));
+  if (values.json) console.log(JSON.stringify({ backend: info, model: BENCH_HF, prompt: P, new: N, rows, f32Bytes, load: { model: loadModel, tokenizer: loadTok, weights: loadWeights, ratio: loadRatio }, rlStep: rlStep ? { lora: rlStep.lora, full: rlStep.full } : null, notes }));
 }

@@ -12,6 +12,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportHfFolder } from '../../src-main/engine/hf/export';
 import { hfNamedTensors, loadHfModel } from '../../src-main/engine/hf/load';
+import { chunkedHeadStats } from '../../src-main/engine/hf/model';
 import {
   checkLoraSettings,
   DEFAULT_LORA_TARGETS,
@@ -27,11 +28,15 @@ import {
   type LoraHfModel,
   type LoraSettings,
 } from '../../src-main/engine/hf/lora';
-import { validateConfig } from '../../src-main/engine/config/load';
+import { resolveConfig, validateConfig } from '../../src-main/engine/config/load';
 import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
+import { sample } from '../../src-main/engine/model/sampling';
+import { createPolicy } from '../../src-main/engine/training/policies';
+import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
+import { marsrl } from '../helpers/cli';
 import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
 
 let ckpt: Checkpoint;
@@ -233,6 +238,31 @@ describe('LoRA policy', () => {
   });
 });
 
+describe('LoRA through the policy seam', () => {
+  it('sampled log-probs (KV-cache decoding with adapters) equal recomputed ones, and no tensor outlives a call', () => {
+    const { model } = loadLoraHfModel(ckpt.dir, all, { seed: 51 });
+    try {
+      randomizeB(model, 52, 0.2);
+      const prompts = randomPrompts(53, [5, 5], ckpt.config.vocabSize);
+      const before = tf.memory().numTensors;
+      const seqs = sample(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 54 });
+      for (let b = 0; b < 2; b++) {
+        const { stats, T } = model.nextTokenStatsTimeMajor([[...prompts[b], ...seqs[b].tokens]], { entropy: false });
+        const lp = stats.dataSync().slice(0, T - 1);
+        stats.dispose();
+        const recomputed = lp.slice(prompts[b].length - 1);
+        expect(maxAbs(recomputed, seqs[b].logProbs)).toBeLessThan(1e-4);
+      }
+      const ref = model.referenceModel();
+      ref.lastLogits(prompts, [0, 0]);
+      ref.dispose();
+      expect(tf.memory().numTensors).toBe(before);
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
 describe('adapters out', () => {
   it("the PEFT folder has PEFT's tensor names and shapes and adapter_config, and reads back to the same function", () => {
     const settings: LoraSettings = { rank: 4, alpha: 16, dropout: 0.05, targets: ['v_proj', 'q_proj', 'down_proj'] };
@@ -324,10 +354,69 @@ describe('the lora block of a run config', () => {
     const typo = validateConfig(withLora({ rank: 4, alpah: 8 }));
     expect(typo.ok).toBe(false);
     expect(typo.ok ? [] : typo.issues.map((i) => i.path)).toEqual(['policies.solver.model.lora.alpah']);
+    // A valid block is not silently ignored by a run: createPolicy refuses it, naming the field.
+    const cfg = resolveConfig({ ...withLora({ rank: 4 }), agents: { solver: 'solver', verifier: 'solver', corrector: 'solver' } });
+    const before = heldHfBaseCount();
+    expect(() => createPolicy('solver', cfg.policies.solver, loadTaskData(cfg).tokenizer, 1)).toThrow(/policies\.solver\.model\.lora: runs do not train LoRA adapters yet/);
+    expect(heldHfBaseCount()).toBe(before);
     const good = validateConfig(withLora({ rank: 8 }));
     expect(good.ok).toBe(true);
     if (good.ok && good.config.policies.solver.model.kind === 'hf') {
       expect(loraSettingsFromBlock(good.config.policies.solver.model.lora!)).toEqual({ rank: 8, alpha: 16, dropout: 0, targets: [...DEFAULT_LORA_TARGETS] });
     }
+  });
+});
+
+describe('marsrl model export of a PEFT adapter', () => {
+  it('--format hf merges onto --base (logits of base + adapters), --format peft rewrites it with the same tensors; bad uses refused with nothing written', () => {
+    const { model } = loadLoraHfModel(ckpt.dir, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'o_proj', 'up_proj'] }, { seed: 41 });
+    const adapterDir = path.join(tmp, 'cli-adapter');
+    try {
+      randomizeB(model, 42, 0.2);
+      writePeftAdapter(adapterDir, { config: model.config, settings: model.settings!, weights: model.loraWeights(), baseModelNameOrPath: 'Qwen/Qwen3-0.6B' });
+      const mergedDir = path.join(tmp, 'cli-merged');
+      const hf = marsrl(['model', 'export', adapterDir, '--format', 'hf', '--base', ckpt.dir, '--dtype', 'f32', '--out', mergedDir, '--json']);
+      expect(hf.code, hf.stderr).toBe(0);
+      const merged = loadHfModel(mergedDir).model;
+      const prompts = randomPrompts(43, [6], ckpt.config.vocabSize);
+      expect(maxAbs(logitsOf(merged, prompts), logitsOf(model, prompts))).toBeLessThanOrEqual(1e-4);
+      merged.dispose();
+
+      const again = path.join(tmp, 'cli-peft');
+      const peft = marsrl(['model', 'export', adapterDir, '--format', 'peft', '--base', ckpt.dir, '--out', again]);
+      expect(peft.code, peft.stderr).toBe(0);
+      const a = openSafetensors(path.join(adapterDir, PEFT_WEIGHTS));
+      const b = openSafetensors(path.join(again, PEFT_WEIGHTS));
+      expect([...b.tensors.keys()].sort()).toEqual([...a.tensors.keys()].sort());
+      expect(readPeftAdapter(again, ckpt.config).weights).toEqual(readPeftAdapter(adapterDir, ckpt.config).weights);
+
+      // The adapter names a Hub id, not a folder: the base must be given.
+      const noBase = marsrl(['model', 'export', adapterDir, '--format', 'hf', '--out', path.join(tmp, 'never1')]);
+      expect(noBase.code).not.toBe(0);
+      expect(noBase.stderr).toMatch(/adapter_config\.json \(base_model_name_or_path\): "Qwen\/Qwen3-0\.6B" is not a local model folder; give the base with --base DIR/);
+      const full = marsrl(['model', 'export', ckpt.dir, '--format', 'peft', '--out', path.join(tmp, 'never2')]);
+      expect(full.code).not.toBe(0);
+      expect(full.stderr).toMatch(/--format peft needs a LoRA adapter as SRC/);
+      expect(fs.existsSync(path.join(tmp, 'never1')) || fs.existsSync(path.join(tmp, 'never2'))).toBe(false);
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+describe('the chunked LM head with a frozen head', () => {
+  it('gives the same input gradient without forming the head gradient (returned as zeros)', () => {
+    const rng = new Rng(61, 'test/head');
+    const [M, D, V] = [7, 8, 50];
+    const h = tf.tensor2d(Float32Array.from({ length: M * D }, () => rng.normal()), [M, D]);
+    const w = tf.tensor2d(Float32Array.from({ length: D * V }, () => 0.3 * rng.normal()), [D, V]);
+    const targets = Int32Array.from({ length: M }, () => rng.int(0, V - 1));
+    const gradsOf = (headGrad: boolean) => tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(chunkedHeadStats(a as tf.Tensor2D, b as tf.Tensor2D, targets, 0.7, true, 3, headGrad)))([h, w]);
+    const [dhTrue, dwTrue] = gradsOf(true);
+    const [dhFrozen, dwFrozen] = gradsOf(false);
+    expect(bitwiseEqual(dhFrozen.dataSync() as Float32Array, dhTrue.dataSync() as Float32Array)).toBe(true);
+    expect(dwFrozen.dataSync().every((x) => x === 0)).toBe(true);
+    expect(maxAbs(dwTrue.dataSync(), dwFrozen.dataSync())).toBeGreaterThan(1e-3);
+    tf.dispose([h, w, dhTrue, dwTrue, dhFrozen, dwFrozen]);
   });
 });

@@ -180,7 +180,7 @@ describe('marsrl model inspect / export', () => {
     expect(fs.readFileSync(out, 'utf8')).toBe('precious');
     const usage = marsrl(['model', 'export', good, '--format', 'onnx', '--out', path.join(root, 'x')]);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toMatch(/--format must be hf or gguf \(got "onnx"\)/);
+    expect(usage.stderr).toMatch(/--format must be hf, gguf or peft \(got "onnx"\)/);
     expect(fs.existsSync(path.join(root, 'x'))).toBe(false);
   });
 });

@@ -13,7 +13,7 @@ import type { Command, CommandContext } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage: marsrl model inspect DIR [--json]
-       marsrl model export SRC --format hf|gguf [--dtype f32|f16|bf16] --out PATH [--force]
+       marsrl model export SRC --format hf|gguf|peft [--dtype f32|f16|bf16] [--base DIR] --out PATH [--force]
        marsrl model generate DIR|CHECKPOINT (--prompt TEXT | --chat FILE | --prompt-ids 1,2,3) [options]
 
 Hugging Face decoder models (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) in the layout
@@ -22,7 +22,12 @@ tokenizer_config.json, generation_config.json.
 
   inspect   architecture, parameters, weights and dtypes, context, tokenizer, chat template, and
             whether the Studio can run it (if not, why: file and key). Exit code 1 when not.
-  export    SRC is a model folder or a Studio checkpoint of a Hugging Face policy.
+  export    SRC is a model folder, a Studio checkpoint of a Hugging Face policy, or a PEFT LoRA
+            adapter folder (adapter_config.json + adapter_model.safetensors, issue #14) whose
+            base is --base DIR or its base_model_name_or_path when that is a local folder;
+            an adapter exports merged (W + (alpha/r)·B A) as hf or gguf.
+            --format peft  the adapter again as a PEFT folder, checked against the base (its
+                           names and shapes are PEFT's; only for an adapter SRC)
             --format hf    a Hugging Face folder (config.json, model.safetensors, tokenizer files,
                            generation_config.json); --dtype f32, f16 or bf16 (default: the
                            source's torch_dtype, else f32)
@@ -36,6 +41,7 @@ const EXPORT_OPTIONS = {
   dtype: { type: 'string' },
   out: { type: 'string', short: 'o' },
   force: { type: 'boolean', default: false },
+  base: { type: 'string' },
 } as const;
 
 async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
@@ -64,8 +70,11 @@ const TORCH_TO_DTYPE: Record<string, 'f32' | 'f16' | 'bf16'> = { float32: 'f32',
  * The export source: a Hugging Face folder (tensors stream from its files), or a Studio
  * checkpoint of the hf family (loaded into the engine; its current weights are written).
  */
-async function exportSource(src: string): Promise<{ source: HfExportSource; release: () => void }> {
+async function exportSource(src: string, baseFlag: string | undefined): Promise<{ source: HfExportSource; release: () => void; adapter?: PeftSource }> {
   if (!fs.existsSync(src)) throw new Error(`${src}: not found (give a model folder or a Studio checkpoint folder)`);
+  const lora = await import('../../engine/hf/lora');
+  if (lora.isPeftAdapterFolder(src)) return adapterSource(src, baseFlag);
+  if (baseFlag !== undefined) throw new UsageError(`--base is for a LoRA adapter SRC (a folder with ${lora.PEFT_CONFIG}); ${src} is a full model`, usage);
   const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/model/checkpoint');
   if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
     const family = checkpointFamily(src);
@@ -87,6 +96,43 @@ async function exportSource(src: string): Promise<{ source: HfExportSource; rele
   return { source: hfFolderSource(src), release: () => {} };
 }
 
+interface PeftSource {
+  config: HfArchConfig;
+  settings: import('../../engine/hf/lora').LoraSettings;
+  weights: import('../../engine/hf/lora').LoraWeights;
+  baseModelNameOrPath: string;
+}
+
+/**
+ * A PEFT LoRA adapter as an export source: its base folder (--base, else the adapter's
+ * base_model_name_or_path when that is a local folder) streamed with the adapters merged in.
+ */
+async function adapterSource(src: string, baseFlag: string | undefined): Promise<{ source: HfExportSource; release: () => void; adapter: PeftSource }> {
+  const lora = await import('../../engine/hf/lora');
+  const { hfFolderSource } = await import('../../engine/hf/export');
+  const { readHfConfig } = await import('../../engine/hf/load');
+  const configFile = path.join(src, lora.PEFT_CONFIG);
+  let named: unknown = null;
+  try {
+    named = (JSON.parse(fs.readFileSync(configFile, 'utf8')) as Record<string, unknown>).base_model_name_or_path;
+  } catch {
+    // readPeftAdapter below reports the file that does not parse.
+  }
+  const baseDir = baseFlag ?? (typeof named === 'string' && fs.existsSync(path.join(named, 'config.json')) ? named : null);
+  if (baseDir === null) {
+    throw new UsageError(`${configFile} (base_model_name_or_path): ${JSON.stringify(named)} is not a local model folder; give the base with --base DIR (the folder of the model the adapter was trained on)`, usage);
+  }
+  const { config } = readHfConfig(baseDir);
+  const adapter = lora.readPeftAdapter(src, config);
+  const base = hfFolderSource(baseDir);
+  const tensors = lora.mergeLoraTensors(base.tensors, adapter.settings, adapter.weights);
+  return {
+    source: { ...base, tensors },
+    release: () => {},
+    adapter: { config, settings: adapter.settings, weights: adapter.weights, baseModelNameOrPath: adapter.baseModelNameOrPath ?? path.resolve(baseDir) },
+  };
+}
+
 async function exportCommand(argv: string[], ctx: CommandContext): Promise<number> {
   const { values, positionals } = parseCommand(argv, EXPORT_OPTIONS, usage, 1);
   if (values.help) {
@@ -95,7 +141,8 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
   }
   const src = positionals[0];
   if (!src) throw new UsageError('export needs the source: marsrl model export SRC --format hf|gguf --out PATH', usage);
-  if (values.format !== 'hf' && values.format !== 'gguf') throw new UsageError(`--format must be hf or gguf (got ${JSON.stringify(values.format ?? null)})`, usage);
+  if (values.format !== 'hf' && values.format !== 'gguf' && values.format !== 'peft') throw new UsageError(`--format must be hf, gguf or peft (got ${JSON.stringify(values.format ?? null)})`, usage);
+  if (values.format === 'peft' && values.dtype !== undefined && values.dtype !== 'f32') throw new UsageError('--dtype: PEFT adapters are written in f32', usage);
   if (!values.out) throw new UsageError('--out PATH is required (a folder for --format hf, a .gguf file for --format gguf)', usage);
   if (values.dtype !== undefined && !(values.dtype in HF_DTYPES)) throw new UsageError(`--dtype must be f32, f16 or bf16 (got ${JSON.stringify(values.dtype)})`, usage);
   if (values.format === 'gguf' && values.dtype === 'bf16') throw new UsageError('--dtype bf16 is not offered for GGUF: use f32 or f16', usage);
@@ -105,10 +152,17 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
   if (path.resolve(src) === out) throw new Error(`--out ${out} is the source itself; write the export somewhere else`);
 
   const { exportGguf, exportHfFolder } = await import('../../engine/hf/export');
-  const { source, release } = await exportSource(src);
+  const { source, release, adapter } = await exportSource(src, values.base);
   const started = Date.now();
   try {
-    if (values.format === 'hf') {
+    if (values.format === 'peft') {
+      if (!adapter) throw new UsageError(`--format peft needs a LoRA adapter as SRC (a folder with adapter_config.json); ${src} is a full model: export it with --format hf or gguf`, usage);
+      const { writePeftAdapter } = await import('../../engine/hf/lora');
+      writePeftAdapter(out, { ...adapter, force: values.force });
+      const result = { format: 'peft', out, rank: adapter.settings.rank, targets: adapter.settings.targets, tensors: 2 * adapter.weights.size, seconds: (Date.now() - started) / 1000 };
+      if (values.json) printJson(result);
+      else ctx.out(`Wrote ${out} (PEFT LoRA adapter, r ${adapter.settings.rank}, ${adapter.settings.targets.join(', ')}, ${result.tensors} tensors) in ${result.seconds.toFixed(1)} s`);
+    } else if (values.format === 'hf') {
       const dtype = values.dtype ?? TORCH_TO_DTYPE[source.config.torchDtype ?? ''] ?? 'f32';
       exportHfFolder(out, { ...source, dtype: HF_DTYPES[dtype], force: values.force });
       const result = { format: 'hf', dtype, out, tensors: source.tensors.length, seconds: (Date.now() - started) / 1000 };

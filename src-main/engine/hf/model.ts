@@ -237,8 +237,10 @@ function embedColumns(embT: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
  * (row 0 log-probs, row 1 entropies; zeros without `withEntropy`). Formulas as in ops.ts's
  * tokenLogProbsAndEntropy: log p_y = z_y − lse, H = lse − Σ p z, ∂log p_y/∂z = onehot − p,
  * ∂H/∂z = −p ⊙ (z − lse + H).
+ * `headGrad` false (a frozen head, as under LoRA, issue #14): the head's gradient is returned as
+ * zeros without being formed (no [D, V] product and sum per chunk).
  */
-export function chunkedHeadStats(h: tf.Tensor2D, w: tf.Tensor2D, targets: Int32Array, temperature: number, withEntropy: boolean, rows: number): tf.Tensor2D {
+export function chunkedHeadStats(h: tf.Tensor2D, w: tf.Tensor2D, targets: Int32Array, temperature: number, withEntropy: boolean, rows: number, headGrad = true): tf.Tensor2D {
   const [M, D] = h.shape;
   const V = w.shape[1];
   const invT = 1 / temperature;
@@ -273,21 +275,33 @@ export function chunkedHeadStats(h: tf.Tensor2D, w: tf.Tensor2D, targets: Int32A
       value,
       gradFunc: (dy, saved) => {
         const [hs, ws] = saved as tf.Tensor2D[];
+        /** ∂L/∂z of one chunk (its logits recomputed). */
+        const chunkDz = (hIn: tf.Tensor2D, wIn: tf.Tensor2D, s: number, n: number): tf.Tensor2D => {
+          const c = chunkStats(hIn, wIn, s, n);
+          const gLogp = tf.reshape(tf.slice(dy, [0, s], [1, n]), [n, 1]);
+          let dz = tf.mul(gLogp, tf.sub(c.oh, c.p));
+          if (withEntropy) {
+            const gEnt = tf.reshape(tf.slice(dy, [1, s], [1, n]), [n, 1]);
+            const shift = tf.reshape(tf.sub(c.ent, c.lse), [n, 1]); // H − lse
+            dz = tf.sub(dz, tf.mul(gEnt, tf.mul(c.p, tf.add(c.z, shift))));
+          }
+          return (temperature !== 1 ? tf.mul(dz, invT) : dz) as tf.Tensor2D;
+        };
         const wT = tf.transpose(ws); // once per backward: wasm's transposed matMul is ~10x slower
         let dW: tf.Tensor2D = tf.zeros([D, V]);
         const dh: tf.Tensor[] = [];
+        if (!headGrad) {
+          for (const [s, n] of chunks) dh.push(tf.tidy(() => tf.matMul(chunkDz(hs, ws, s, n), wT)));
+          wT.dispose();
+          const dhOnly = dh.length === 1 ? dh[0] : tf.concat(dh, 0);
+          if (dh.length > 1) tf.dispose(dh);
+          return [dhOnly, dW];
+        }
         for (const [s, n] of chunks) {
           const [dhc, dWc] = tf.tidy(() => {
-            const c = chunkStats(hs, ws, s, n);
-            const gLogp = tf.reshape(tf.slice(dy, [0, s], [1, n]), [n, 1]);
-            let dz = tf.mul(gLogp, tf.sub(c.oh, c.p));
-            if (withEntropy) {
-              const gEnt = tf.reshape(tf.slice(dy, [1, s], [1, n]), [n, 1]);
-              const shift = tf.reshape(tf.sub(c.ent, c.lse), [n, 1]); // H − lse
-              dz = tf.sub(dz, tf.mul(gEnt, tf.mul(c.p, tf.add(c.z, shift))));
-            }
-            if (temperature !== 1) dz = tf.mul(dz, invT);
-            return [tf.matMul(dz, wT), tf.matMul(tf.transpose(c.hc), dz)];
+            const hc = n === M ? hs : tf.slice(hs, [s, 0], [n, D]);
+            const dz = chunkDz(hs, ws, s, n);
+            return [tf.matMul(dz, wT), tf.matMul(tf.transpose(hc), dz)];
           });
           dh.push(dhc);
           const next = tf.add(dW, dWc) as tf.Tensor2D;
@@ -519,7 +533,7 @@ export class HfModel implements PolicyModel<HfCache> {
     const stats = tf.tidy(() => {
       const x = this.hiddenTensors(tm, pos, T, B, opts.leftPad);
       const hf = rmsNorm(tf.slice(x, [0, 0], [(T - 1) * B, this.config.hiddenSize]), this.finalNorm, this.config.rmsNormEps) as tf.Tensor2D;
-      return chunkedHeadStats(hf, this.head as tf.Tensor2D, targets, opts.temperature ?? 1, opts.entropy ?? true, rows);
+      return chunkedHeadStats(hf, this.head as tf.Tensor2D, targets, opts.temperature ?? 1, opts.entropy ?? true, rows, this.head.trainable);
     });
     return { stats, T, B };
   }
