@@ -1,5 +1,5 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
-import type { RunDetail, RunSummary } from '../../src-preload/api';
+import type { RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
 import type { RunRow, Store } from '../engine/store';
 
 /** The headline metrics shown next to every run in lists. */
@@ -20,7 +20,27 @@ function configValue(config: Record<string, unknown>, dotted: string): string {
   return node === undefined || node === null ? '' : String(node);
 }
 
-export function toRunSummary(store: Store, run: RunRow): RunSummary {
+const studyCellQueries = new WeakMap<Store, (runId: number) => RunStudyCell | null>();
+
+/** The study cell a run was launched for (the last one, should a run ever be linked twice). */
+function studyCellOf(store: Store, runId: number): RunStudyCell | null {
+  let query = studyCellQueries.get(store);
+  if (!query) {
+    const statement = store.db.prepare(
+      `SELECT c.study_id AS studyId, s.name AS studyName, c.label AS label, c.values_json AS valuesJson
+         FROM study_cells c JOIN studies s ON s.id = c.study_id
+        WHERE c.run_id = ? ORDER BY c.study_id DESC LIMIT 1`,
+    );
+    query = (id) => {
+      const row = statement.get(id) as { studyId: number; studyName: string; label: string; valuesJson: string } | undefined;
+      return row ? { studyId: row.studyId, studyName: row.studyName, label: row.label, values: JSON.parse(row.valuesJson) as RunStudyCell['values'] } : null;
+    };
+    studyCellQueries.set(store, query);
+  }
+  return query(runId);
+}
+
+export function toRunSummary(store: Store, run: RunRow, configPaths: readonly string[] = []): RunSummary {
   return {
     id: run.id,
     name: run.name,
@@ -40,6 +60,8 @@ export function toRunSummary(store: Store, run: RunRow): RunSummary {
     endedAt: run.endedAt,
     lastStep: store.metrics.lastStep(run.id),
     keyMetrics: store.metrics.latest(run.id, KEY_METRICS),
+    study: studyCellOf(store, run.id),
+    configValues: Object.fromEntries(configPaths.map((p) => [p, configValue(run.config, p)])),
   };
 }
 

@@ -15,6 +15,9 @@ import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
 import { Rng } from '../../src-main/engine/util/rng';
 import { seedStudio, writeEpisode, writeSteps, type Seeded } from './seed';
+import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
+import { createStudy } from '../../src-main/engine/study/runner';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
@@ -22,6 +25,21 @@ const POLL = { timeout: 20_000, interval: 100 };
 let store: Store;
 let seeded: Seeded;
 let study: SeededStudy;
+let groupStudy: SeededStudy;
+
+/** A study varying a key no fixed column shows (the Solver's group size), one seed, runs left queued. */
+function seedGroupStudy(db: Store): SeededStudy {
+  const matrix = parseMatrix({ name: 'group-sizes', preset: 'quick', axes: { 'rollout.solver_group': [4, 16] }, seeds: [7], concurrency: 1 });
+  const cells = expandMatrix(matrix);
+  const studyId = createStudy(db, matrix, cells);
+  const runIds = cells.map((cell) => {
+    const config = resolveConfig(deepMerge(presetDocument('quick'), cell.overrides));
+    const runId = db.runs.create({ name: `groups ${cell.label}`, preset: 'quick', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: cell.seed });
+    db.studies.setCellRun(studyId, cell.cellIndex, runId);
+    return runId;
+  });
+  return { studyId, runIds };
+}
 let page: Page;
 
 /** Timings and the fixed judged set, as the pipeline trainer and the evaluator log them. */
@@ -47,6 +65,7 @@ const session = studioInChromium({
     seeded = seedStudio(db);
     addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
     study = seedStudy(db, { steps: 12 });
+    groupStudy = seedGroupStudy(db);
     db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
   },
 });
@@ -331,7 +350,7 @@ describe('runs that can be told apart (issue 18)', () => {
     try {
       for (const [width, detailsOpen] of [[1024, false], [1024, true], [1440, true]] as const) {
         await page.setViewportSize({ width, height: 768 });
-        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
+        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(2).click();
         const table = (await page.getByRole('table', { name: 'Runs' }).boundingBox())!;
         for (const name of ['Eval acc', 'Step', 'Age', 'Seed']) {
           const box = (await page.getByRole('columnheader', { name }).boundingBox())!;
@@ -339,7 +358,7 @@ describe('runs that can be told apart (issue 18)', () => {
         }
         const cut = await page.locator('[role="columnheader"] .sort').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
         expect(cut, `headers at ${width} px`).toEqual([]);
-        const cells = await page.locator('[role="rowgroup"] [role="cell"]:nth-child(10), [role="rowgroup"] [role="cell"]:nth-child(8)').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        const cells = await page.locator('[role="rowgroup"] [data-col="lastStep"], [role="rowgroup"] [data-col="evalAccuracy"]').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
         expect(cells, `accuracy cells at ${width} px`).toEqual([]);
       }
     } finally {
@@ -351,6 +370,57 @@ describe('runs that can be told apart (issue 18)', () => {
     await row(seeded.done.id).locator('.runs__name').click({ position: { x: 4, y: 8 } });
     await expect.poll(() => page.url(), POLL).toContain(`#/runs/${seeded.done.id}`);
     await page.getByTestId('run-name').waitFor();
+  });
+});
+
+describe('runs told apart by their config (issue 18)', () => {
+  const row = (id: number) => page.locator(`[role="rowgroup"] [data-run-id="${id}"]`);
+  const cell = (id: number, column: string) => row(id).locator(`[data-extra-col="${column}"]`);
+
+  it("shows a study run's cell values as columns, picks a study's runs for Compare, and adds any config key as a kept column", async () => {
+    await page.evaluate(() => window.localStorage.clear());
+    await session.open('#/runs', { fresh: true });
+    await row(groupStudy.runIds[0]).waitFor();
+    // The varied key no fixed column shows becomes a column; every study run names its study and cell.
+    const axisHeader = page.locator('[role="columnheader"][data-extra-col="study:rollout.solver_group"]');
+    expect((await axisHeader.innerText()).toLowerCase().replace(/\s+/g, ' ')).toBe('solver group');
+    expect(await axisHeader.getAttribute('title')).toBe('rollout.solver_group (a study axis)');
+    // Not cut: the header wraps at its words instead.
+    expect(await axisHeader.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    for (const id of groupStudy.runIds) {
+      const groupSize = String((store.runs.get(id)!.config.rollout as { solver_group: number }).solver_group);
+      expect(await cell(id, 'study:rollout.solver_group').innerText()).toBe(groupSize);
+      expect(await cell(id, 'study').innerText()).toBe(`#${groupStudy.studyId} group-sizes`);
+    }
+    expect(await cell(seeded.done.id, 'study').innerText()).toBe('—');
+
+    // "Pick a study's runs", then Compare N opens Compare with exactly them.
+    await page.getByTestId('pick-study').selectOption(String(study.studyId));
+    const picked = await page.locator('[role="rowgroup"] [data-picked="true"]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    expect(new Set(picked)).toEqual(new Set(study.runIds));
+    expect(await page.getByTestId('compare-picked').innerText()).toBe(`Compare ${study.runIds.length}`);
+    await screenshot(page, 'runs-table-study-columns');
+    await page.getByTestId('compare-picked').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
+    const compared = decodeURIComponent(new URL(page.url()).hash.split('runs=')[1]?.split('&')[0] ?? '').split(',').map(Number);
+    expect(new Set(compared)).toEqual(new Set(study.runIds));
+
+    // Any config key as a column: picked from the config paths, filled from each run's config, kept after a reload.
+    await session.open('#/runs', { fresh: true });
+    await row(seeded.done.id).waitFor();
+    await page.getByTestId('column-picker').click();
+    await page.getByLabel('Filter config paths').fill('solver_group');
+    const columnPath = await page.getByTestId('column-picker-panel').locator('input[type="checkbox"]').first().getAttribute('data-path');
+    expect(columnPath).toBe('rollout.solver_group');
+    await page.getByTestId('column-picker-panel').locator(`input[data-path="${columnPath}"]`).check();
+    const configValue = (id: number) => String(columnPath!.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], store.runs.get(id)!.config));
+    await expect.poll(() => cell(seeded.done.id, `config:${columnPath}`).innerText(), POLL).toBe(configValue(seeded.done.id));
+    expect(await page.evaluate(() => window.localStorage.getItem('marsrl.runs.configColumns'))).toBe(JSON.stringify([columnPath]));
+    await session.open('#/runs', { fresh: true });
+    for (const id of [seeded.done.id, ...groupStudy.runIds]) {
+      await expect.poll(() => cell(id, `config:${columnPath}`).innerText(), POLL).toBe(configValue(id));
+    }
+    await page.evaluate(() => window.localStorage.clear());
   });
 });
 

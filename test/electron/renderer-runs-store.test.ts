@@ -27,6 +27,8 @@ function run(id: number, extra: Partial<RunSummary> = {}): RunSummary {
     endedAt: null,
     lastStep: null,
     keyMetrics: {},
+    study: null,
+    configValues: {},
     ...extra,
   };
 }
