@@ -70,6 +70,11 @@ export interface RunDetail extends RunSummary {
   counts: { problems: number; episodes: number; turns: number; segments: number; metrics: number; events: number; checkpoints: number };
   /** The step of the last checkpoint (a resume continues after it); null before the first. */
   lastCheckpointStep: number | null;
+  /**
+   * The spans the run was running (first start, each resume), from its events; `end` is null for
+   * the span still running. "Ran for" sums them, so time stopped does not count (issue 18).
+   */
+  runningSpans: { start: number; end: number | null }[];
 }
 
 export interface ListRunsQuery {

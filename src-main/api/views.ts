@@ -65,6 +65,40 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
   };
 }
 
+/** Events that end a running span: the trainer's stop, and the errors a run fails with. */
+const SPAN_ENDS = ['interrupted', 'training_error', 'non_finite_stop'];
+const spanEventQueries = new WeakMap<Store, (runId: number) => { kind: string; time: number }[]>();
+
+/**
+ * The spans a run was running: from its first start and from each `resumed` event to the next
+ * stopping event, the last one to the run's end (or still open while it runs). A process killed
+ * without a stopping event leaves its span open until the next resume, the best the events tell.
+ */
+export function runningSpans(store: Store, run: RunRow): RunDetail['runningSpans'] {
+  if (run.startedAt === null) return [];
+  let query = spanEventQueries.get(store);
+  if (!query) {
+    const statement = store.db.prepare(
+      `SELECT kind, time FROM events WHERE run_id = ? AND kind IN ('resumed', ${SPAN_ENDS.map(() => '?').join(', ')}) ORDER BY time, id`,
+    );
+    query = (id) => statement.all(id, ...SPAN_ENDS) as { kind: string; time: number }[];
+    spanEventQueries.set(store, query);
+  }
+  const spans: RunDetail['runningSpans'] = [];
+  let open: number | null = run.startedAt;
+  for (const event of query(run.id)) {
+    if (event.kind === 'resumed') {
+      if (open !== null) spans.push({ start: open, end: Math.max(open, event.time) });
+      open = event.time;
+    } else if (open !== null) {
+      spans.push({ start: open, end: Math.max(open, event.time) });
+      open = null;
+    }
+  }
+  if (open !== null) spans.push({ start: open, end: run.status === 'running' || run.status === 'queued' ? null : (run.endedAt ?? null) });
+  return spans;
+}
+
 export function toRunDetail(store: Store, run: RunRow): RunDetail {
   return {
     ...toRunSummary(store, run),
@@ -73,5 +107,6 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     backendInfo: run.backendInfo,
     counts: store.runs.counts(run.id),
     lastCheckpointStep: store.events.latestCheckpoint(run.id)?.step ?? null,
+    runningSpans: runningSpans(store, run),
   };
 }

@@ -477,3 +477,47 @@ describe('the study report in the app (issue 18)', () => {
     await screenshot(page, 'study-report');
   });
 });
+
+describe('a run that stopped and resumed (issue 18)', () => {
+  const MINUTE = 60_000;
+  /** Ran 10 minutes, stood stopped 50, resumed and ran 5 more: 15 minutes of running time. */
+  function seedResumedRun(db: Store): number {
+    const t0 = Date.now() - 3 * 3600_000;
+    const config = resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>;
+    const runId = db.runs.create({ name: 'stopped and resumed', preset: 'quick', config, codeVersion: 'test', seed: 5 }, t0);
+    db.runs.setStatus(runId, 'running', null, t0);
+    const writer = db.writer({ flushIntervalMs: 0 });
+    for (let step = 0; step < 10; step++) writer.metric({ runId, step, wallTime: step * 60, key: 'system/accuracy', value: 0.5 + step / 100 });
+    writer.close();
+    db.events.insertEvent.run({ runId, step: 10, time: t0 + 10 * MINUTE, level: 'warning', kind: 'interrupted', message: 'stopped before step 10: stopped by the user', data: null });
+    db.runs.setStatus(runId, 'interrupted', 'stopped by the user', t0 + 10 * MINUTE);
+    db.events.insertEvent.run({ runId, step: 8, time: t0 + 60 * MINUTE, level: 'info', kind: 'resumed', message: 'resumed from the checkpoint of step 8', data: null });
+    db.runs.setStatus(runId, 'running', null, t0 + 60 * MINUTE);
+    db.runs.setStatus(runId, 'interrupted', 'worker lost', t0 + 65 * MINUTE);
+    return runId;
+  }
+
+  it('counts running time only in "ran for", and keeps the last step while a resume sets up', async () => {
+    const runId = seedResumedRun(store);
+    // Every event the server pushes passes through; the test adds the ones a resuming worker sends.
+    let socket: Parameters<Parameters<Page['routeWebSocket']>[1]>[0] | null = null;
+    await page.routeWebSocket(/\/ws(\?|$)/, (ws) => {
+      ws.connectToServer();
+      socket = ws;
+    });
+    await session.open(`#/runs/${runId}`, { fresh: true });
+    // 10 minutes before the stop and 5 after the resume; the 50 minutes stopped are left out.
+    await expect.poll(() => page.getByTestId('run-elapsed').innerText(), POLL).toBe('· ran for 15m 00s');
+    const stepText = () => page.getByTestId('run-step').innerText();
+    await expect.poll(stepText, POLL).toMatch(/^step 9 \/ \d+$/);
+    expect(socket).not.toBeNull();
+    const totalSteps = Number(/\/ (\d+)$/.exec(await stepText())![1]);
+    const push = (step: number) => socket!.send(JSON.stringify({ type: 'run-progress', runId, step, totalSteps, metrics: {} }));
+    // The resumed worker's setup reports step 0: the counter keeps step 9 until a later step arrives.
+    push(0);
+    await page.waitForTimeout(500);
+    expect(await stepText()).toBe(`step 9 / ${totalSteps}`);
+    push(12);
+    await expect.poll(stepText, POLL).toBe(`step 12 / ${totalSteps}`);
+  });
+});
