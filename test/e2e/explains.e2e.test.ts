@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { compareRuns, loadRuns } from '../../src-main/engine/compare';
 import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
+import { runColor } from '../../src-renderer/src/charts/compareOption';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
 import { Rng } from '../../src-main/engine/util/rng';
@@ -440,6 +441,35 @@ describe('compare that can be driven (issue 18)', () => {
     await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
     const first = store.runs.get(study.runIds[0])!;
     await expect.poll(() => page.getByLabel('Baseline run').locator('option:checked').innerText(), POLL).toBe(`first run (#${first.id} ${first.name})`);
+  });
+});
+
+describe('compare more than one metric at a time (issue 18)', () => {
+  it('draws one chart per chosen metric, the same runs in the same colours, and removes one again', async () => {
+    // A run without metrics first: colours follow a run's place among the compared runs, not the drawn line's.
+    const ids = [groupStudy.runIds[0], ...study.runIds.slice(0, 3)];
+    await session.open(`#/compare?runs=${ids.join(',')}`, { fresh: true });
+    const charts = page.locator('[data-testid="compare-chart"], [data-testid="compare-multiple"]');
+    await expect.poll(() => charts.count(), POLL).toBe(1);
+    const add = page.getByTestId('add-metric');
+    await expect.poll(() => add.locator('option[value="system/accuracy"]').count(), POLL).toBe(1);
+    await add.selectOption('system/accuracy');
+    await add.selectOption('eval/system/pass@4');
+    const metrics = () => charts.evaluateAll((els) => els.map((el) => el.getAttribute('data-metric')));
+    await expect.poll(metrics, POLL).toEqual(['eval/system/accuracy', 'system/accuracy', 'eval/system/pass@4']);
+    for (let i = 0; i < 3; i++) await charts.nth(i).locator('canvas').first().waitFor();
+    // Every chart draws the same runs (an empty line for the run without metrics), each in its own colour everywhere.
+    const expected = ids.map((id) => `${id}=${runColor(ids.indexOf(id))}`).join(' ');
+    await expect.poll(() => charts.evaluateAll((els) => els.map((el) => el.getAttribute('data-lines'))), POLL).toEqual([expected, expected, expected]);
+    expect(await page.getByTestId('compare-multiple').first().locator('.multiple__title').innerText()).toContain('system/accuracy');
+    // One legend for all the small multiples, naming each run once.
+    expect(await page.getByTestId('shared-legend').locator('li').allInnerTexts()).toEqual(ids.map((id) => `#${id} ${store.runs.get(id)!.name}`));
+    // Side by side at 1440 px: the small multiples share rows.
+    const boxes = await Promise.all([0, 1].map(async (i) => (await charts.nth(i).boundingBox())!));
+    expect(Math.abs(boxes[0].y - boxes[1].y)).toBeLessThan(1);
+    await screenshot(page, 'compare-small-multiples');
+    await page.getByRole('button', { name: 'Remove the system/accuracy chart' }).click();
+    await expect.poll(metrics, POLL).toEqual(['eval/system/accuracy', 'eval/system/pass@4']);
   });
 });
 
