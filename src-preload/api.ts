@@ -45,6 +45,20 @@ export interface RunSummary {
   lastStep: number | null;
   /** Latest value of a few headline metrics (e.g. `eval/system/accuracy`). */
   keyMetrics: Record<string, number>;
+  /** The study cell this run was launched for (its matrix axis values, without the seed); null outside a study. */
+  study: RunStudyCell | null;
+  /** The config values at the paths asked for in `ListRunsQuery.configPaths` (as text; '' when unset). */
+  configValues: Record<string, string>;
+}
+
+/** A run's place in a study: what tells it apart from the study's other runs (issue 18). */
+export interface RunStudyCell {
+  studyId: number;
+  studyName: string;
+  /** The cell's label (axis values joined by " / "). */
+  label: string;
+  /** Matrix axis key (a config path) → this cell's value. */
+  values: Record<string, string | number | boolean>;
 }
 
 export interface RunDetail extends RunSummary {
@@ -57,6 +71,11 @@ export interface RunDetail extends RunSummary {
   counts: { problems: number; episodes: number; turns: number; supersededTurns: number; segments: number; metrics: number; events: number; checkpoints: number };
   /** The step of the last checkpoint (a resume continues after it); null before the first. */
   lastCheckpointStep: number | null;
+  /**
+   * The spans the run was running (first start, each resume), from its events; `end` is null for
+   * the span still running. "Ran for" sums them, so time stopped does not count (issue 18).
+   */
+  runningSpans: { start: number; end: number | null }[];
 }
 
 export interface ListRunsQuery {
@@ -66,6 +85,8 @@ export interface ListRunsQuery {
   status?: RunStatus;
   /** Case-insensitive substring of name, preset, task or tags. */
   search?: string;
+  /** Dotted config paths whose values each summary carries in `configValues` (the table's config columns). */
+  configPaths?: string[];
 }
 
 export interface Page<T> {

@@ -15,6 +15,7 @@ const ListRunsQuerySchema = z.strictObject({
   limit: z.number().int().min(1).max(500).optional(),
   status: z.enum(RUN_STATUSES as unknown as [string, ...string[]]).optional(),
   search: z.string().max(200).optional(),
+  configPaths: z.array(z.string().regex(/^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/, 'a dotted config path such as rollout.solver_group')).max(32).optional(),
 });
 
 const optionalCursor = z.number().int().nonnegative().optional();

@@ -98,7 +98,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async listRuns(query: ListRunsQuery = {}) {
       const page = store.runs.list(query);
-      return { items: page.items.map((run) => toRunSummary(store, run)), nextCursor: page.nextCursor };
+      return { items: page.items.map((run) => toRunSummary(store, run, query.configPaths)), nextCursor: page.nextCursor };
     },
 
     async getRun(runId) {

@@ -1,5 +1,5 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
-import type { ModelInspection, RunDetail, RunSummary } from '../../src-preload/api';
+import type { ModelInspection, RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
 import type { HfInspectReport } from '../engine/hf/inspect';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
@@ -22,7 +22,27 @@ function configValue(config: Record<string, unknown>, dotted: string): string {
   return node === undefined || node === null ? '' : String(node);
 }
 
-export function toRunSummary(store: Store, run: RunRow): RunSummary {
+const studyCellQueries = new WeakMap<Store, (runId: number) => RunStudyCell | null>();
+
+/** The study cell a run was launched for (the last one, should a run ever be linked twice). */
+function studyCellOf(store: Store, runId: number): RunStudyCell | null {
+  let query = studyCellQueries.get(store);
+  if (!query) {
+    const statement = store.db.prepare(
+      `SELECT c.study_id AS studyId, s.name AS studyName, c.label AS label, c.values_json AS valuesJson
+         FROM study_cells c JOIN studies s ON s.id = c.study_id
+        WHERE c.run_id = ? ORDER BY c.study_id DESC LIMIT 1`,
+    );
+    query = (id) => {
+      const row = statement.get(id) as { studyId: number; studyName: string; label: string; valuesJson: string } | undefined;
+      return row ? { studyId: row.studyId, studyName: row.studyName, label: row.label, values: JSON.parse(row.valuesJson) as RunStudyCell['values'] } : null;
+    };
+    studyCellQueries.set(store, query);
+  }
+  return query(runId);
+}
+
+export function toRunSummary(store: Store, run: RunRow, configPaths: readonly string[] = []): RunSummary {
   // A run recorded `running` with no live process (every process SIGKILLed at once) reads as
   // interrupted, with why, until the app or `marsrl serve` marks it so (issue #17).
   const stale = staleRunReason(run);
@@ -45,7 +65,43 @@ export function toRunSummary(store: Store, run: RunRow): RunSummary {
     endedAt: run.endedAt,
     lastStep: store.metrics.lastStep(run.id),
     keyMetrics: store.metrics.latest(run.id, KEY_METRICS),
+    study: studyCellOf(store, run.id),
+    configValues: Object.fromEntries(configPaths.map((p) => [p, configValue(run.config, p)])),
   };
+}
+
+/** Events that end a running span: the trainer's stop, and the errors a run fails with. */
+const SPAN_ENDS = ['interrupted', 'training_error', 'non_finite_stop'];
+const spanEventQueries = new WeakMap<Store, (runId: number) => { kind: string; time: number }[]>();
+
+/**
+ * The spans a run was running: from its first start and from each `resumed` event to the next
+ * stopping event, the last one to the run's end (or still open while it runs). A process killed
+ * without a stopping event leaves its span open until the next resume, the best the events tell.
+ */
+export function runningSpans(store: Store, run: RunRow): RunDetail['runningSpans'] {
+  if (run.startedAt === null) return [];
+  let query = spanEventQueries.get(store);
+  if (!query) {
+    const statement = store.db.prepare(
+      `SELECT kind, time FROM events WHERE run_id = ? AND kind IN ('resumed', ${SPAN_ENDS.map(() => '?').join(', ')}) ORDER BY time, id`,
+    );
+    query = (id) => statement.all(id, ...SPAN_ENDS) as { kind: string; time: number }[];
+    spanEventQueries.set(store, query);
+  }
+  const spans: RunDetail['runningSpans'] = [];
+  let open: number | null = run.startedAt;
+  for (const event of query(run.id)) {
+    if (event.kind === 'resumed') {
+      if (open !== null) spans.push({ start: open, end: Math.max(open, event.time) });
+      open = event.time;
+    } else if (open !== null) {
+      spans.push({ start: open, end: Math.max(open, event.time) });
+      open = null;
+    }
+  }
+  if (open !== null) spans.push({ start: open, end: run.status === 'running' || run.status === 'queued' ? null : (run.endedAt ?? null) });
+  return spans;
 }
 
 export function toRunDetail(store: Store, run: RunRow): RunDetail {
@@ -56,6 +112,7 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     backendInfo: run.backendInfo,
     counts: store.runs.counts(run.id),
     lastCheckpointStep: store.events.latestCheckpoint(run.id)?.step ?? null,
+    runningSpans: runningSpans(store, run),
   };
 }
 

@@ -120,6 +120,7 @@ describe('studies view in Chromium', () => {
     const detail = page.getByTestId('study-detail');
     await detail.waitFor();
     await expect.poll(() => detail.innerText(), POLL).toMatch(/8 done, 0 failed, 0 running, 0 queued \(100%\)/);
+    // The cells table (the report below has tables of its own).
     expect(await detail.getByTestId('study-cells').locator('tbody tr').count()).toBe(8);
     // `marsrl serve` has a run manager, so launching is possible; a bad seed list is refused by the server with the field named.
     await page.getByRole('textbox', { name: 'Seeds', exact: true }).fill('1, x');

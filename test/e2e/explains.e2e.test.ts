@@ -11,10 +11,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { compareRuns, loadRuns } from '../../src-main/engine/compare';
 import type { Store } from '../../src-main/engine/store';
 import { formatValue } from '../../src-renderer/src/charts/format';
+import { runColor } from '../../src-renderer/src/charts/compareOption';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
 import { Rng } from '../../src-main/engine/util/rng';
 import { seedStudio, writeEpisode, writeSteps, type Seeded } from './seed';
+import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
+import { createStudy } from '../../src-main/engine/study/runner';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
@@ -22,6 +26,21 @@ const POLL = { timeout: 20_000, interval: 100 };
 let store: Store;
 let seeded: Seeded;
 let study: SeededStudy;
+let groupStudy: SeededStudy;
+
+/** A study varying a key no fixed column shows (the Solver's group size), one seed, runs left queued. */
+function seedGroupStudy(db: Store): SeededStudy {
+  const matrix = parseMatrix({ name: 'group-sizes', preset: 'quick', axes: { 'rollout.solver_group': [4, 16] }, seeds: [7], concurrency: 1 });
+  const cells = expandMatrix(matrix);
+  const studyId = createStudy(db, matrix, cells);
+  const runIds = cells.map((cell) => {
+    const config = resolveConfig(deepMerge(presetDocument('quick'), cell.overrides));
+    const runId = db.runs.create({ name: `groups ${cell.label}`, preset: 'quick', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: cell.seed });
+    db.studies.setCellRun(studyId, cell.cellIndex, runId);
+    return runId;
+  });
+  return { studyId, runIds };
+}
 let page: Page;
 
 /** Timings and the fixed judged set, as the pipeline trainer and the evaluator log them. */
@@ -47,6 +66,7 @@ const session = studioInChromium({
     seeded = seedStudio(db);
     addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
     study = seedStudy(db, { steps: 12 });
+    groupStudy = seedGroupStudy(db);
     db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
   },
 });
@@ -331,7 +351,7 @@ describe('runs that can be told apart (issue 18)', () => {
     try {
       for (const [width, detailsOpen] of [[1024, false], [1024, true], [1440, true]] as const) {
         await page.setViewportSize({ width, height: 768 });
-        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(3).click();
+        if (detailsOpen && !(await page.getByTestId('run-details').isVisible())) await row(seeded.done.id).locator('[role="cell"]').nth(2).click();
         const table = (await page.getByRole('table', { name: 'Runs' }).boundingBox())!;
         for (const name of ['Eval acc', 'Step', 'Age', 'Seed']) {
           const box = (await page.getByRole('columnheader', { name }).boundingBox())!;
@@ -339,7 +359,7 @@ describe('runs that can be told apart (issue 18)', () => {
         }
         const cut = await page.locator('[role="columnheader"] .sort').evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
         expect(cut, `headers at ${width} px`).toEqual([]);
-        const cells = await page.locator('[role="rowgroup"] [role="cell"]:nth-child(10), [role="rowgroup"] [role="cell"]:nth-child(8)').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
+        const cells = await page.locator('[role="rowgroup"] [data-col="lastStep"], [role="rowgroup"] [data-col="evalAccuracy"]').evaluateAll((els) => els.filter((el) => (el as HTMLElement).offsetWidth > 0 && el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent));
         expect(cells, `accuracy cells at ${width} px`).toEqual([]);
       }
     } finally {
@@ -351,6 +371,57 @@ describe('runs that can be told apart (issue 18)', () => {
     await row(seeded.done.id).locator('.runs__name').click({ position: { x: 4, y: 8 } });
     await expect.poll(() => page.url(), POLL).toContain(`#/runs/${seeded.done.id}`);
     await page.getByTestId('run-name').waitFor();
+  });
+});
+
+describe('runs told apart by their config (issue 18)', () => {
+  const row = (id: number) => page.locator(`[role="rowgroup"] [data-run-id="${id}"]`);
+  const cell = (id: number, column: string) => row(id).locator(`[data-extra-col="${column}"]`);
+
+  it("shows a study run's cell values as columns, picks a study's runs for Compare, and adds any config key as a kept column", async () => {
+    await page.evaluate(() => window.localStorage.clear());
+    await session.open('#/runs', { fresh: true });
+    await row(groupStudy.runIds[0]).waitFor();
+    // The varied key no fixed column shows becomes a column; every study run names its study and cell.
+    const axisHeader = page.locator('[role="columnheader"][data-extra-col="study:rollout.solver_group"]');
+    expect((await axisHeader.innerText()).toLowerCase().replace(/\s+/g, ' ')).toBe('solver group');
+    expect(await axisHeader.getAttribute('title')).toBe('rollout.solver_group (a study axis)');
+    // Not cut: the header wraps at its words instead.
+    expect(await axisHeader.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    for (const id of groupStudy.runIds) {
+      const groupSize = String((store.runs.get(id)!.config.rollout as { solver_group: number }).solver_group);
+      expect(await cell(id, 'study:rollout.solver_group').innerText()).toBe(groupSize);
+      expect(await cell(id, 'study').innerText()).toBe(`#${groupStudy.studyId} group-sizes`);
+    }
+    expect(await cell(seeded.done.id, 'study').innerText()).toBe('—');
+
+    // "Pick a study's runs", then Compare N opens Compare with exactly them.
+    await page.getByTestId('pick-study').selectOption(String(study.studyId));
+    const picked = await page.locator('[role="rowgroup"] [data-picked="true"]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-run-id'))));
+    expect(new Set(picked)).toEqual(new Set(study.runIds));
+    expect(await page.getByTestId('compare-picked').innerText()).toBe(`Compare ${study.runIds.length}`);
+    await screenshot(page, 'runs-table-study-columns');
+    await page.getByTestId('compare-picked').click();
+    await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
+    const compared = decodeURIComponent(new URL(page.url()).hash.split('runs=')[1]?.split('&')[0] ?? '').split(',').map(Number);
+    expect(new Set(compared)).toEqual(new Set(study.runIds));
+
+    // Any config key as a column: picked from the config paths, filled from each run's config, kept after a reload.
+    await session.open('#/runs', { fresh: true });
+    await row(seeded.done.id).waitFor();
+    await page.getByTestId('column-picker').click();
+    await page.getByLabel('Filter config paths').fill('solver_group');
+    const columnPath = await page.getByTestId('column-picker-panel').locator('input[type="checkbox"]').first().getAttribute('data-path');
+    expect(columnPath).toBe('rollout.solver_group');
+    await page.getByTestId('column-picker-panel').locator(`input[data-path="${columnPath}"]`).check();
+    const configValue = (id: number) => String(columnPath!.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], store.runs.get(id)!.config));
+    await expect.poll(() => cell(seeded.done.id, `config:${columnPath}`).innerText(), POLL).toBe(configValue(seeded.done.id));
+    expect(await page.evaluate(() => window.localStorage.getItem('marsrl.runs.configColumns'))).toBe(JSON.stringify([columnPath]));
+    await session.open('#/runs', { fresh: true });
+    for (const id of [seeded.done.id, ...groupStudy.runIds]) {
+      await expect.poll(() => cell(id, `config:${columnPath}`).innerText(), POLL).toBe(configValue(id));
+    }
+    await page.evaluate(() => window.localStorage.clear());
   });
 });
 
@@ -370,6 +441,35 @@ describe('compare that can be driven (issue 18)', () => {
     await expect.poll(() => page.locator('h1').innerText(), POLL).toBe(`Compare ${study.runIds.length} runs`);
     const first = store.runs.get(study.runIds[0])!;
     await expect.poll(() => page.getByLabel('Baseline run').locator('option:checked').innerText(), POLL).toBe(`first run (#${first.id} ${first.name})`);
+  });
+});
+
+describe('compare more than one metric at a time (issue 18)', () => {
+  it('draws one chart per chosen metric, the same runs in the same colours, and removes one again', async () => {
+    // A run without metrics first: colours follow a run's place among the compared runs, not the drawn line's.
+    const ids = [groupStudy.runIds[0], ...study.runIds.slice(0, 3)];
+    await session.open(`#/compare?runs=${ids.join(',')}`, { fresh: true });
+    const charts = page.locator('[data-testid="compare-chart"], [data-testid="compare-multiple"]');
+    await expect.poll(() => charts.count(), POLL).toBe(1);
+    const add = page.getByTestId('add-metric');
+    await expect.poll(() => add.locator('option[value="system/accuracy"]').count(), POLL).toBe(1);
+    await add.selectOption('system/accuracy');
+    await add.selectOption('eval/system/pass@4');
+    const metrics = () => charts.evaluateAll((els) => els.map((el) => el.getAttribute('data-metric')));
+    await expect.poll(metrics, POLL).toEqual(['eval/system/accuracy', 'system/accuracy', 'eval/system/pass@4']);
+    for (let i = 0; i < 3; i++) await charts.nth(i).locator('canvas').first().waitFor();
+    // Every chart draws the same runs (an empty line for the run without metrics), each in its own colour everywhere.
+    const expected = ids.map((id) => `${id}=${runColor(ids.indexOf(id))}`).join(' ');
+    await expect.poll(() => charts.evaluateAll((els) => els.map((el) => el.getAttribute('data-lines'))), POLL).toEqual([expected, expected, expected]);
+    expect(await page.getByTestId('compare-multiple').first().locator('.multiple__title').innerText()).toContain('system/accuracy');
+    // One legend for all the small multiples, naming each run once.
+    expect(await page.getByTestId('shared-legend').locator('li').allInnerTexts()).toEqual(ids.map((id) => `#${id} ${store.runs.get(id)!.name}`));
+    // Side by side at 1440 px: the small multiples share rows.
+    const boxes = await Promise.all([0, 1].map(async (i) => (await charts.nth(i).boundingBox())!));
+    expect(Math.abs(boxes[0].y - boxes[1].y)).toBeLessThan(1);
+    await screenshot(page, 'compare-small-multiples');
+    await page.getByRole('button', { name: 'Remove the system/accuracy chart' }).click();
+    await expect.poll(metrics, POLL).toEqual(['eval/system/accuracy', 'eval/system/pass@4']);
   });
 });
 
@@ -405,5 +505,49 @@ describe('the study report in the app (issue 18)', () => {
     await report.evaluate((el) => el.scrollIntoView({ block: 'start' }));
     await page.waitForTimeout(300);
     await screenshot(page, 'study-report');
+  });
+});
+
+describe('a run that stopped and resumed (issue 18)', () => {
+  const MINUTE = 60_000;
+  /** Ran 10 minutes, stood stopped 50, resumed and ran 5 more: 15 minutes of running time. */
+  function seedResumedRun(db: Store): number {
+    const t0 = Date.now() - 3 * 3600_000;
+    const config = resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>;
+    const runId = db.runs.create({ name: 'stopped and resumed', preset: 'quick', config, codeVersion: 'test', seed: 5 }, t0);
+    db.runs.setStatus(runId, 'running', null, t0);
+    const writer = db.writer({ flushIntervalMs: 0 });
+    for (let step = 0; step < 10; step++) writer.metric({ runId, step, wallTime: step * 60, key: 'system/accuracy', value: 0.5 + step / 100 });
+    writer.close();
+    db.events.insertEvent.run({ runId, step: 10, time: t0 + 10 * MINUTE, level: 'warning', kind: 'interrupted', message: 'stopped before step 10: stopped by the user', data: null });
+    db.runs.setStatus(runId, 'interrupted', 'stopped by the user', t0 + 10 * MINUTE);
+    db.events.insertEvent.run({ runId, step: 8, time: t0 + 60 * MINUTE, level: 'info', kind: 'resumed', message: 'resumed from the checkpoint of step 8', data: null });
+    db.runs.setStatus(runId, 'running', null, t0 + 60 * MINUTE);
+    db.runs.setStatus(runId, 'interrupted', 'worker lost', t0 + 65 * MINUTE);
+    return runId;
+  }
+
+  it('counts running time only in "ran for", and keeps the last step while a resume sets up', async () => {
+    const runId = seedResumedRun(store);
+    // Every event the server pushes passes through; the test adds the ones a resuming worker sends.
+    let socket: Parameters<Parameters<Page['routeWebSocket']>[1]>[0] | null = null;
+    await page.routeWebSocket(/\/ws(\?|$)/, (ws) => {
+      ws.connectToServer();
+      socket = ws;
+    });
+    await session.open(`#/runs/${runId}`, { fresh: true });
+    // 10 minutes before the stop and 5 after the resume; the 50 minutes stopped are left out.
+    await expect.poll(() => page.getByTestId('run-elapsed').innerText(), POLL).toBe('· ran for 15m 00s');
+    const stepText = () => page.getByTestId('run-step').innerText();
+    await expect.poll(stepText, POLL).toMatch(/^step 9 \/ \d+$/);
+    expect(socket).not.toBeNull();
+    const totalSteps = Number(/\/ (\d+)$/.exec(await stepText())![1]);
+    const push = (step: number) => socket!.send(JSON.stringify({ type: 'run-progress', runId, step, totalSteps, metrics: {} }));
+    // The resumed worker's setup reports step 0: the counter keeps step 9 until a later step arrives.
+    push(0);
+    await page.waitForTimeout(500);
+    expect(await stepText()).toBe(`step 9 / ${totalSteps}`);
+    push(12);
+    await expect.poll(stepText, POLL).toBe(`step 12 / ${totalSteps}`);
   });
 });

@@ -27,6 +27,8 @@ function run(id: number, extra: Partial<RunSummary> = {}): RunSummary {
     endedAt: null,
     lastStep: null,
     keyMetrics: {},
+    study: null,
+    configValues: {},
     ...extra,
   };
 }
@@ -52,7 +54,7 @@ function fakeStudio(rows: RunSummary[]) {
     async getRun(runId: number): Promise<RunDetail> {
       const found = rows.find((r) => r.id === runId);
       if (!found) throw new Error(`run ${runId} does not exist`);
-      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null };
+      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null, runningSpans: [] };
     },
     onEvent(next: (event: StudioEvent) => void) {
       listener = next;

@@ -5,7 +5,7 @@ import { createStudioService } from '../../api/service';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore } from '../../engine/store';
 import { createRunManager } from '../../runner/manager';
-import { buildInstructions, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
+import { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
 import { isLoopbackHost, generateToken, checkTokenStrength } from '../../server/security';
 import { createStudioServer } from '../../server/server';
 import { rendererBuilt } from '../../server/static-files';
@@ -29,6 +29,8 @@ train, including runs started by other processes.
                   required on loopback too
   --renderer DIR  serve this built renderer instead of the project's out/renderer
   --no-build      if the renderer is not built, do not build it; print what to run instead
+                  (the first start builds it, about a minute, printing its progress; into
+                  MARSRL_BUILD_OUT when set, else the project's out/)
 
 To watch a GPU box from a laptop, keep the default host and tunnel over SSH:
   ssh -L ${DEFAULT_PORT}:127.0.0.1:${DEFAULT_PORT} gpu-box   then open http://127.0.0.1:${DEFAULT_PORT}/`;
@@ -64,7 +66,7 @@ export const serveCommand: Command = {
     const generated = token === null && !isLoopbackHost(host);
     if (generated) token = generateToken();
 
-    let rendererDir = values.renderer ? path.resolve(values.renderer) : defaultRendererDir();
+    let rendererDir = values.renderer ? path.resolve(values.renderer) : defaultRendererDir(ctx.env);
     if (!rendererBuilt(rendererDir)) {
       if (values.renderer) {
         throw new UsageError(`--renderer ${values.renderer}: no index.html there (build the renderer with: ${buildInstructions()})`, usage);
@@ -72,12 +74,12 @@ export const serveCommand: Command = {
       if (values['no-build']) {
         ctx.err(`The interface is not built (no ${path.join(rendererDir, 'index.html')}). Serving the API only. To build it run:\n  ${buildInstructions()}`);
       } else {
-        const outcome = buildRenderer(undefined, ctx.err);
+        const outcome = await buildRenderer({ outDir: buildOutDir(ctx.env), log: ctx.err });
         if (!outcome.ok) {
           ctx.err(`Could not build the interface: ${outcome.reason}.\nServing the API only. To build it run:\n  ${buildInstructions()}`);
         }
       }
-      if (!rendererBuilt(rendererDir)) rendererDir = defaultRendererDir();
+      if (!rendererBuilt(rendererDir)) rendererDir = defaultRendererDir(ctx.env);
     }
 
     const databasePath = resolveDatabasePath(values.db, ctx.env);

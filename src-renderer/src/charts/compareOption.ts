@@ -29,6 +29,13 @@ export interface CompareChartInput {
   smoothing: number;
   /** Draw group means and bands (needs data.bands) instead of one coloured line per run. */
   grouped: boolean;
+  /**
+   * The compared runs in order: a run's colour is its place here, so small multiples of several
+   * metrics colour a run alike even where some run lacks a metric. Without it, the line's index.
+   */
+  runOrder?: readonly number[];
+  /** False for small multiples: their narrow tiles share one legend drawn by the view instead. */
+  legend?: boolean;
 }
 
 type Pair = [number, number];
@@ -54,7 +61,7 @@ export function bandNote(band: CompareSeriesResult['bands'][number], kind: Compa
   return { text: parts.join(' · '), warn };
 }
 
-export function compareChartOption({ data, smoothing, grouped }: CompareChartInput): ChartOption {
+export function compareChartOption({ data, smoothing, grouped, runOrder, legend: showLegend = true }: CompareChartInput): ChartOption {
   const smooth = (points: readonly Pair[]): Pair[] => debiasedEma(points, smoothing);
   const series: Record<string, unknown>[] = [];
   const legend: string[] = [];
@@ -78,7 +85,8 @@ export function compareChartOption({ data, smoothing, grouped }: CompareChartInp
     });
   } else {
     data.lines.forEach((line, i) => {
-      const color = runColor(i);
+      const place = runOrder?.indexOf(line.runId) ?? -1;
+      const color = runColor(place >= 0 ? place : i);
       const name = `#${line.runId} ${line.name}`;
       series.push({ ...common, id: `run:${line.runId}`, name, data: smooth(line.points), showSymbol: line.points.length < 24, symbolSize: 4, lineStyle: { width: 1.5, color }, itemStyle: { color }, z: 2 });
       legend.push(name);
@@ -90,8 +98,8 @@ export function compareChartOption({ data, smoothing, grouped }: CompareChartInp
     textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
     // A plain legend wraps onto more rows instead of paging (issue 18: 8 runs needed arrows);
     // the plot starts below however many rows it takes (about 5 entries a row).
-    legend: { type: 'plain', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong } },
-    grid: { left: 26, right: 16, top: 34 + 22 * Math.max(0, Math.ceil(legend.length / 5) - 1), bottom: 28, containLabel: true },
+    legend: { show: showLegend, type: 'plain', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong } },
+    grid: { left: 26, right: 16, top: showLegend ? 34 + 22 * Math.max(0, Math.ceil(legend.length / 5) - 1) : 16, bottom: 28, containLabel: true },
     tooltip: { ...CSP_SAFE_TOOLTIP, trigger: 'axis', backgroundColor: CHART_THEME.tooltipBg, borderColor: CHART_THEME.tooltipBorder, textStyle: { color: CHART_THEME.textStrong } },
     xAxis: {
       type: 'value',

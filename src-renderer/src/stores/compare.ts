@@ -16,6 +16,9 @@ export const useCompareStore = defineStore('compare', () => {
   const runIds = ref<number[]>([]);
   const studyId = ref<number | null>(null);
   const metricKey = ref('eval/system/accuracy');
+  /** More metrics drawn as small multiples next to the first (issue 18): one chart each, same runs and colours. */
+  const extraMetrics = ref<string[]>([]);
+  const extraSeries = shallowRef<ReadonlyMap<string, CompareSeriesResult>>(new Map());
   const xAxis = ref<CompareXAxis>('step');
   const groupBy = ref<string[]>([]);
   const band = ref<CompareBand>('minmax');
@@ -76,18 +79,22 @@ export const useCompareStore = defineStore('compare', () => {
     try {
       const client = studioClient();
       const groups = groupBy.value.length ? [...groupBy.value] : undefined;
-      const [summary, chart] = await Promise.all([
+      const seriesOf = (key: string) => client.compareSeries({ runIds: [...runIds.value], key, xAxis: xAxis.value, groupBy: groups, band: band.value, maxPoints: 1500 });
+      const extras = extraMetrics.value.filter((k) => k !== metricKey.value);
+      const [summary, chart, ...more] = await Promise.all([
         client.compareRuns({
           runIds: [...runIds.value],
           groupBy: groups,
           baselineRunId: baselineRunId.value ?? undefined,
           baselineGroup: groups ? (baselineGroup.value ?? undefined) : undefined,
         }),
-        client.compareSeries({ runIds: [...runIds.value], key: metricKey.value, xAxis: xAxis.value, groupBy: groups, band: band.value, maxPoints: 1500 }),
+        seriesOf(metricKey.value),
+        ...extras.map(seriesOf),
       ]);
       if (mine !== generation) return;
       result.value = summary;
       series.value = chart;
+      extraSeries.value = new Map(extras.map((key, i) => [key, more[i] as CompareSeriesResult]));
       error.value = null;
     } catch (caught) {
       if (mine !== generation) return;
@@ -124,5 +131,5 @@ export const useCompareStore = defineStore('compare', () => {
     pending = null;
   }
 
-  return { follow, unfollow, runIds, studyId, metricKey, xAxis, groupBy, band, smoothing, baselineRunId, baselineGroup, result, series, keys, loading, error, open, refresh, loadKeys };
+  return { follow, unfollow, runIds, studyId, metricKey, extraMetrics, extraSeries, xAxis, groupBy, band, smoothing, baselineRunId, baselineGroup, result, series, keys, loading, error, open, refresh, loadKeys };
 });

@@ -133,7 +133,10 @@ export const useDashboardStore = defineStore('dashboard', () => {
   function applyEvent(event: StudioEvent): void {
     if (runId.value === null || !('runId' in event) || event.runId !== runId.value) return;
     if (event.type === 'run-progress') {
-      progress.value = { step: event.step, totalSteps: event.totalSteps };
+      // A resumed run reports step 0 while it sets up, then the steps after its checkpoint: keep
+      // the last known step until a later one arrives, so the counter never flashes "0 / N" (issue 18).
+      const known = progress.value?.step ?? detail.value?.lastStep ?? null;
+      progress.value = { step: known === null ? event.step : Math.max(known, event.step), totalSteps: event.totalSteps };
       scheduleLiveRefresh();
     } else if (event.type === 'run-status' || event.type === 'run-updated') {
       scheduleLiveRefresh();

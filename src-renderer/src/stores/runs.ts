@@ -8,6 +8,18 @@ import type { RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '.
 import { errorMessage, studioClient } from '../api/client';
 
 export const RUNS_PAGE_SIZE = 100;
+/** Where the table's chosen config columns are kept between sessions (as W&B keeps its column set). */
+export const CONFIG_COLUMNS_STORAGE_KEY = 'marsrl.runs.configColumns';
+
+function savedConfigColumns(): string[] {
+  try {
+    const parsed: unknown = JSON.parse(globalThis.localStorage?.getItem(CONFIG_COLUMNS_STORAGE_KEY) ?? '[]');
+    return Array.isArray(parsed) ? parsed.filter((p): p is string => typeof p === 'string').slice(0, 32) : [];
+  } catch {
+    // A value written by hand or by an older build: start without config columns.
+    return [];
+  }
+}
 
 export interface RunFilters {
   status: RunStatus | null;
@@ -55,7 +67,7 @@ export function sortRuns(runs: readonly RunSummary[], sort: RunSort): RunSummary
 
 /** The list row of a run detail: the detail's heavy parts (config snapshot, counts) stay out of the list. */
 function summaryOf(detail: RunDetail): RunSummary {
-  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, lastCheckpointStep: _checkpoint, ...summary } = detail;
+  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, lastCheckpointStep: _checkpoint, runningSpans: _spans, ...summary } = detail;
   return summary;
 }
 
@@ -72,6 +84,9 @@ export const useRunsStore = defineStore('runs', () => {
   const sort = ref<RunSort>({ key: 'id', descending: true });
   /** Narrowing on columns the API does not filter on, applied to the loaded rows. */
   const columnFilters = ref<{ rewardScheme: string | null; advantageMode: string | null }>({ rewardScheme: null, advantageMode: null });
+
+  /** Config paths shown as extra columns, in the order they were added. */
+  const configColumns = ref<string[]>(savedConfigColumns());
 
   const hasMore = computed(() => nextCursor.value !== null);
   const visibleRuns = computed(() => {
@@ -98,7 +113,15 @@ export const useRunsStore = defineStore('runs', () => {
       ...(beforeId !== undefined ? { beforeId } : {}),
       ...(filters.value.status ? { status: filters.value.status } : {}),
       ...(search ? { search } : {}),
+      ...(configColumns.value.length > 0 ? { configPaths: configColumns.value } : {}),
     };
+  }
+
+  /** Shows these config paths as columns, remembers the choice, and reloads the rows with their values. */
+  async function setConfigColumns(paths: string[]): Promise<void> {
+    configColumns.value = [...new Set(paths)].slice(0, 32);
+    globalThis.localStorage?.setItem(CONFIG_COLUMNS_STORAGE_KEY, JSON.stringify(configColumns.value));
+    await refresh();
   }
 
   async function refresh(): Promise<void> {
@@ -194,7 +217,8 @@ export const useRunsStore = defineStore('runs', () => {
   async function reloadRun(runId: number): Promise<void> {
     if (!runs.value.some((run) => run.id === runId)) return;
     const detail = await studioClient().getRun(runId);
-    patchRun(runId, (run) => ({ ...run, ...summaryOf(detail) }));
+    // The detail carries no config columns; keep the ones the list asked for.
+    patchRun(runId, (run) => ({ ...run, ...summaryOf(detail), configValues: run.configValues }));
   }
 
   /** Applies a pushed event; the list stays current while runs train, without polling. */
@@ -242,6 +266,8 @@ export const useRunsStore = defineStore('runs', () => {
     columnFilters,
     visibleRuns,
     columnValues,
+    configColumns,
+    setConfigColumns,
     refresh,
     loadMore,
     loadAll,
