@@ -20,6 +20,7 @@ import { hfTensorShapes, parseHfConfig, type HfArchConfig } from './config';
 import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
 import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
 import { HfTokenizer } from './tokenizer';
+import { fileSha256 } from '../util/file-hash';
 
 /** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */
 export type HfNamedTensors = Array<{ name: string; shape: number[]; data: () => Float32Array }>;
@@ -153,22 +154,6 @@ function readTransposed(t: SafetensorsTensor, scratch: Scratch): tf.Tensor2D {
   return tensor ?? tf.tensor2d(host!, [cols, rows]);
 }
 
-/** sha256 of a file, read in pieces. */
-function fileSha256(file: string): string {
-  const h = crypto.createHash('sha256');
-  const buf = Buffer.allocUnsafe(1 << 22);
-  const fd = fs.openSync(file, 'r');
-  try {
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n <= 0) break;
-      h.update(buf.subarray(0, n));
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  return h.digest('hex');
-}
 
 /** The identity of a model folder (see HfModelIdentity). */
 export function hfModelIdentity(dir: string): HfModelIdentity {

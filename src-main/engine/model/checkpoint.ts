@@ -31,6 +31,7 @@ import { Adam, createOptimizer, type LrSchedule } from './optim';
 import type { ParamSpec } from './policy-model';
 import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
+import { fileSha256 } from '../util/file-hash';
 
 export const CHECKPOINT_MANIFEST = 'checkpoint.json';
 const WEIGHTS_FILE = 'weights.bin';
@@ -290,21 +291,6 @@ export interface LoadedHfCheckpoint {
   manifest: HfCheckpointManifest;
 }
 
-function fileSha256(file: string): string {
-  const h = createHash('sha256');
-  const fd = fs.openSync(file, 'r');
-  const buf = Buffer.allocUnsafe(1 << 20);
-  try {
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n <= 0) break;
-      h.update(buf.subarray(0, n));
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  return h.digest('hex');
-}
 
 /** Write a Hugging Face policy's checkpoint into `dir` (an existing checkpoint there is replaced). */
 export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfCheckpointManifest {

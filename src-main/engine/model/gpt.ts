@@ -17,6 +17,7 @@
  * token per step (see DecodeWeights) and a key/value cache (see KVCache); sampling.ts drives it.
  */
 import * as tf from '@tensorflow/tfjs-core';
+import { batchMajorStats, timeMajorBatch } from './batch-layout';
 import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from './policy-model';
@@ -333,41 +334,15 @@ export class GPT implements PolicyModel<KVCache> {
    * softmax(logits / τ), the distribution `sample` draws from at that temperature.
    */
   sequenceLogProbs(tokens: number[][], opts: { temperature?: number; entropy?: boolean; leftPad?: number[] } = {}): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
-    const { stats, T, B } = this.nextTokenStatsTimeMajor(tokens, opts);
-    return tf.tidy(() => {
-      const [lp, ent] = tf.unstack(stats);
-      stats.dispose();
-      return {
-        logProbs: tf.transpose(tf.reshape(lp, [T - 1, B])) as tf.Tensor2D,
-        entropy: tf.transpose(tf.reshape(ent, [T - 1, B])) as tf.Tensor2D,
-      };
-    });
+    return batchMajorStats(this.nextTokenStatsTimeMajor(tokens, opts));
   }
+
 
   /** Validate a batch and lay it out time-major: row t·B + b holds tokens[b][t]. */
   private timeMajor(tokens: number[][], leftPad?: readonly number[]): { tm: Int32Array; pos: Int32Array; T: number; B: number } {
-    const B = tokens.length;
-    if (B === 0) throw new Error('empty batch');
-    const T = tokens[0].length;
-    const V = this.config.vocabSize;
-    if (T === 0) throw new Error('empty sequences');
-    if (T > this.config.context) throw new Error(`sequence length ${T} exceeds the model context ${this.config.context}`);
-    if (leftPad && leftPad.length !== B) throw new Error(`leftPad has ${leftPad.length} entries for ${B} sequences`);
-    const tm = new Int32Array(T * B);
-    const pos = new Int32Array(T * B);
-    for (let b = 0; b < B; b++) {
-      const row = tokens[b];
-      if (row.length !== T) throw new Error(`all sequences in a batch must have the same length (row 0 has ${T}, row ${b} has ${row.length}); pad them`);
-      const pad = leftPad ? leftPad[b] : 0;
-      for (let t = 0; t < T; t++) {
-        const id = row[t];
-        if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`token id ${id} at [${b}][${t}] is outside the vocabulary (size ${V})`);
-        tm[t * B + b] = id;
-        pos[t * B + b] = Math.max(0, t - pad);
-      }
-    }
-    return { tm, pos, T, B };
+    return timeMajorBatch(tokens, leftPad, this.config.vocabSize, this.config.context);
   }
+
 
   // -------------------------------------------------------------------------------------------
   // Incremental decoding with a key/value cache
