@@ -24,6 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { Rng } from '../util/rng';
+import { assignFlatWeights, readFlatWeights } from '../model/flat-weights';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import type { HfArchConfig } from './config';
 import { OutputExistsError } from './export';
@@ -275,20 +276,14 @@ export class LoraHfModel implements PolicyModel<HfCache> {
   }
 
   getWeights(): Float32Array {
-    const flat = new Float32Array(this.numParams);
-    this.variables.forEach((v, i) => flat.set(v.dataSync() as Float32Array, this.specs[i].offset));
-    return flat;
+    return readFlatWeights(this.variables, this.specs, this.numParams);
   }
 
+
   setWeights(flat: Float32Array): void {
-    if (flat.length !== this.numParams) throw new Error(`setWeights: got ${flat.length} values, the adapters have ${this.numParams}`);
-    this.variables.forEach((v, i) => {
-      const s = this.specs[i];
-      const t = tf.tensor(flat.subarray(s.offset, s.offset + s.size), s.shape, 'float32');
-      v.assign(t);
-      t.dispose();
-    });
+    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the adapters have');
   }
+
 
   /** The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. */
   loraWeights(): LoraWeights {

@@ -31,6 +31,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { batchMajorStats, timeMajorBatch } from '../model/batch-layout';
+import { assignFlatWeights, readFlatWeights } from '../model/flat-weights';
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
 import type { DecodeCache, ParamSpec, PolicyModel } from '../model/policy-model';
@@ -760,20 +761,14 @@ export class HfModel implements PolicyModel<HfCache> {
   // Weights in and out
 
   getWeights(): Float32Array {
-    const flat = new Float32Array(this.numParams);
-    this.variables.forEach((v, i) => flat.set(v.dataSync() as Float32Array, this.specs[i].offset));
-    return flat;
+    return readFlatWeights(this.variables, this.specs, this.numParams);
   }
 
+
   setWeights(flat: Float32Array): void {
-    if (flat.length !== this.numParams) throw new Error(`setWeights: got ${flat.length} values, the model has ${this.numParams}`);
-    this.variables.forEach((v, i) => {
-      const s = this.specs[i];
-      const t = tf.tensor(flat.subarray(s.offset, s.offset + s.size), s.shape, 'float32');
-      v.assign(t);
-      t.dispose();
-    });
+    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the model has');
   }
+
 
   dispose(): void {
     if (this.disposed) return;

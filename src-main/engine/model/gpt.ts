@@ -18,6 +18,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { batchMajorStats, timeMajorBatch } from './batch-layout';
+import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from './flat-weights';
 import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from './policy-model';
@@ -650,28 +651,21 @@ export class GPT implements PolicyModel<KVCache> {
    * sending between worker processes).
    */
   getWeights(): Float32Array {
-    const flat = new Float32Array(this.numParams);
-    this.variables.forEach((v, i) => flat.set(readSync(v, 'getWeightsAsync'), this.specs[i].offset));
-    return flat;
+    return readFlatWeights(this.variables, this.specs, this.numParams);
   }
+
 
   /** `getWeights` for every backend, WebGPU included. */
   async getWeightsAsync(): Promise<Float32Array> {
-    const flat = new Float32Array(this.numParams);
-    for (let i = 0; i < this.variables.length; i++) flat.set((await this.variables[i].data()) as Float32Array, this.specs[i].offset);
-    return flat;
+    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
   }
+
 
   /** Replace all weights from a flat buffer laid out as `getWeights` returns it. */
   setWeights(flat: Float32Array): void {
-    if (flat.length !== this.numParams) throw new Error(`setWeights: got ${flat.length} values, the model has ${this.numParams}`);
-    this.variables.forEach((v, i) => {
-      const s = this.specs[i];
-      const t = tf.tensor(flat.slice(s.offset, s.offset + s.size), s.shape, 'float32');
-      v.assign(t);
-      t.dispose();
-    });
+    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the model has');
   }
+
 
   disposeCache(cache: KVCache): void {
     disposeCache(cache);
