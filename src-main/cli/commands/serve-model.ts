@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Role } from '../../engine/config/schema';
 import { initBackend, type BackendPreference } from '../../engine/model/backend';
@@ -10,6 +9,7 @@ import { createModelServer } from '../../server/openai/server';
 import { checkTokenStrength, generateToken, isLoopbackHost } from '../../server/security';
 import { intFlag, parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
+import { accessLines, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 8000;
 const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
@@ -94,24 +94,10 @@ export const serveModelCommand: Command = {
       `Serving on ${server.baseUrl} (OpenAI-compatible; backend ${info.name}):`,
       ...policies.map((p) => `  ${p.id.padEnd(12)} ${p.source}  (context ${p.model.context} tokens)`),
     ];
-    if (token !== null) {
-      lines.push(`  API key: ${token}${generated ? ' (generated for this session)' : ''}; clients send "Authorization: Bearer KEY".`);
-      if (!isLoopbackHost(host)) lines.push('  Traffic is plain HTTP: on a network you do not trust, prefer the loopback default and an SSH tunnel.');
-    } else {
-      lines.push(`  Only this machine can connect. From another one: ssh -L ${server.port}:127.0.0.1:${server.port} ${os.hostname()}`);
-    }
+    lines.push(...accessLines({ host, port: server.port, token, generated, tokenLine: (t, g) => `  API key: ${t}${g ? ' (generated for this session)' : ''}; clients send "Authorization: Bearer KEY".` }));
     lines.push('Press Ctrl-C to stop.');
     ctx.out(lines.join('\n'));
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals) => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        ctx.err(`\n${signal === 'SIGINT' ? 'Ctrl-C' : signal}: stopping…`);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopped(ctx);
     await server.close();
     for (const p of policies) p.model.dispose();
     ctx.err('Stopped.');

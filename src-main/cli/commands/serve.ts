@@ -1,4 +1,3 @@
-import os from 'node:os';
 import path from 'node:path';
 import { EventHub } from '../../api/hub';
 import { createStudioService } from '../../api/service';
@@ -12,6 +11,7 @@ import { rendererBuilt } from '../../server/static-files';
 import { watchStore } from '../../server/watch';
 import { intFlag, parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
+import { accessLines, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 7878;
 
@@ -105,25 +105,11 @@ export const serveCommand: Command = {
       `MarsRL Studio is serving ${databasePath}`,
       `  Open: ${server.loginUrl}`,
     ];
-    if (token !== null) {
-      lines.push(`  Token: ${token}${generated ? ' (generated for this session)' : ''}; API clients send "Authorization: Bearer TOKEN".`);
-      if (!isLoopbackHost(host)) lines.push('  Traffic is plain HTTP: on a network you do not trust, prefer the loopback default and an SSH tunnel.');
-    } else {
-      lines.push(`  Only this machine can connect. From another one: ssh -L ${server.port}:127.0.0.1:${server.port} ${os.hostname()}`);
-    }
+    lines.push(...accessLines({ host, port: server.port, token, generated, tokenLine: (t, g) => `  Token: ${t}${g ? ' (generated for this session)' : ''}; API clients send "Authorization: Bearer TOKEN".` }));
     lines.push('Press Ctrl-C to stop.');
     ctx.out(lines.join('\n'));
 
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals) => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        ctx.err(`\n${signal === 'SIGINT' ? 'Ctrl-C' : signal}: stopping…`);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopped(ctx);
     watcher.stop();
     await server.close();
     // Runs launched from the browser belong to this process; they stop resumable, not killed.

@@ -1,0 +1,29 @@
+/**
+ * What `marsrl serve` and `marsrl serve-model` print about who can connect, and how both wait for
+ * Ctrl-C: the same security story (loopback by default, a token otherwise) told the same way.
+ */
+import os from 'node:os';
+import { isLoopbackHost } from '../server/security';
+import type { CommandContext } from './context';
+
+/** The access lines under a server's banner: the token when one is required, else the SSH tunnel. */
+export function accessLines(opts: { host: string; port: number; token: string | null; generated: boolean; tokenLine: (token: string, generated: boolean) => string }): string[] {
+  if (opts.token === null) return [`  Only this machine can connect. From another one: ssh -L ${opts.port}:127.0.0.1:${opts.port} ${os.hostname()}`];
+  const lines = [opts.tokenLine(opts.token, opts.generated)];
+  if (!isLoopbackHost(opts.host)) lines.push('  Traffic is plain HTTP: on a network you do not trust, prefer the loopback default and an SSH tunnel.');
+  return lines;
+}
+
+/** Resolves on the first SIGINT or SIGTERM, saying which stopped the server. */
+export function untilStopped(ctx: Pick<CommandContext, 'err'>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      ctx.err(`\n${signal === 'SIGINT' ? 'Ctrl-C' : signal}: stopping…`);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
