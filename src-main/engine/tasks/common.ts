@@ -119,3 +119,28 @@ export function nudgeDigit(digits: string, index: number, rng: Rng): string {
 }
 
 export const DIGITS = '0123456789';
+
+/**
+ * Problems of one split drawn from a file's records (the jsonl and math families): a seeded
+ * shuffle of the split's records, the first `count` of them. Records are split by their question
+ * (`splitOf`), so train and test never share one whatever the seed.
+ */
+export function problemsFromRecords<R extends { question: string; answer: string }>(
+  family: string,
+  splitRecords: Record<Split, R[]>,
+  options: GenerateOptions,
+  meta: (record: R) => Record<string, unknown>,
+): Problem[] {
+  assertDifficulty(family, options.difficulty);
+  const pool = splitRecords[options.split];
+  if (pool === undefined) throw new Error(`${family}: split must be "train" or "test", got ${String(options.split)}`);
+  const order = new Rng(options.seed, `tasks/${family}/${options.split}`).shuffle(pool);
+  return order.slice(0, options.count).map((record) => ({
+    key: problemKey(family, record.question),
+    family,
+    split: options.split,
+    question: record.question,
+    answer: record.answer,
+    meta: meta(record),
+  }));
+}

@@ -20,7 +20,7 @@
 import { readFileSync } from 'node:fs';
 import { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText } from '../agents/formats';
-import { familyCharset, firstWrong, problemKey, repairedSolution, splitOf, assertDifficulty, DIGITS } from './common';
+import { familyCharset, firstWrong, problemsFromRecords, repairedSolution, splitOf, DIGITS } from './common';
 import type { GenerateOptions, Problem, Split, TaskFamily, TaskNotation } from './types';
 
 const FAMILY = 'jsonl';
@@ -176,18 +176,7 @@ export function createJsonlFamily(options: JsonlFamilyOptions): TaskFamily {
     notation: JSONL_NOTATION,
     charset: familyCharset(records.map((r) => r.question + r.answer).join('') + DIGITS),
     generate(generateOptions: GenerateOptions): Problem[] {
-      assertDifficulty(FAMILY, generateOptions.difficulty);
-      const pool = splitRecords[generateOptions.split];
-      if (pool === undefined) throw new Error(`jsonl: split must be "train" or "test", got ${String(generateOptions.split)}`);
-      const order = new Rng(generateOptions.seed, `tasks/jsonl/${generateOptions.split}`).shuffle(pool);
-      return order.slice(0, generateOptions.count).map((record) => ({
-        key: problemKey(FAMILY, record.question),
-        family: FAMILY,
-        split: generateOptions.split,
-        question: record.question,
-        answer: record.answer,
-        meta: { line: record.line, checker },
-      }));
+      return problemsFromRecords(FAMILY, splitRecords, generateOptions, (record) => ({ line: record.line, checker }));
     },
     checkAnswer: check,
     solverTarget,

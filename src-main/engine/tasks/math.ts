@@ -32,7 +32,7 @@ import type { Role } from '../config/schema';
 import { DEFAULT_PROMPTS, templatedFormat, verdictLine, parseBoxedSolution, type PromptTemplates } from '../agents/prompts';
 import { uniqueChars } from '../agents/formats';
 import { Rng } from '../util/rng';
-import { assertDifficulty, firstWrong, generateDistinct, problemKey, splitOf, DIGITS } from './common';
+import { firstWrong, generateDistinct, problemsFromRecords, splitOf, DIGITS } from './common';
 import { mathAnswersEqual } from './math-answer';
 import { readMathFile, type MathRecord } from './math-data';
 import {
@@ -230,18 +230,7 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     description: `Math problems from ${options.mathPath ?? 'a file'} (${unique.length} problems), chat-style prompts and boxed answers.`,
     charset: uniqueChars(`${recordChars}${DIGITS}${TARGET_TEXT}${templateChars}`),
     generate(generateOptions: GenerateOptions): Problem[] {
-      assertDifficulty(FAMILY, generateOptions.difficulty);
-      const pool = splitRecords[generateOptions.split];
-      if (pool === undefined) throw new Error(`math: split must be "train" or "test", got ${String(generateOptions.split)}`);
-      const order = new Rng(generateOptions.seed, `tasks/math/${generateOptions.split}`).shuffle(pool);
-      return order.slice(0, generateOptions.count).map((record) => ({
-        key: problemKey(FAMILY, record.question),
-        family: FAMILY,
-        split: generateOptions.split,
-        question: record.question,
-        answer: record.answer,
-        meta: { source: 'file', row: record.row, solution: record.solution },
-      }));
+      return problemsFromRecords(FAMILY, splitRecords, generateOptions, (record) => ({ source: 'file', row: record.row, solution: record.solution }));
     },
   };
 }
