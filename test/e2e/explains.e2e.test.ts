@@ -221,8 +221,8 @@ describe('task notation explained next to the turn (issue 18)', () => {
     expect(finals.length).toBeGreaterThan(0);
     for (const id of finals) expect(turns.find((x) => x.id === id)?.parsed).toBe(episode.finalAnswer);
     const stops = await page.getByTestId('stop-mark').allInnerTexts();
-    expect(stops).toContain('⏹ not judged: selection kept 2 of 8');
-    expect(stops.some((s) => s === '⏹ round limit reached' || s.startsWith('⏹ approved'))).toBe(true);
+    expect(stops).toContain('■ not judged: selection kept 2 of 8');
+    expect(stops.some((s) => s === '■ round limit reached' || s.startsWith('■ approved'))).toBe(true);
     await treeRow(solver.id).click();
     await expect.poll(() => notation.locator('dt').allInnerTexts(), POLL).toEqual(['c:1111011111', 'A:']);
     expect(await notation.innerText()).toContain('How many times each digit 0…9 occurs in the question');
