@@ -98,7 +98,10 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
 
     async listRuns(query: ListRunsQuery = {}) {
       const page = store.runs.list(query);
-      return { items: page.items.map((run) => toRunSummary(store, run, query.configPaths)), nextCursor: page.nextCursor };
+      const items = page.items.map((run) => toRunSummary(store, run, query.configPaths));
+      // A stale run is stored `running` but reads as interrupted (issue #17): a status filter keeps
+      // only the runs that read as the status asked for (the page may then be short).
+      return { items: query.status === undefined ? items : items.filter((r) => r.status === query.status), nextCursor: page.nextCursor };
     },
 
     async getRun(runId) {

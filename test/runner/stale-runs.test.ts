@@ -95,6 +95,9 @@ describe('a run whose every process was SIGKILLed at once', () => {
     const table = marsrl(['runs', '--db', databasePath]);
     expect(table.stdout).toMatch(new RegExp(`^\\s*${runId}\\b.*interrupted`, 'm'));
     expect(table.stdout).not.toMatch(/running/);
+    const running = marsrl(['runs', '--status', 'running', '--db', databasePath, '--json']);
+    expect(running.code, running.stderr).toBe(0);
+    expect((JSON.parse(running.stdout) as { items: { id: number }[] }).items.map((r) => r.id)).not.toContain(runId);
 
     const show = marsrl(['show', String(runId), '--db', databasePath]);
     expect(show.code, show.stderr).toBe(0);
