@@ -31,7 +31,7 @@ import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout 
 import { buildPolicyModel, PolicyRuntime, rolePolicies } from './policies';
 import { flattenGradients, ppoPartGradients } from './ppo';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
-import { drive, rolloutSteps, type RolloutContext, type RolloutPause } from './rollout';
+import { drive, rolloutSteps, type RolloutContext, type DriverPause } from './rollout';
 import { evaluationSet, loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
 
 export interface RolloutLoopOptions {
@@ -202,7 +202,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         config,
         onSegment: (s) => options.timeline?.({ kind: 'segment', agent: s.agent, worker: options.worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),
       };
-      const onPause = async (pause: RolloutPause) => {
+      const onPause = async (pause: DriverPause) => {
         if (pause.kind === 'agent-start') {
           batchSlot = planner.batchSlot(pause.policy.id);
           return;

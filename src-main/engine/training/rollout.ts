@@ -110,23 +110,59 @@ export type RolloutPause =
   | { kind: 'segment'; agent: string; policy: PolicyRuntime; stage: number; segment: number; live: number }
   | { kind: 'agent-start'; agent: string; role: Role; policy: PolicyRuntime; turns: number }
   /** `episodes[i]` is the index (in the step's problems) of the episode `turns[i]` belongs to. */
-  | { kind: 'agent-done'; agent: string; role: Role; policy: PolicyRuntime; turns: RolloutTurn[]; episodes: number[] };
+  | { kind: 'agent-done'; agent: string; role: Role; policy: PolicyRuntime; turns: RolloutTurn[]; episodes: number[] }
+  /**
+   * Work the computation cannot finish synchronously (a WebGPU readback, a served model's reply):
+   * the driver awaits `promise` and resumes the computation with its value (see `awaitIn`).
+   */
+  | { kind: 'await'; what: string; promise: Promise<unknown> };
 
-/** Run a paused computation to its end without acting on any pause. */
-export function drain<T>(steps: Generator<RolloutPause, T, void>): T {
+/** The pauses a driver's handler sees: every one but `await`, which `drive` resolves itself. */
+export type DriverPause = Exclude<RolloutPause, { kind: 'await' }>;
+
+/** A paused computation: it yields pauses, and an `await` pause is resumed with its promise's value. */
+export type RolloutSteps<T> = Generator<RolloutPause, T, unknown>;
+
+/**
+ * Wait for `promise` inside a paused computation: `const v = yield* awaitIn(p, 'what')`. Only
+ * `drive` can resume it; `drain` refuses, naming `what`.
+ */
+export function* awaitIn<T>(promise: Promise<T>, what: string): RolloutSteps<T> {
+  return (yield { kind: 'await', what, promise }) as T;
+}
+
+/**
+ * Run a paused computation to its end without acting on any pause. Synchronous: a computation
+ * that must await something (`awaitIn`) is refused, naming it, and must be run with `drive`.
+ */
+export function drain<T>(steps: RolloutSteps<T>): T {
   let r = steps.next();
-  while (!r.done) r = steps.next();
+  while (!r.done) {
+    if (r.value.kind === 'await') {
+      // The promise is already running; keep its rejection from surfacing as an unhandled one.
+      r.value.promise.catch(() => undefined);
+      const what = r.value.what;
+      steps.return(undefined as T);
+      throw new Error(`${what} cannot complete synchronously; run this computation with drive() (an asynchronous backend or a served model is in use)`);
+    }
+    r = steps.next();
+  }
   return r.value;
 }
 
 /**
- * Run a paused computation, awaiting `onPause` at every pause; a throw (or an abort the handler
+ * Run a paused computation, awaiting `onPause` at every pause (an `await` pause is awaited here and
+ * never reaches `onPause`); a throw (or an abort the handler
  * raises) ends the computation and releases its decode caches.
  */
-export async function drive<T>(steps: Generator<RolloutPause, T, void>, onPause: (pause: RolloutPause) => Promise<void> | void): Promise<T> {
+export async function drive<T>(steps: RolloutSteps<T>, onPause: (pause: DriverPause) => Promise<void> | void): Promise<T> {
   let r = steps.next();
   try {
     while (!r.done) {
+      if (r.value.kind === 'await') {
+        r = steps.next(await r.value.promise);
+        continue;
+      }
       await onPause(r.value);
       r = steps.next();
     }
@@ -175,7 +211,7 @@ export function* decodeInSegmentsSteps(
   requests: readonly DecodeRequest[],
   options: DecodeOptions,
   onSegment?: RolloutContext['onSegment'],
-): Generator<RolloutPause, DecodeResult[], void> {
+): RolloutSteps<DecodeResult[]> {
   if (requests.length === 0) return [];
   const state = startDecode(
     requests.map((r) => r.promptTokens),
@@ -253,7 +289,7 @@ interface PendingTurn {
  * Sample one agent's turns for many episodes in one batch, parse them and judge them against the
  * problems. Returns the turns appended to each episode.
  */
-function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: PendingTurn[], seed: number, temperature: number): Generator<RolloutPause, RolloutTurn[], void> {
+function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: PendingTurn[], seed: number, temperature: number): RolloutSteps<RolloutTurn[]> {
   if (pending.length === 0) return [];
   const { role, round } = pending[0];
   const agent = agentName(role, round);
@@ -333,7 +369,7 @@ export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[
  * `rolloutEpisodes`, pausing before every segment and around every agent's group (see
  * `RolloutPause`). The pipeline drives it asynchronously; `rolloutEpisodes` drains it.
  */
-export function* rolloutSteps(ctx: RolloutContext, problems: readonly Problem[], seed: number): Generator<RolloutPause, RolloutEpisode[], void> {
+export function* rolloutSteps(ctx: RolloutContext, problems: readonly Problem[], seed: number): RolloutSteps<RolloutEpisode[]> {
   const { rollout } = ctx.config;
   const { solverPrompt, verifierPrompt, correctorPrompt } = textFormatOf(ctx.family);
   const rng = new Rng(seed, 'rollout');
