@@ -1,8 +1,9 @@
 /** A run's pipeline timeline (segments, updates, evaluations), refreshed as the run advances. */
 import { defineStore } from 'pinia';
 import { markRaw, ref, shallowRef } from 'vue';
-import type { StudioEvent, TimelineSpan } from '../../../src-preload/api';
+import type { TimelineSpan } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
+import { liveRefresh } from '../api/liveRefresh';
 
 const LIVE_REFRESH_MS = 2000;
 
@@ -32,25 +33,13 @@ export const useTimelineStore = defineStore('timeline', () => {
     }
   }
 
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  function applyEvent(event: StudioEvent): void {
-    if (event.type !== 'run-progress' || event.runId !== runId.value || timer) return;
-    timer = setTimeout(() => {
-      timer = null;
+  const { follow, unfollow } = liveRefresh({
+    delayMs: LIVE_REFRESH_MS,
+    wants: (event) => event.type === 'run-progress' && event.runId === runId.value,
+    refresh: () => {
       if (runId.value !== null) void open(runId.value);
-    }, LIVE_REFRESH_MS);
-  }
-
-  let stopFollowing: (() => void) | null = null;
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-    if (timer) clearTimeout(timer);
-    timer = null;
-  }
+    },
+  });
 
   return { runId, spans, loading, error, open, follow, unfollow };
 });

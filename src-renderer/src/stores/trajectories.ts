@@ -5,8 +5,9 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { EpisodeDetail, EpisodeQuery, EpisodeSummary, RunDetail, StudioEvent, Turn, TurnQuery } from '../../../src-preload/api';
+import type { EpisodeDetail, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
+import { liveRefresh } from '../api/liveRefresh';
 import { chainAgents, episodeTreeRows } from '../util/episodeTree';
 
 export const EPISODE_PAGE = 100;
@@ -208,7 +209,6 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
   }
 
   // --- live: a run that is writing grows the counts and the list's end ---------------------
-  let liveTimer: ReturnType<typeof setTimeout> | null = null;
   async function refreshLive(): Promise<void> {
     const id = runId.value;
     if (id === null) return;
@@ -226,24 +226,12 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
       error.value = errorMessage(caught);
     }
   }
-  function applyEvent(event: StudioEvent): void {
-    if (runId.value === null || !('runId' in event) || event.runId !== runId.value) return;
-    if (event.type !== 'run-progress' && event.type !== 'run-status' && event.type !== 'run-updated') return;
-    liveTimer ??= setTimeout(() => {
-      liveTimer = null;
-      void refreshLive();
-    }, LIVE_REFRESH_MS);
-  }
-  let stopFollowing: (() => void) | null = null;
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-    if (liveTimer) clearTimeout(liveTimer);
-    liveTimer = null;
-  }
+  const { follow, unfollow } = liveRefresh({
+    delayMs: LIVE_REFRESH_MS,
+    wants: (event) =>
+      runId.value !== null && 'runId' in event && event.runId === runId.value && (event.type === 'run-progress' || event.type === 'run-status' || event.type === 'run-updated'),
+    refresh: () => void refreshLive(),
+  });
 
   function setTurnFilters(next: Partial<TurnFilters>): Promise<void> {
     turnFilters.value = { ...turnFilters.value, ...next };
