@@ -32,6 +32,8 @@ import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trai
 import { createRunManager } from '../../src-main/runner/manager';
 import { runsDatabase } from '../helpers/runs-db';
 import { tempDir } from '../helpers/tmp';
+import type { PolicyRuntime } from '../../src-main/engine/training/policies';
+import { decodeInSegmentsAsync } from '../../src-main/engine/training/rollout';
 import { tinyConfig } from '../training/tiny';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -157,6 +159,7 @@ describe('a tiny run on webgpu equals the same run on cpu', () => {
     for (const key of ['pretrain/solver/solver_score', 'pretrain/verifier/verifier_score']) expect(metric(gpu.runId, key, 'first')).toBe(metric(cpu.runId, key, 'first'));
     const g = turns(gpu.runId, 0);
     const c = turns(cpu.runId, 0);
+    expect(g.filter((t) => t.token_count > 1).length).toBeGreaterThan(3); // real sampled text, not empty turns
     expect(g.map((t) => [t.agent, t.text])).toEqual(c.map((t) => [t.agent, t.text]));
     for (const key of ['solver/loss', 'solver/grad_norm', 'solver/kl', 'verifier1/loss', 'verifier1/grad_norm', 'eval/system/accuracy', 'eval/solver/avg@2']) {
       closeRel(metric(gpu.runId, key, 0), metric(cpu.runId, key, 0), 1e-3);
@@ -198,5 +201,21 @@ describe('pipeline mode on webgpu', () => {
     expect(workers.length).toBeGreaterThan(0);
     const solverTurns = database.store.db.prepare("SELECT COUNT(*) AS n FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE t.run_id = ? AND e.split = 'train' AND t.agent = 'solver'").get(runId) as { n: number };
     expect(solverTurns.n).toBe(6);
+    // pipeline.gradient_share (0.5 by default): the rollout process computed gradient parts on webgpu too.
+    const rolloutUpdates = database.store.db.prepare("SELECT COUNT(*) AS n FROM timeline WHERE run_id = ? AND kind = 'update' AND worker LIKE 'rollout-%'").get(runId) as { n: number };
+    expect(rolloutUpdates.n).toBeGreaterThan(0);
   }, 180_000);
+});
+
+describe('a model family without asynchronous reads', () => {
+  // Only what decodeInSegments reads before it decodes: the family check comes first.
+  const twinless = { id: 'qwen', model: { family: 'hf', context: 64 }, tokenizer: { stopTokens: [0] } } as unknown as PolicyRuntime;
+  const request = [{ promptText: 'x', promptTokens: [1, 2], streamId: 0 }];
+  const options = { seed: 1, temperature: 1, topP: 1, maxNewTokens: 4, segmentTokens: 4, maxSegments: 1, agent: 'solver' };
+
+  it('fails on webgpu with a message naming the policy, the family and the calls it lacks', async () => {
+    await expect(decodeInSegmentsAsync(twinless, request, options)).rejects.toThrow(
+      /^decoding solver \(policy "qwen"\): the hf model family has no asynchronous readback \(prefillAsync, decodeStepAsync, lastLogitsAsync, getWeightsAsync\) and the webgpu backend .*set runtime\.backend to wasm or cpu/,
+    );
+  });
 });
