@@ -162,7 +162,7 @@ async function rolloutMain(args: WorkerArgs, store: Store, config: ReturnType<ty
   const writer = store.writer({ maxPending: 2000, flushIntervalMs: 500 });
   let code = 0;
   try {
-    await initBackend(config.runtime.backend, { syncReadback: true });
+    await initBackend(config.runtime.backend);
     await runRolloutLoop({
       config,
       endpoint,

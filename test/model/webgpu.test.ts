@@ -287,12 +287,4 @@ describe('backend choice and fallback reasons', () => {
     expect(off.skipped[0]).toEqual({ backend: 'webgpu', reason: 'disabled by MARSRL_WEBGPU=0 (the WebGPU adapter was not probed)' });
     expect(off.adapter).toBeNull();
   });
-
-  it('a training run (which reads tensors synchronously) does not get webgpu, even when it asks, and says why', () => {
-    const run = doctor(['--backend', 'webgpu', '--run'], softwareOnly);
-    expect(run.adapter?.software).toBe(true);
-    expect(run.name).toBe('wasm');
-    expect(run.fallback).toBe(true);
-    expect(run.skipped[0]).toEqual({ backend: 'webgpu', reason: expect.stringMatching(/^the training run reads tensors synchronously/) });
-  });
 });

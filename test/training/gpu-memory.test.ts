@@ -20,7 +20,7 @@ const CONFIG = { vocabSize: 11, d_model: 16, n_layers: 2, n_heads: 2, context: 3
 const OPT = { lr: 1e-3, beta1: 0.9, beta2: 0.999, weight_decay: 0, grad_clip: 1 };
 
 beforeAll(async () => {
-  await initBackend('wasm', { syncReadback: true });
+  await initBackend('wasm');
 });
 
 describe('byte counts from tensor sizes', () => {

@@ -56,10 +56,10 @@ describe('a Hugging Face policy', () => {
     expect(policy.model.context).toBe(512);
   });
 
-  it('freezes a KL reference rebuilt from its source: same log-probs now, unmoved when the policy changes', () => {
+  it('freezes a KL reference rebuilt from its source: same log-probs now, unmoved when the policy changes', async () => {
     const tokens = policy.tokenizer.promptTokens('solver', prompt);
     const sample = { tokens: [...tokens, 40, 41, 42], responseStart: tokens.length };
-    policy.freezeReference();
+    await policy.freezeReference();
     const reference = policy.reference!;
     expect(reference).not.toBe(policy.model);
     expect(reference.getWeights()).toEqual(policy.model.getWeights());

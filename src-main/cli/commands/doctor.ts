@@ -4,19 +4,19 @@ import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';
 
-const usage = `Usage: marsrl doctor [--backend ${BACKENDS.join('|')}] [--run] [--json]
+const usage = `Usage: marsrl doctor [--backend ${BACKENDS.join('|')}] [--json]
 
 Shows the tensor backend this machine trains on, its threads and SIMD, the WebGPU adapter
 (vendor, architecture, device, driver, limits, shader-f16) and why every other backend was
-skipped (the same choice and reasons are stored with every run). --run shows the choice a
-training run makes: its loop reads tensors synchronously, which WebGPU in Node cannot.`;
+skipped (the same choice and reasons are stored with every run, and a run with the same
+runtime.backend makes the same choice).`;
 
 export const doctorCommand: Command = {
   name: 'doctor',
   summary: 'show the tensor backend, the WebGPU adapter and why other backends were skipped',
   usage,
   async run(argv, ctx) {
-    const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' }, run: { type: 'boolean', default: false } }, usage, 0);
+    const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' } }, usage, 0);
     if (values.help) {
       ctx.out(usage);
       return 0;
@@ -24,7 +24,7 @@ export const doctorCommand: Command = {
     if (!(BACKENDS as readonly string[]).includes(values.backend)) {
       throw new UsageError(`--backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
     }
-    const report = await doctorReport(values.backend as (typeof BACKENDS)[number], { syncReadback: values.run });
+    const report = await doctorReport(values.backend as (typeof BACKENDS)[number]);
     if (values.json) printJson(report);
     else ctx.out(formatDoctorReport(report));
     return 0;

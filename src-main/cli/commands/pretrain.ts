@@ -4,7 +4,8 @@ import { loadRunConfig } from '../../engine/config/load';
 import type { Role } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
-import { pretrainPolicy, sampleSolverSolutions, type PretrainEval } from '../../engine/training/pretrain';
+import { readWeights, withReadAhead } from '../../engine/model/readback';
+import { pretrainPolicy, sampleSolverSolutionsAsync, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
@@ -63,7 +64,7 @@ export const pretrainCommand: Command = {
     // Starting checkpoints are what pretrain makes, so any init in the config is ignored here.
     const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
     for (const id of Object.keys(config.policies)) delete config.policies[id].init;
-    const backend = await initBackend(config.runtime.backend, { syncReadback: true });
+    const backend = await initBackend(config.runtime.backend);
     const data = loadTaskData(config);
     const heldOut = data.test.slice(0, Math.min(config.eval.problems, data.test.length));
     const policies = new Map<string, PolicyRuntime>();
@@ -78,7 +79,7 @@ export const pretrainCommand: Command = {
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
         const problems = data.train.slice(0, Math.min(1024, data.train.length));
-        const texts = sampleSolverSolutions(roles.solver, problems, config, config.seed + 3, data.family);
+        const texts = await sampleSolverSolutionsAsync(roles.solver, problems, config, config.seed + 3, data.family);
         solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
       }
       const policyRoles = rolesOf(config, policy.id);
@@ -96,7 +97,7 @@ export const pretrainCommand: Command = {
         solverSamples,
         evalEvery,
         onProgress: (p) => bar.update(`warm start ${p.policyId}`, p.step + 1, p.steps, `loss ${number(p.loss, 3)}`),
-        onEval: (e) => {
+        onEval: async (e) => {
           const raw = score(e);
           // For the Solver with a target, "best" is nearest the target accuracy; likewise a Verifier's or Corrector's score.
           const value =
@@ -105,7 +106,7 @@ export const pretrainCommand: Command = {
               : targetRoles.length > 0
                 ? -targetRoles.reduce((sum, r) => sum + Math.abs((e.scores[r] ?? raw) - roleTargets[r]!), 0)
                 : raw;
-          if (!best || value > best.value) best = { step: e.step, value, weights: policy.model.getWeights(), scores: e.scores };
+          if (!best || value > best.value) best = { step: e.step, value, weights: await readWeights(policy.model), scores: e.scores };
           bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}${e.sampledSolver !== undefined ? `, solver sampled ${number(e.sampledSolver, 3)}` : ''}`);
         },
       });
@@ -114,7 +115,7 @@ export const pretrainCommand: Command = {
       policy.model.setWeights(chosen.weights);
       const dir = path.join(values.out, policy.id);
       fs.mkdirSync(dir, { recursive: true });
-      savePolicyCheckpoint(dir, policy, { optimizer: null, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } });
+      await withReadAhead(policy.model.variables, () => savePolicyCheckpoint(dir, policy, { optimizer: null, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } }));
       report[policy.id] = { chosenStep: chosen.step, scores: chosen.scores, history };
       bar.log(`  ${policy.id}: kept step ${chosen.step} → ${dir}`);
     }

@@ -12,7 +12,9 @@
  * because tfjs-node-gpu needs libtensorflow 2.9 for CUDA 11.2 / cuDNN 8.1 and fails on current CUDA.
  * A software adapter (Mesa's llvmpipe/lavapipe, SwiftShader) computes correctly but on the CPU,
  * slower than wasm, so `auto` passes it over and says so; asking for `webgpu` explicitly uses it
- * with a warning (this is how CI tests the WebGPU path on machines without a GPU).
+ * with a warning (this is how CI tests the WebGPU path on machines without a GPU). WebGPU in Node
+ * reads tensors back only asynchronously, so every read of a run (rollout, evaluation, warm start,
+ * checkpoints, the pipeline's weight transfer) goes through readback.ts's asynchronous paths there.
  *
  * The first call decides the backend for the whole process (TensorFlow.js has one global engine);
  * later calls return the same `BackendInfo` whatever they ask for.
@@ -93,30 +95,15 @@ let chosen: Promise<BackendInfo> | null = null;
  * Select and initialise the tensor backend. Idempotent: the first call decides, later calls
  * (whatever their preference) return the same info.
  */
-export function initBackend(preference: BackendPreference = 'auto', options: BackendOptions = {}): Promise<BackendInfo> {
+export function initBackend(preference: BackendPreference = 'auto'): Promise<BackendInfo> {
   if (!chosen) {
-    chosen = selectBackend(preference, options).catch((err: unknown) => {
+    chosen = selectBackend(preference).catch((err: unknown) => {
       chosen = null; // allow a retry after a hard failure
       throw err;
     });
   }
   return chosen;
 }
-
-export interface BackendOptions {
-  /**
-   * The caller reads tensors synchronously (dataSync), as the training run's rollout, evaluation
-   * and checkpoint code does today. WebGPU in Node cannot (readback.ts), so webgpu is then skipped
-   * with that reason, also when asked for explicitly (a fallback with a warning): the model, the
-   * sampler, the optimizer and the PPO step have asynchronous forms, the run loop does not yet.
-   */
-  syncReadback?: boolean;
-}
-
-/** Why webgpu is skipped for a caller that reads synchronously. */
-export const SYNC_READBACK_REASON =
-  'the training run reads tensors synchronously (rollout, evaluation, checkpoints) and WebGPU in Node has only asynchronous readback; ' +
-  'webgpu serves `marsrl doctor`, `marsrl bench model --backend webgpu` and the asynchronous model API (sampleAsync, supervisedStepAsync, ppoStepAsync) until the run loop is asynchronous';
 
 /** The info of the backend already chosen, or null when `initBackend` has not completed. */
 export function currentBackendInfo(): Promise<BackendInfo> | null {
@@ -332,7 +319,7 @@ export function takeGpuFault(): string | null {
   return fault;
 }
 
-async function selectBackend(preference: BackendPreference, options: BackendOptions): Promise<BackendInfo> {
+async function selectBackend(preference: BackendPreference): Promise<BackendInfo> {
   const skipped: SkippedBackend[] = [];
   const warnings: string[] = [];
   const order = ['webgpu', 'tensorflow-gpu', 'tensorflow-cpu', 'wasm', 'cpu'] as const;
@@ -353,7 +340,6 @@ async function selectBackend(preference: BackendPreference, options: BackendOpti
       const probe = await probeWebGpu();
       adapter = probe.adapter;
       reason = probe.reason;
-      if (!reason && options.syncReadback) reason = SYNC_READBACK_REASON;
       if (!reason && probe.adapter!.software && preference === 'auto') {
         reason = `software adapter ${adapterLabel(probe.adapter!)}: it runs the kernels on the CPU, slower than wasm, so auto does not choose it (set runtime.backend: webgpu to use it anyway)`;
       }

@@ -27,7 +27,8 @@ import { HfModel, hfParamSpecs } from '../hf/model';
 import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
 import { GPT, paramSpecs, type CreateModelOptions, type GPTConfig } from './gpt';
-import { Adam, createOptimizer, type LrSchedule } from './optim';
+import { Adam, createOptimizer, type AdamState, type LrSchedule } from './optim';
+import { readSync } from './readback';
 import type { ParamSpec } from './policy-model';
 import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
@@ -77,7 +78,8 @@ export interface GptCheckpointModel {
 
 export interface SaveCheckpointArgs {
   model: GptCheckpointModel;
-  optimizer?: Adam | null;
+  /** The optimizer, or its state already read (`getStateAsync`, for a backend without synchronous readback). */
+  optimizer?: Adam | AdamState | null;
   tokenizer: Tokenizer;
   /** The run's configuration snapshot (saved verbatim). */
   config: unknown;
@@ -115,12 +117,13 @@ function writeAtomic(file: string, data: Uint8Array | string): void {
 }
 
 /** Write optimizer.bin (or remove a stale one) and return its manifest entry. */
-function saveOptimizer(dir: string, optimizerIn: Adam | null | undefined, files: CheckpointManifest['files']): CheckpointManifest['optimizer'] {
+function saveOptimizer(dir: string, optimizerIn: Adam | AdamState | null | undefined, files: CheckpointManifest['files']): CheckpointManifest['optimizer'] {
   if (!optimizerIn) {
     if (fs.existsSync(path.join(dir, OPTIMIZER_FILE))) fs.rmSync(path.join(dir, OPTIMIZER_FILE));
     return null;
   }
-  const st = optimizerIn.getState();
+  // A state already read (getStateAsync: webgpu has no synchronous readback), or the optimizer's own.
+  const st = optimizerIn instanceof Adam ? optimizerIn.getState() : optimizerIn;
   const both = new Float32Array(st.m.length + st.v.length);
   both.set(st.m, 0);
   both.set(st.v, st.m.length);
@@ -271,7 +274,8 @@ export interface SaveHfCheckpointArgs {
   /** The folder whose tokenizer files are copied into the checkpoint. */
   tokenizerDir: string;
   prompts: HfPromptSettings;
-  optimizer?: Adam | null;
+  /** As in `SaveCheckpointArgs`. */
+  optimizer?: Adam | AdamState | null;
   config: unknown;
   step: number;
   extra?: unknown;
@@ -300,7 +304,7 @@ export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfChe
   // One tensor at a time (writeSafetensors asks for each when it writes it), never the whole flat buffer.
   writeSafetensors(
     path.join(dir, HF_WEIGHTS_FILE),
-    model.specs.map((spec, i) => ({ name: spec.name, shape: spec.shape, dtype: 'F32' as const, data: () => (model.variables[i].dataSync() as Float32Array).slice() })),
+    model.specs.map((spec, i) => ({ name: spec.name, shape: spec.shape, dtype: 'F32' as const, data: () => readSync(model.variables[i], 'withReadAhead(model.variables, …) around saveHfCheckpoint').slice() })),
     { format: 'marsrl', layout: 'studio' },
   );
   const weightsFile = path.join(dir, HF_WEIGHTS_FILE);

@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import os from 'node:os';
-import { initBackend, type BackendInfo, type BackendOptions, type BackendPreference } from './backend';
+import { initBackend, type BackendInfo, type BackendPreference } from './backend';
 import { strategyForBackend, type KernelStrategy } from './ops';
 
 export interface DoctorReport extends BackendInfo {
@@ -17,8 +17,8 @@ export interface DoctorReport extends BackendInfo {
   memoryGiB: number;
 }
 
-export async function doctorReport(preference: BackendPreference = 'auto', options: BackendOptions = {}): Promise<DoctorReport> {
-  const info = await initBackend(preference, options);
+export async function doctorReport(preference: BackendPreference = 'auto'): Promise<DoctorReport> {
+  const info = await initBackend(preference);
   const cpus = os.cpus();
   return {
     ...info,

@@ -23,7 +23,7 @@ import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
-import { decodeInSegments } from './rollout';
+import { decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
 
@@ -53,12 +53,21 @@ export interface EvalContext {
   config: RunConfig;
 }
 
-function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): string[] {
+/**
+ * Every evaluation function is written once as a paused computation (`RolloutSteps`): the plain
+ * form drains it (wasm/cpu, synchronous), the `…Async` form drives it, which awaits the readbacks
+ * of a backend without synchronous reads (webgpu in Node, readback.ts; issue #15).
+ */
+function settle<T>(steps: RolloutSteps<T>): Promise<T> {
+  return drive(steps, () => undefined);
+}
+
+function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): RolloutSteps<string[]> {
   const policy = ctx.policies[role];
   const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: policy.tokenizer.promptTokens(role, promptText), streamId: i }));
   if (requests.length === 0) return [];
   const longest = Math.max(...requests.map((r) => r.promptTokens.length));
-  const results = decodeInSegments(policy, requests, {
+  const results = yield* decodeInSegmentsSteps(policy, requests, {
     seed,
     temperature,
     topP: temperature === 0 ? 1 : ctx.config.rollout.top_p,
@@ -74,12 +83,17 @@ function decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: numb
 
 /** Run `samples` chains per problem; temperature 0 is greedy (then one sample is enough). */
 export function runChains(ctx: EvalContext, problems: readonly Problem[], samples: number, temperature: number, mode: VerifierMode, seed: number): EvalChain[] {
+  return drain(runChainsSteps(ctx, problems, samples, temperature, mode, seed));
+}
+
+/** `runChains` as a paused computation. */
+export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], samples: number, temperature: number, mode: VerifierMode, seed: number): RolloutSteps<EvalChain[]> {
   const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict, verdictText } = textFormatOf(ctx.family);
   const chains: EvalChain[] = [];
   for (const problem of problems) {
     for (let s = 0; s < samples; s++) chains.push({ problem, sample: s, steps: [], solverCorrect: false, finalAnswer: null, finalCorrect: false });
   }
-  const solutions = decodeTexts(ctx, 'solver', chains.map((c) => solverPrompt(c.problem)), seed, temperature);
+  const solutions = yield* decodeTexts(ctx, 'solver', chains.map((c) => solverPrompt(c.problem)), seed, temperature);
   const current = chains.map((chain, i) => {
     const parsed = parseSolution(solutions[i]);
     const correct = ctx.family.checkAnswer(chain.problem, parsed.answer);
@@ -94,7 +108,7 @@ export function runChains(ctx: EvalContext, problems: readonly Problem[], sample
     const reports = new Map<number, string | null>();
     if (mode === 'model') {
       const prompts = active.map((i) => verifierPrompt(chains[i].problem, current[i].text));
-      const texts = decodeTexts(ctx, 'verifier', prompts, seed + round * 7919, temperature);
+      const texts = yield* decodeTexts(ctx, 'verifier', prompts, seed + round * 7919, temperature);
       rejected = [];
       active.forEach((i, j) => {
         const verdict = parseVerdict(texts[j]).verdict;
@@ -114,7 +128,7 @@ export function runChains(ctx: EvalContext, problems: readonly Problem[], sample
       for (const i of active) reports.set(i, null);
     }
     const prompts = rejected.map((i) => correctorPrompt(chains[i].problem, current[i].text, reports.get(i) ?? null));
-    const repaired = decodeTexts(ctx, 'corrector', prompts, seed + round * 104729, temperature);
+    const repaired = yield* decodeTexts(ctx, 'corrector', prompts, seed + round * 104729, temperature);
     rejected.forEach((i, j) => {
       const parsed = parseSolution(repaired[j]);
       const correct = ctx.family.checkAnswer(chains[i].problem, parsed.answer);
@@ -198,6 +212,15 @@ export function fixedSetFrom(problems: readonly Problem[], sampledChains: readon
  * fix/break rates on the same inputs at every evaluation of a run.
  */
 export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Record<string, number> {
+  return drain(fixedSetMetricsSteps(ctx, problems, solutions, evalSeed));
+}
+
+/** `fixedSetMetrics` on every backend, WebGPU included. */
+export function fixedSetMetricsAsync(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Promise<Record<string, number>> {
+  return settle(fixedSetMetricsSteps(ctx, problems, solutions, evalSeed));
+}
+
+function* fixedSetMetricsSteps(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): RolloutSteps<Record<string, number>> {
   // Its own seeds, apart from the evaluation's parts (greedy decoding uses them only for stream ids).
   const seed = evalSeed + 31;
   const { verifierPrompt, correctorPrompt, parseSolution, parseVerdict } = textFormatOf(ctx.family);
@@ -208,8 +231,8 @@ export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], 
     if (!problem) throw new Error(`fixed judged set: no held-out problem ${s.problem} (the evaluation set has ${problems.length})`);
     return { problem, text: s.text, correct: ctx.family.checkAnswer(problem, parseSolution(s.text).answer) };
   });
-  const verdicts = decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0).map((t) => parseVerdict(t).verdict);
-  const repairs = decodeTexts(ctx, 'corrector', items.map((it) => correctorPrompt(it.problem, it.text, null)), seed + 1, 0);
+  const verdicts = (yield* decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0)).map((t) => parseVerdict(t).verdict);
+  const repairs = yield* decodeTexts(ctx, 'corrector', items.map((it) => correctorPrompt(it.problem, it.text, null)), seed + 1, 0);
   const judgements = items.map((it, j) => ({ solutionCorrect: it.correct, verdict: verdicts[j] }));
   const repaired = items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j]).answer) }));
   metrics['eval/fixed/answers'] = items.length;
@@ -232,15 +255,24 @@ export function evaluationParts(config: RunConfig): EvalPart[] {
 
 /** Run one part of the evaluation: its chains. */
 export function evaluatePart(ctx: EvalContext, problems: readonly Problem[], seed: number, part: EvalPart): EvalChain[] {
+  return drain(evaluatePartSteps(ctx, problems, seed, part));
+}
+
+/** `evaluatePart` on every backend, WebGPU included. */
+export function evaluatePartAsync(ctx: EvalContext, problems: readonly Problem[], seed: number, part: EvalPart): Promise<EvalChain[]> {
+  return settle(evaluatePartSteps(ctx, problems, seed, part));
+}
+
+function evaluatePartSteps(ctx: EvalContext, problems: readonly Problem[], seed: number, part: EvalPart): RolloutSteps<EvalChain[]> {
   switch (part) {
     case 'greedy':
-      return runChains(ctx, problems, 1, 0, 'model', seed);
+      return runChainsSteps(ctx, problems, 1, 0, 'model', seed);
     case 'oracle':
-      return runChains(ctx, problems, 1, 0, 'oracle', seed);
+      return runChainsSteps(ctx, problems, 1, 0, 'oracle', seed);
     case 'corrector-always':
-      return runChains(ctx, problems, 1, 0, 'corrector-always', seed);
+      return runChainsSteps(ctx, problems, 1, 0, 'corrector-always', seed);
     case 'sampled':
-      return runChains(ctx, problems, ctx.config.eval.k, ctx.config.rollout.temperature, 'model', seed + 1);
+      return runChainsSteps(ctx, problems, ctx.config.eval.k, ctx.config.rollout.temperature, 'model', seed + 1);
   }
 }
 
@@ -281,7 +313,16 @@ export function evaluationMetrics(config: RunConfig, parts: Partial<Record<EvalP
 }
 
 export function evaluate(ctx: EvalContext, problems: readonly Problem[], seed: number): EvaluationResult {
+  return drain(evaluateSteps(ctx, problems, seed));
+}
+
+/** `evaluate` on every backend, WebGPU included. */
+export function evaluateAsync(ctx: EvalContext, problems: readonly Problem[], seed: number): Promise<EvaluationResult> {
+  return settle(evaluateSteps(ctx, problems, seed));
+}
+
+function* evaluateSteps(ctx: EvalContext, problems: readonly Problem[], seed: number): RolloutSteps<EvaluationResult> {
   const parts: Partial<Record<EvalPart, EvalChain[]>> = {};
-  for (const part of evaluationParts(ctx.config)) parts[part] = evaluatePart(ctx, problems, seed, part);
+  for (const part of evaluationParts(ctx.config)) parts[part] = yield* evaluatePartSteps(ctx, problems, seed, part);
   return evaluationMetrics(ctx.config, parts);
 }

@@ -26,10 +26,11 @@
 import type { RunConfig } from '../config/schema';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
-import { evaluatePart, fixedSetMetrics, type EvalChain, type EvalPart } from './evaluate';
+import { syncWhereReadable } from '../model/readback';
+import { evaluatePartAsync, fixedSetMetricsAsync, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
 import { buildPolicyModel, PolicyRuntime, rolePolicies } from './policies';
-import { flattenGradients, ppoPartGradients } from './ppo';
+import { flattenGradients, flattenGradientsAsync, ppoPartGradients, ppoPartGradientsAsync } from './ppo';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
 import { drive, rolloutSteps, type RolloutContext, type DriverPause } from './rollout';
 import { evaluationSet, loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
@@ -126,8 +127,8 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         const ctx = { family: data.family, policies: rolePolicies(config, evalPolicies), config };
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
-        for (const part of request.parts) chains[part] = evaluatePart(ctx, evalSet.problems, evalSet.seed, part);
-        const fixedMetrics = request.fixed ? fixedSetMetrics(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
+        for (const part of request.parts) chains[part] = await evaluatePartAsync(ctx, evalSet.problems, evalSet.seed, part);
+        const fixedMetrics = request.fixed ? await fixedSetMetricsAsync(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
         evalMs += Date.now() - startedAt;
         options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver.version, startedAt, endedAt: Date.now(), tokens: 0 });
         endpoint.send({ type: 'evaluated', at: request.at, chains, fixedMetrics });
@@ -151,8 +152,10 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
           endpoint.send({ type: 'gradients-started', id: request.id, part });
           await endpoint.flush?.();
           const startedAt = Date.now();
-          const result = ppoPartGradients(copy.model, request.parts[part], request.options, request.minibatchTokens);
-          const flatGrads = flattenGradients(copy.model, result.grads);
+          const [piece, opts, tokens] = [request.parts[part], request.options, request.minibatchTokens];
+          // The synchronous forms where reads are synchronous (wasm/cpu), the asynchronous ones on webgpu.
+          const result = await syncWhereReadable(() => ppoPartGradients(copy.model, piece, opts, tokens), () => ppoPartGradientsAsync(copy.model, piece, opts, tokens));
+          const flatGrads = await syncWhereReadable(() => flattenGradients(copy.model, result.grads), () => flattenGradientsAsync(copy.model, result.grads));
           for (const g of result.grads) g.dispose();
           const endedAt = Date.now();
           gradientMs += endedAt - startedAt;

@@ -25,6 +25,7 @@ import { evaluationMetrics, evaluationParts, type EvalChain, type EvalPart, type
 import { Inbox, inProcessChannel, type PolicyWeights, type RolloutToTrainer, type TrainerEndpoint } from './pipeline-protocol';
 import type { PpoRemotePart } from './ppo';
 import { runRolloutLoop } from './pipeline-rollout';
+import { readWeights } from '../model/readback';
 import type { PolicyRuntime } from './policies';
 import { scoringScope, TrainingQueues } from './queues';
 import type { RolloutEpisode } from './rollout';
@@ -50,9 +51,9 @@ export interface PipelineRun extends RunContext {
   /** The rollout process's end of the channel; null runs the rollout in this process. */
   endpoint: TrainerEndpoint | null;
   /** Run one part of the held-out evaluation here, with this process's current weights. */
-  evaluatePart: (part: EvalPart) => EvalChain[];
+  evaluatePart: (part: EvalPart) => Promise<EvalChain[]>;
   /** Store an evaluation (metrics, greedy chains, this process's span). */
-  recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => void;
+  recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => Promise<unknown>;
   /** The run's fixed judged set, once the first evaluation has made it. */
   fixedSet: () => FixedSolution[] | null;
   onStep: (step: number, metrics: Record<string, number>) => void;
@@ -139,7 +140,11 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     handle();
     return !signal?.aborted;
   };
-  const weightsOf = (p: PolicyRuntime): PolicyWeights => ({ policyId: p.id, source: p.source, identity: p.identity, weights: p.model.getWeights(), version: p.version, slot: slots.get(p.id)! });
+  // Read asynchronously on webgpu (readback.ts); the version and slot are taken before the read.
+  const weightsOf = async (p: PolicyRuntime): Promise<PolicyWeights> => {
+    const meta = { policyId: p.id, source: p.source, identity: p.identity, version: p.version, slot: slots.get(p.id)! };
+    return { ...meta, weights: await readWeights(p.model) };
+  };
   const interrupted = (): PipelineOutcome => {
     stopReason = String(signal?.reason ?? 'stopped');
     return { status: 'interrupted', step: run.cursor.step, reason: stopReason };
@@ -170,7 +175,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
           parts: config.pipeline.gradient_parts,
           offer: async ({ agent, step, policy, parts, options, minibatchTokens }) => {
             const id = nextGradientId++;
-            const w = weightsOf(policy);
+            const w = await weightsOf(policy);
             openOffers.set(id, { started: 0, done: new Map() });
             endpoint.send({ type: 'gradients', id, agent, step, policy: w, parts, options, minibatchTokens }, [w.weights.buffer as ArrayBuffer]);
             await endpoint.flush?.();
@@ -226,7 +231,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     s.staleness = Math.max(s.staleness, staleness);
     s.tokens += batch.turns.reduce((a, { turn }) => a + turn.responseTokens.length, 0);
     slots.set(batch.policyId, batch.slot + batch.updates);
-    const w = weightsOf(policy);
+    const w = await weightsOf(policy);
     endpoint.send({ type: 'weights', ...w }, [w.weights.buffer as ArrayBuffer]);
   };
 
@@ -239,7 +244,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
   const evaluateSplit = async (at: number): Promise<boolean> => {
     const parts = evaluationParts(config);
     const remote: EvalPart[] = parts.filter((p) => p !== 'sampled');
-    const snapshot = [...policies.values()].map(weightsOf);
+    const snapshot = await Promise.all([...policies.values()].map(weightsOf));
     // The fixed set's judging and repairs (after the first evaluation, which makes the set) go
     // there too: that evens the two shares (the sampled chains here are the larger part).
     const fixed = run.fixedSet() ?? undefined;
@@ -247,7 +252,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     await endpoint.flush?.();
     const startedAt = Date.now();
     const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
-    for (const part of parts) if (!remote.includes(part)) chains[part] = run.evaluatePart(part);
+    for (const part of parts) if (!remote.includes(part)) chains[part] = await run.evaluatePart(part);
     const endedAt = Date.now();
     while (!evaluated.has(at)) {
       if (!(await pump())) return false;
@@ -255,7 +260,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const answer = evaluated.get(at)!;
     evaluated.delete(at);
     Object.assign(chains, answer.chains);
-    run.recordEvaluation(at, evaluationMetrics(config, chains), startedAt, endedAt, answer.fixedMetrics);
+    await run.recordEvaluation(at, evaluationMetrics(config, chains), startedAt, endedAt, answer.fixedMetrics);
     return true;
   };
 
@@ -291,7 +296,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       if (!(await evaluateSplit(step + 1))) return false;
     }
     if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
-      saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, config, step, metrics);
+      await saveRunCheckpoint(run.store, runId, run.checkpointRoot, policies, config, step, metrics);
     }
     run.cursor.step = step + 1;
     return true;
@@ -301,7 +306,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     while (rolloutWorker === null) {
       if (!(await pump())) return interrupted();
     }
-    const init = [...policies.values()].map(weightsOf);
+    const init = await Promise.all([...policies.values()].map(weightsOf));
     endpoint.send({ type: 'init', startStep: run.startStep, policies: init }, init.map((w) => w.weights.buffer as ArrayBuffer));
     // The rollout starts the first step while the starting policies are evaluated, once it has
     // the weights (a long evaluation would otherwise hold the message back).

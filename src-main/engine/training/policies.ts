@@ -12,7 +12,8 @@ import type { PolicyConfig, Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
-import { createOptimizer, type Adam } from '../model/optim';
+import { createOptimizer, type Adam, type AdamState } from '../model/optim';
+import { readWeights, syncWhereReadable, withReadAhead } from '../model/readback';
 import * as tf from '@tensorflow/tfjs-core';
 import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, readAnyCheckpointManifest, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
 import type { HfArchConfig } from '../hf/config';
@@ -100,11 +101,12 @@ export class PolicyRuntime {
     this.adoptedVersion = version;
   }
 
-  /** Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`). */
-  freezeReference(): void {
+  /** Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`; on webgpu read asynchronously). */
+  async freezeReference(): Promise<void> {
+    const weights = await readWeights(this.model);
     this.reference?.dispose();
     const { model } = buildPolicyModel(this.source);
-    model.setWeights(this.model.getWeights());
+    model.setWeights(weights);
     this.reference = model;
   }
 
@@ -234,7 +236,7 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
  * Save one policy as a Studio checkpoint of its family (model, optimizer state when given,
  * tokenizer, the run's config snapshot, `extra` plus the policy's identity).
  */
-export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: { optimizer: Adam | null; config: unknown; step: number; extra?: object }): void {
+export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: { optimizer: Adam | AdamState | null; config: unknown; step: number; extra?: object }): void {
   const extra = { ...args.extra, identity: policy.identity };
   const { source } = policy;
   if (source.family === 'gpt') {
@@ -277,12 +279,17 @@ function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<P
   return { policy, fromCheckpoint: dir };
 }
 
-/** Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). */
-export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, extra: object): string[] {
+/**
+ * Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). On a
+ * backend without synchronous readback (webgpu) the weights and moments are read asynchronously
+ * first (readback.ts `withReadAhead`); the files are the same.
+ */
+export async function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, extra: object): Promise<string[]> {
   const written: string[] = [];
   for (const [id, policy] of policies) {
     const target = path.join(dir, id);
-    savePolicyCheckpoint(target, policy, { optimizer: policy.optimizer, config, step, extra: { ...extra, policyVersion: policy.version } });
+    const optimizer = await syncWhereReadable<Adam | AdamState>(() => policy.optimizer, () => policy.optimizer.getStateAsync());
+    await withReadAhead(policy.model.variables, () => savePolicyCheckpoint(target, policy, { optimizer, config, step, extra: { ...extra, policyVersion: policy.version } }));
     written.push(target);
   }
   return written;

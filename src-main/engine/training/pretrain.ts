@@ -16,11 +16,12 @@ import type { z } from 'zod';
 import { textFormatOf } from '../agents/prompts';
 import { createOptimizer } from '../model/optim';
 import type { PolicyTokenizer } from '../model/policy-model';
-import { supervisedStep } from '../model/train';
+import { syncWhereReadable } from '../model/readback';
+import { supervisedStep, supervisedStepAsync } from '../model/train';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import { rolesOf, type PolicyRuntime } from './policies';
-import { decodeInSegments } from './rollout';
+import { decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
 import { padBatch, type TrainingSequence } from './sequences';
 
 export interface WarmStartExample {
@@ -36,9 +37,18 @@ type PretrainConfig = z.infer<typeof PretrainSchema>;
  * the prompt format (the character format when absent).
  */
 export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): string[] {
+  return drain(sampleSolverSolutionsSteps(policy, problems, config, seed, family));
+}
+
+/** `sampleSolverSolutions` on every backend, WebGPU included (issue #15). */
+export function sampleSolverSolutionsAsync(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): Promise<string[]> {
+  return drive(sampleSolverSolutionsSteps(policy, problems, config, seed, family), () => undefined);
+}
+
+function* sampleSolverSolutionsSteps(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'>): RolloutSteps<string[]> {
   const { solverPrompt } = textFormatOf(family);
   const requests = problems.map((p, i) => ({ promptText: solverPrompt(p), promptTokens: policy.tokenizer.promptTokens('solver', solverPrompt(p)), streamId: i }));
-  const results = decodeInSegments(policy, requests, {
+  const results = yield* decodeInSegmentsSteps(policy, requests, {
     seed,
     temperature: 1,
     topP: 1,
@@ -103,10 +113,19 @@ export interface PretrainEval {
  * wrong gives RL no signal, whatever its greedy accuracy).
  */
 export function roleScore(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): number {
+  return drain(roleScoreSteps(policy, family, role, problems, config, seed, temperature));
+}
+
+/** `roleScore` on every backend, WebGPU included. */
+export function roleScoreAsync(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): Promise<number> {
+  return drive(roleScoreSteps(policy, family, role, problems, config, seed, temperature), () => undefined);
+}
+
+function* roleScoreSteps(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature: number): RolloutSteps<number> {
   const rng = new Rng(seed, `score:${role}`);
   const examples = problems.map((p) => warmStartExample(family, role, p, rng));
   const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: policy.tokenizer.promptTokens(role, ex.prompt), streamId: i }));
-  const results = decodeInSegments(policy, requests, {
+  const results = yield* decodeInSegmentsSteps(policy, requests, {
     seed,
     temperature,
     topP: temperature === 0 ? 1 : config.rollout.top_p,
@@ -151,7 +170,8 @@ export async function pretrainPolicy(
     solverSamples?: Map<string, string>;
     evalEvery: number;
     onProgress?: (p: PretrainProgress) => void;
-    onEval?: (e: PretrainEval) => void;
+    /** May return a promise (e.g. reading the weights to keep on webgpu); training waits for it. */
+    onEval?: (e: PretrainEval) => void | Promise<void>;
     signal?: AbortSignal;
   },
 ): Promise<PretrainEval[]> {
@@ -159,13 +179,13 @@ export async function pretrainPolicy(
   const rng = new Rng(args.seed, `pretrain:${policy.id}`);
   const optimizer = createOptimizer(policy.model, { ...policy.config.optimizer, lr: args.pretrain.lr }, { warmupSteps: args.pretrain.warmup_steps, decaySteps: args.pretrain.steps, minLrRatio: 0.1 });
   const history: PretrainEval[] = [];
-  const evaluateNow = (step: number) => {
+  const evaluateNow = async (step: number) => {
     const scores: Partial<Record<Role, number>> = {};
-    for (const role of roles) scores[role] = roleScore(policy, args.family, role, args.heldOut, args.config, args.seed + 17);
+    for (const role of roles) scores[role] = await roleScoreAsync(policy, args.family, role, args.heldOut, args.config, args.seed + 17);
     const e: PretrainEval = { policyId: policy.id, step, scores };
-    if (roles.includes('solver')) e.sampledSolver = roleScore(policy, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
+    if (roles.includes('solver')) e.sampledSolver = await roleScoreAsync(policy, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
     history.push(e);
-    args.onEval?.(e);
+    await args.onEval?.(e);
   };
   try {
     for (let step = 0; step < args.pretrain.steps; step++) {
@@ -180,11 +200,15 @@ export async function pretrainPolicy(
         if (seq) sequences.push(seq);
       }
       const { tokens, lossMask } = padBatch(sequences, policy.tokenizer.padId);
-      const result = supervisedStep(policy.model, optimizer, { tokens, lossMask });
+      const batch = { tokens, lossMask };
+      const result = await syncWhereReadable(
+        () => supervisedStep(policy.model, optimizer, batch),
+        () => supervisedStepAsync(policy.model, optimizer, batch),
+      );
       args.onProgress?.({ policyId: policy.id, step, steps: args.pretrain.steps, loss: result.loss, gradNorm: result.gradNorm, lr: result.lr });
-      if (args.evalEvery > 0 && (step + 1) % args.evalEvery === 0) evaluateNow(step + 1);
+      if (args.evalEvery > 0 && (step + 1) % args.evalEvery === 0) await evaluateNow(step + 1);
     }
-    if (history.length === 0 || history[history.length - 1].step !== args.pretrain.steps) evaluateNow(args.pretrain.steps);
+    if (history.length === 0 || history[history.length - 1].step !== args.pretrain.steps) await evaluateNow(args.pretrain.steps);
   } finally {
     optimizer.dispose();
   }

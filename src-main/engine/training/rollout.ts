@@ -18,7 +18,8 @@ import { textFormatOf } from '../agents/prompts';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
 import { takeGpuFault } from '../model/backend';
 import { GpuMemoryError, kvCacheBytes, memoryBudget } from '../model/gpu-memory';
-import { decodeSegment, disposeDecodeState, startDecode } from '../model/sampling';
+import { assertAsyncReadable, canReadSync } from '../model/readback';
+import { decodeSegment, decodeSegmentAsync, disposeDecodeState, startDecode } from '../model/sampling';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { PolicyRuntime } from './policies';
@@ -187,6 +188,16 @@ export function decodeInSegments(
   return drain(decodeInSegmentsSteps(policy, requests, options, onSegment));
 }
 
+/** `decodeInSegments` on every backend, WebGPU included (its decode awaits each readback). */
+export function decodeInSegmentsAsync(
+  policy: PolicyRuntime,
+  requests: readonly DecodeRequest[],
+  options: DecodeOptions,
+  onSegment?: RolloutContext['onSegment'],
+): Promise<DecodeResult[]> {
+  return drive(decodeInSegmentsSteps(policy, requests, options, onSegment), () => undefined);
+}
+
 export interface DecodeOptions {
   seed: number;
   temperature: number;
@@ -205,6 +216,10 @@ export interface DecodeOptions {
  * over to stage k + 1. Each segment records `policy.version` as read after the pause, so weights
  * swapped in during a pause (between segments or stages) are the ones recorded, and the decode
  * cache is rebuilt from the tokens so far because the model's weights version changed.
+ *
+ * On a backend without synchronous readback (webgpu in Node, readback.ts) each segment is decoded
+ * with the model's asynchronous twins and awaited through `awaitIn`, so the computation must be
+ * driven (`drive`); elsewhere the synchronous decode runs as before, the faster path on wasm/cpu.
  */
 export function* decodeInSegmentsSteps(
   policy: PolicyRuntime,
@@ -213,6 +228,8 @@ export function* decodeInSegmentsSteps(
   onSegment?: RolloutContext['onSegment'],
 ): RolloutSteps<DecodeResult[]> {
   if (requests.length === 0) return [];
+  const asyncReads = !canReadSync();
+  if (asyncReads) assertAsyncReadable(policy.model, `decoding ${options.agent} (policy "${policy.id}")`);
   const state = startDecode(
     requests.map((r) => r.promptTokens),
     {
@@ -238,7 +255,8 @@ export function* decodeInSegmentsSteps(
         const before = state.sequences.map((s) => s.tokens.length);
         const startedAt = Date.now();
         const version = policy.version;
-        decodeSegment(policy.model, state, options.segmentTokens);
+        if (asyncReads) yield* awaitIn(decodeSegmentAsync(policy.model, state, options.segmentTokens), `decoding a segment of ${options.agent} on the webgpu backend`);
+        else decodeSegment(policy.model, state, options.segmentTokens);
         const fault = takeGpuFault();
         if (fault) throw new GpuMemoryError(`${fault} while decoding ${requests.length} sequences for ${options.agent} (policy "${policy.id}"); shrink rollout.solver_group, rollout.max_response_tokens or policies.${policy.id}.model, or set runtime.gpu_memory_limit_mb below the device's memory`);
         const endedAt = Date.now();
@@ -363,6 +381,11 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
 /** Grouped rollouts for a batch of problems; `seed` makes the whole step reproducible. */
 export function rolloutEpisodes(ctx: RolloutContext, problems: readonly Problem[], seed: number): RolloutEpisode[] {
   return drain(rolloutSteps(ctx, problems, seed));
+}
+
+/** `rolloutEpisodes` on every backend, WebGPU included. */
+export function rolloutEpisodesAsync(ctx: RolloutContext, problems: readonly Problem[], seed: number): Promise<RolloutEpisode[]> {
+  return drive(rolloutSteps(ctx, problems, seed), () => undefined);
 }
 
 /**

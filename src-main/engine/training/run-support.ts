@@ -84,9 +84,9 @@ export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export function saveRunCheckpoint(store: Store, runId: number, root: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, metrics: Record<string, number>): void {
+export async function saveRunCheckpoint(store: Store, runId: number, root: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, metrics: Record<string, number>): Promise<void> {
   const dir = path.join(root, `step-${String(step).padStart(6, '0')}`);
-  const written = savePolicies(dir, policies, config, step, { runId });
+  const written = await savePolicies(dir, policies, config, step, { runId });
   for (const target of written) {
     store.events.addCheckpoint({ runId, step, policyId: path.basename(target), path: target, createdAt: Date.now(), metrics: null });
   }

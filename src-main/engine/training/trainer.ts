@@ -21,13 +21,13 @@ import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
 import { MemoryBudget, optimizerBytes, setMemoryBudget, weightBytes } from '../model/gpu-memory';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
-import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
+import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetricsAsync, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { loadNewestUsableCheckpoint } from './resume';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
-import { pretrainPolicy, sampleSolverSolutions } from './pretrain';
-import { rolloutEpisodes, type RolloutTurn } from './rollout';
+import { pretrainPolicy, sampleSolverSolutionsAsync } from './pretrain';
+import { rolloutEpisodesAsync, type RolloutTurn } from './rollout';
 import {
   evaluationSet,
   loadTaskData,
@@ -99,7 +99,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   const cursor = { step: 0 };
   try {
     progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message: 'choosing a backend' });
-    const backend: BackendInfo = await initBackend(config.runtime.backend, { syncReadback: true });
+    const backend: BackendInfo = await initBackend(config.runtime.backend);
     store.runs.setBackend(runId, backend.name, backend as unknown as Record<string, unknown>);
     for (const skipped of backend.skipped) {
       store.events.log(runId, 'info', 'backend_skipped', `${skipped.backend}: ${skipped.reason}`, { ...skipped });
@@ -139,7 +139,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     }
     const roles = rolePolicies(config, policies);
     if (config.optimization.kl_coef > 0) {
-      for (const p of policies.values()) p.freezeReference();
+      for (const p of policies.values()) await p.freezeReference();
     }
 
     // Device memory per policy (gpu-memory.ts): accounted and reported always, enforced when
@@ -170,7 +170,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     const evalSpan = (at: number, startedAt: number, endedAt: number) =>
       writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
     /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
-    const recordEvaluation = (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => {
+    const recordEvaluation = async (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => {
       if (fixedMetrics) Object.assign(result.metrics, fixedMetrics);
       else if (config.rollout.rounds > 0) {
         if (!fixedSet) {
@@ -178,7 +178,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
           store.events.log(runId, 'info', FIXED_SET_EVENT, `fixed judged set: the Solver's ${fixedSet.length} sampled answers to the held-out problems at step ${at}`, { solutions: fixedSet }, at);
         }
         const fixedStart = Date.now();
-        Object.assign(result.metrics, fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed));
+        Object.assign(result.metrics, await fixedSetMetricsAsync(evalContext, evalSet.problems, fixedSet, evalSet.seed));
         // Evaluation time like the rest (the pipeline bench's RL clock starts after it).
         evalSpan(at, fixedStart, Date.now());
       }
@@ -189,9 +189,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       progress({ phase: 'eval', step: at, totalSteps: config.optimization.steps, metrics: result.metrics });
       return result.metrics;
     };
-    const runEvaluation = (at: number) => {
+    const runEvaluation = async (at: number) => {
       const t0 = Date.now();
-      const result = evaluate(evalContext, evalSet.problems, evalSet.seed);
+      const result = await evaluateAsync(evalContext, evalSet.problems, evalSet.seed);
       return recordEvaluation(at, result, t0, Date.now());
     };
     const update: UpdateContext = { store, runId, config, writer, worker, injectNanLossFromStep: options.injectNanLossFromStep, skips: { consecutive: 0 } };
@@ -199,7 +199,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     if (config.pipeline.mode === 'pipeline') {
       const outcome = await trainPipelined({
         store, runId, config, writer, worker, data, problemIds, policies, checkpointRoot, signal, update, wallTime, cursor,
-        evaluatePart: (part) => evaluatePart(evalContext, evalSet.problems, evalSet.seed, part),
+        evaluatePart: (part) => evaluatePartAsync(evalContext, evalSet.problems, evalSet.seed, part),
         recordEvaluation,
         fixedSet: () => fixedSet,
         startStep: cursor.step,
@@ -208,10 +208,10 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       });
       if (outcome.status === 'interrupted') return finishInterrupted(store, runId, outcome.step, outcome.reason, writer);
     } else {
-      if (cursor.step === 0) runEvaluation(0);
+      if (cursor.step === 0) await runEvaluation(0);
       const interrupted = await trainSync({ store, runId, config, writer, worker, data, problemIds, policies, roles, checkpointRoot, signal, update, wallTime, runEvaluation, cursor, progress });
       if (interrupted) return interrupted;
-      if (config.optimization.steps > 0 || cursor.step === 0) runEvaluation(config.optimization.steps);
+      if (config.optimization.steps > 0 || cursor.step === 0) await runEvaluation(config.optimization.steps);
     }
     writer.close();
     progress({ phase: 'done', step: config.optimization.steps, totalSteps: config.optimization.steps, metrics: {} });
@@ -237,7 +237,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
 interface SyncRun extends RunContext {
   roles: Record<Role, PolicyRuntime>;
-  runEvaluation: (at: number) => void;
+  runEvaluation: (at: number) => Promise<unknown>;
   progress: (p: TrainProgress) => void;
 }
 
@@ -252,7 +252,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     if (signal?.aborted) return finishInterrupted(store, runId, step, String(signal.reason ?? 'stopped'), writer);
     const { problems, seed } = stepProblems(config, data, step);
     const rolloutStart = Date.now();
-    const episodes = rolloutEpisodes(
+    const episodes = await rolloutEpisodesAsync(
       {
         family: data.family,
         policies: roles,
@@ -292,9 +292,9 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     run.progress({ phase: 'rl', step: step + 1, totalSteps: config.optimization.steps, metrics });
 
     const isLast = step === config.optimization.steps - 1;
-    if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) run.runEvaluation(step + 1);
+    if (!isLast && config.eval.every > 0 && (step + 1) % config.eval.every === 0) await run.runEvaluation(step + 1);
     if (isLast || (config.optimization.checkpoint_every > 0 && (step + 1) % config.optimization.checkpoint_every === 0)) {
-      saveRunCheckpoint(store, runId, run.checkpointRoot, run.policies, config, step, metrics);
+      await saveRunCheckpoint(store, runId, run.checkpointRoot, run.policies, config, step, metrics);
     }
   }
   return null;
@@ -324,7 +324,7 @@ async function warmStart(
   for (const policy of ordered) {
     if (policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
       const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
-      const texts = sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3, data.family);
+      const texts = await sampleSolverSolutionsAsync(roles.solver, sampleProblems, config, config.seed + 3, data.family);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
     }
     await yieldToEventLoop();
