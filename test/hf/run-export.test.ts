@@ -196,6 +196,9 @@ describe('a run exported by id', () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ format: 'hf', policy: 's', step: 2, lora: true });
     expect(fs.existsSync(path.join(folder.dir, 'run-s-hf', 'model.safetensors'))).toBe(true);
+    const gguf = marsrl(['model', 'export', String(runId), '--db', databasePath, '--format', 'gguf', '--policy', 's', '--out', path.join(folder.dir, 'run-s.gguf')]);
+    expect(gguf.code, gguf.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(folder.dir, 'run-s.gguf')).subarray(0, 4).toString('latin1')).toBe('GGUF');
     const noPolicy = marsrl(['model', 'export', String(runId), '--db', databasePath, '--format', 'peft', '--out', path.join(folder.dir, 'run-cli-never')]);
     expect(noPolicy.code).not.toBe(0);
     expect(noPolicy.stderr).toMatch(/pick one with --policy ID/);
