@@ -320,7 +320,7 @@ function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<P
 
 type HfModelBlock = Extract<PolicyConfig['model'], { kind: 'hf' }>;
 
-/** The settings of two LoRA blocks differ (the first field that does), or null. */
+/** How the config's settings (`b`) differ from a checkpoint's (`a`): the first field that does, or null. */
 function loraSettingsDiffer(a: LoraSettings, b: LoraSettings): string | null {
   if (a.rank !== b.rank) return `rank ${b.rank} vs ${a.rank}`;
   if (a.alpha !== b.alpha) return `alpha ${b.alpha} vs ${a.alpha}`;
