@@ -1,0 +1,129 @@
+/**
+ * The tiny-qwen preset (issue #14): it validates as shipped, its shipped warm start is a Hugging
+ * Face folder that loads (Qwen3 architecture, the Studio's tiny tokenizer with its ChatML
+ * template, digests as recorded when pretrain wrote it, under 2 MB), and two RL steps of the
+ * preset run through LoRA adapters (one per role on the one base) on the generated word problems,
+ * at smaller rollout sizes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadRunConfig } from '../../src-main/engine/config/load';
+import { resolveModelFolder } from '../../src-main/engine/config/hf-folder';
+import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
+import { heldHfBaseCount, PEFT_WEIGHTS } from '../../src-main/engine/hf/lora';
+import { openSafetensors } from '../../src-main/engine/hf/safetensors';
+import { initBackend } from '../../src-main/engine/model/backend';
+import { readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/model/checkpoint';
+import { resourcesDir } from '../../src-main/engine/resources';
+import { openStore, type Store } from '../../src-main/engine/store';
+import { PRETRAIN_INFO_FILE } from '../../src-main/engine/training/pretrain';
+import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
+import { tempDir } from '../helpers/tmp';
+
+const { config: preset } = loadRunConfig({ preset: 'tiny-qwen' });
+const BASE = path.join(resourcesDir(), 'checkpoints/tiny-qwen/base');
+
+describe('the tiny-qwen preset as shipped', () => {
+  it('validates, with one LoRA policy per role on the shipped base and the math generator', () => {
+    expect(preset.task.family).toBe('math');
+    expect(preset.task.math_path).toBeUndefined();
+    for (const role of ['solver', 'verifier', 'corrector'] as const) {
+      const policy = preset.policies[preset.agents[role]];
+      expect(preset.agents[role]).toBe(role);
+      expect(policy.model.kind).toBe('hf');
+      if (policy.model.kind !== 'hf') return;
+      expect(policy.model.lora?.rank).toBeGreaterThan(0);
+      // The preset names the folder relative to the shipped resources.
+      expect(resolveModelFolder(policy.model.path)).toBe(BASE);
+    }
+  });
+
+  it('ships a Hugging Face Qwen3 folder under 2 MB whose digests are the ones pretrain recorded', async () => {
+    await initBackend('wasm');
+    const info = JSON.parse(fs.readFileSync(path.join(BASE, PRETRAIN_INFO_FILE), 'utf8')) as { configDigest: string; weightsDigest: string; chosenStep: number; steps: number };
+    const identity = hfModelIdentity(BASE);
+    expect(identity.configDigest).toBe(info.configDigest);
+    expect(identity.weightsDigest).toBe(info.weightsDigest);
+    expect(info.chosenStep).toBeGreaterThan(0);
+    expect(info.chosenStep).toBeLessThanOrEqual(info.steps);
+    expect(fs.statSync(path.join(BASE, 'model.safetensors')).size).toBeLessThan(2 * 1024 * 1024);
+    const json = JSON.parse(fs.readFileSync(path.join(BASE, 'config.json'), 'utf8')) as Record<string, unknown>;
+    expect(json.architectures).toEqual(['Qwen3ForCausalLM']);
+    const { model, tokenizer } = loadHfModel(BASE);
+    try {
+      expect(model.config.qkNorm).toBe(true);
+      expect(model.config.vocabSize).toBe(tokenizer.vocabSize);
+      const text = tokenizer.renderChat([{ role: 'user', content: 'Mia has 7 apples.' }], { enableThinking: false });
+      expect(text).toBe('<|im_start|>user\nMia has 7 apples.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+      expect(tokenizer.decode(tokenizer.encode('7 + 35 = 42\n\\boxed{42}'))).toBe('7 + 35 = 42\n\\boxed{42}');
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+describe('two RL steps of the tiny-qwen preset through LoRA', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let store: Store;
+  let runId: number;
+  let outcome: TrainOutcome;
+  const { config } = loadRunConfig({
+    preset: 'tiny-qwen',
+    overrides: [
+      'optimization.steps=2',
+      'optimization.checkpoint_every=1',
+      'rollout.problems_per_step=1',
+      'rollout.solver_group=2',
+      'rollout.select_k=1',
+      'rollout.verifier_group=2',
+      'rollout.corrector_group=2',
+      'rollout.selection=random',
+      'eval.every=0',
+      'eval.problems=2',
+      'eval.k=1',
+      'pipeline.mode=sync',
+    ],
+  });
+
+  beforeAll(async () => {
+    tmp = tempDir('marsrl-tiny-qwen-');
+    store = openStore(path.join(tmp.dir, 'runs.db'));
+    runId = store.runs.create({ name: 'tiny-qwen', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
+    store.runs.setStatus(runId, 'running');
+    outcome = await trainRun({ store, runId, config, runDir: path.join(tmp.dir, 'run') });
+  }, 120_000);
+  afterAll(() => {
+    store?.close();
+    tmp?.cleanup();
+  });
+
+  it('finishes, with every role’s turns parsed in the math format and rewarded', () => {
+    expect(outcome).toEqual({ status: 'done', step: 2 });
+    const turns = store.db
+      .prepare(`SELECT t.agent, t.policy_id AS policy, r.value AS reward FROM turns t JOIN episodes e ON e.id = t.episode_id LEFT JOIN rewards r ON r.turn_id = t.id WHERE t.run_id = ? AND e.split = 'train'`)
+      .all(runId) as { agent: string; policy: string; reward: number | null }[];
+    expect(turns.filter((t) => t.agent === 'solver')).toHaveLength(2 * 2);
+    expect(turns.some((t) => t.agent === 'verifier1')).toBe(true);
+    for (const t of turns) {
+      expect(t.reward).not.toBeNull();
+      expect(t.policy).toBe(t.agent.replace(/\d+$/, ''));
+    }
+    // The run released the shared base when it ended.
+    expect(heldHfBaseCount()).toBe(0);
+  });
+
+  it('checkpoints each role as LoRA adapters on the shipped base, trained by its own optimizer', () => {
+    for (const id of ['solver', 'verifier', 'corrector']) {
+      const rows = store.db.prepare('SELECT path FROM checkpoints WHERE run_id = ? AND policy_id = ? ORDER BY step DESC LIMIT 1').all(runId, id) as { path: string }[];
+      expect(rows).toHaveLength(1);
+      const manifest = readAnyCheckpointManifest(rows[0].path) as HfCheckpointManifest;
+      expect(manifest.family).toBe('hf');
+      expect(manifest.lora?.base.path).toBe(BASE);
+      expect(manifest.lora?.settings.rank).toBe(8);
+      const names = [...openSafetensors(path.join(rows[0].path, PEFT_WEIGHTS)).tensors.keys()];
+      expect(names.length).toBeGreaterThan(0);
+      for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.\d+\.(self_attn|mlp)\.[a-z_]+\.lora_[AB]\.weight$/);
+    }
+  });
+});
