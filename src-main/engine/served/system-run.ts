@@ -441,15 +441,20 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
     };
 
     for (const part of parts) {
-      const jobs: Array<Promise<EvalChain>> = [];
+      const jobs: Array<Promise<EvalChain | null>> = [];
       const samples = part === 'sampled' ? k : 1;
       problems.forEach((problem, p) => {
         for (let s = 0; s < samples; s++) {
           jobs.push(
-            limit(() => (fatal || options.signal?.aborted ? Promise.reject(new StoppedError('stopped')) : runOne(part, problem, p, s, samples))).catch((error: unknown) => {
-              if (error instanceof FatalCallError && !fatal) fatal = error;
-              else if (!(error instanceof StoppedError) && !(error instanceof FatalCallError) && !fatal) fatal = error as Error;
-              return null as unknown as EvalChain;
+            limit(async () => {
+              if (fatal || options.signal?.aborted) return null;
+              try {
+                return await runOne(part, problem, p, s, samples);
+              } catch (error) {
+                // Noted before the slot passes on, so no further chain starts after a fatal error.
+                if (!(error instanceof StoppedError)) fatal ??= error as Error;
+                return null;
+              }
             }),
           );
         }
@@ -461,7 +466,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
         store.events.log(runId, 'warning', 'interrupted', `stopped after ${counters.stored + counters.calls} calls: ${String(options.signal.reason ?? 'stopped')}; resume continues without repeating them`, null, 0);
         return { status: 'interrupted', step: 0, reason: String(options.signal.reason ?? 'stopped') };
       }
-      results[part] = chains;
+      results[part] = chains as EvalChain[];
     }
 
     const evalConfig = { ...config, eval: { ...config.eval, k }, rollout: { ...config.rollout, rounds: system.controls ? Math.max(1, config.rollout.rounds) : 0 } };
