@@ -45,7 +45,8 @@ import { computeRewards } from '../rl/rewards';
 import { evaluationSet, loadTaskData, ProblemIds, rewardOptions } from '../training/run-support';
 import type { TrainOutcome, TrainProgress } from '../training/trainer';
 import { hashString } from '../util/rng';
-import { EndpointError, type EndpointSampling } from './client';
+import { EndpointError } from './client';
+import { callSampling } from './roles';
 import { poolFromConfig, probeIssues, usedEndpoints } from './config';
 import type { EndpointPool, PoolOptions } from './pool';
 
@@ -104,17 +105,9 @@ class FatalCallError extends Error {}
 class StoppedError extends Error {}
 
 function servedCaller(pool: EndpointPool, config: RunConfig, role: Role): AgentCaller {
-  const endpoint = config.endpoints![config.policies[config.agents[role]].endpoint!];
   return async (spec, sink) => {
-    // The endpoint's own sampling settings win where it sets them (a served model has its
-    // recommended temperature); greedy parts always decode greedily.
-    const sampling: EndpointSampling =
-      spec.temperature === 0
-        ? { temperature: 0, seed: spec.seed, n: 1 }
-        : { temperature: endpoint.sampling.temperature ?? spec.temperature, top_p: endpoint.sampling.top_p ?? config.rollout.top_p, seed: spec.seed, n: 1 };
-    sampling.max_tokens = endpoint.sampling.max_tokens ?? config.rollout.max_response_tokens;
     const result = await pool.chat(spec.agent, [{ role: 'user', content: spec.prompt }], {
-      sampling,
+      sampling: callSampling(config, role, spec.temperature, spec.seed),
       onChunk: (c) => (c.restart ? sink.restart() : c.index === 0 && c.delta ? sink.delta(c.delta) : undefined),
     });
     const choice = result.choices[0];
