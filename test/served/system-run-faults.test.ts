@@ -29,12 +29,12 @@ afterAll(() => {
   tmp?.cleanup();
 });
 
-/** Every role served by the fault server, one request at a time (so the script's order is the calls' order). */
+/** Every role served by the fault server, one request at a time (so the script's order is the calls' order); 1.5 s without a byte is a hang, loose enough for a loaded machine. */
 function faultConfig(server: FaultServer, over: Record<string, unknown> = {}, endpoint: Record<string, unknown> = {}): RunConfig {
   const roles = ['solver', 'verifier', 'corrector'];
   return resolveConfig(
     deepMerge(deepMerge(presetDocument('quick'), { pipeline: { mode: 'sync' }, eval: { problems: 2, k: 1 }, system: { mode: 'chain', controls: false } }), {
-      endpoints: { faulty: { base_url: server.baseUrl, model: 'fault-model', api_key_env: 'FAULT_KEY', concurrency: 1, timeout_s: 0.3, retries: 6, ...endpoint } },
+      endpoints: { faulty: { base_url: server.baseUrl, model: 'fault-model', api_key_env: 'FAULT_KEY', concurrency: 1, timeout_s: 1.5, retries: 6, ...endpoint } },
       policies: Object.fromEntries(roles.map((r) => [r, { endpoint: 'faulty' }])),
       ...over,
     }),
@@ -116,6 +116,39 @@ describe('a reasoning-system run meets faults', () => {
       // The probe again, then the seven calls still to make: the first Solver call is not repeated.
       expect(posts(server) - before).toBe(2 + 7);
       expect(liveTurns(runId).map((t) => t.agent).sort()).toEqual([...Array(4).fill('solver'), ...Array(4).fill('verifier1')]);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('shows a turn being written: its streamed segments are in the store before the reply ends', async () => {
+    const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
+    const server = await startFaultServer({ key: KEY, text: words, wordDelayMs: 60 });
+    try {
+      const config = faultConfig(server, { eval: { problems: 1, k: 1 }, system: { mode: 'chain', controls: false }, pipeline: { segment_tokens: 2 } });
+      const runId = newRun(config);
+      // Read the store as the trajectory browser does, from another connection, while the run streams.
+      const reader = openStore(store.path);
+      const seen: Array<{ text: string; segments: string }> = [];
+      const poll = setInterval(() => {
+        for (const t of reader.trajectories.pageTurns({ runId, limit: 100 }).items) {
+          if (t.correct === null) seen.push({ text: t.text, segments: reader.trajectories.segments(t.id).map((s) => s.text).join('') });
+        }
+      }, 40);
+      try {
+        expect(await systemRun({ store, runId, config, env: { FAULT_KEY: KEY }, pool: quickPool })).toEqual({ status: 'done', step: 0 });
+      } finally {
+        clearInterval(poll);
+        reader.close();
+      }
+      // An unfinished turn with part of its reply in segments: a proper, growing prefix of the reply.
+      const partial = seen.filter((s) => s.segments.length > 0 && s.segments.length < words.length);
+      expect(partial.length).toBeGreaterThan(0);
+      for (const s of partial) {
+        expect(s.text).toBe('');
+        expect(words.startsWith(s.segments)).toBe(true);
+      }
+      for (const t of liveTurns(runId)) expect(t.text).toBe(words);
     } finally {
       await server.close();
     }
