@@ -83,6 +83,13 @@ describe('marsrl run / resume of a reasoning-system run', () => {
     }
   }, 120_000);
 
+  it('config validate --probe asks serve-model with one of the run\'s prompts (a Studio GPT cannot encode "Say hi.")', async () => {
+    const r = await marsrlAsync(['config', 'validate', configFile, '--probe'], { SYSTEM_CLI_KEY: KEY });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/endpoint verifier: serves solver, verifier, corrector/);
+    expect(r.stdout).toMatch(/valid/);
+  }, 60_000);
+
   it('resumes a stopped one from its stored turns', async () => {
     const db = path.join(tmp.dir, 'resume.db');
     const { config } = loadRunConfig({ file: configFile });

@@ -47,7 +47,7 @@ import type { TrainOutcome, TrainProgress } from '../training/trainer';
 import { hashString } from '../util/rng';
 import { EndpointError } from './client';
 import { callSampling } from './roles';
-import { poolFromConfig, probeIssues, usedEndpoints } from './config';
+import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from './config';
 import type { EndpointPool, PoolOptions } from './pool';
 
 export interface SystemRunOptions {
@@ -193,8 +193,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
       pool = poolFromConfig(config, {
         ...options.pool,
         env: options.env,
-        // One of the run's own prompts: a policy with a narrow alphabet (the Studio's GPT) can encode it.
-        probePrompt: format.solverPrompt(evaluationSet(config, data).problems[0] ?? data.test[0]),
+        probePrompt: runProbePrompt(config),
         onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data),
       });
       progress({ phase: 'setup', step: 0, totalSteps: 0, metrics: {}, message: `probing ${served.size} endpoint${served.size === 1 ? '' : 's'}` });
