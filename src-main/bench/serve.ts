@@ -15,7 +15,14 @@
  *
  * The clients run in the server's process, so their JSON work competes with decoding for the
  * same cores; a client on another machine would cost the server less.
+ *
+ * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
+ * a `system` run (the unrolled chain, greedy and k = 4 sampled chains per problem, no controls) of
+ * the quick preset with its three agents served by serve-model, against the in-process evaluation
+ * of the same checkpoints on the same problems (the same chains, batched by the sampler), both
+ * in chains/s; every call of the served run is a stored turn, so the store's writes are in it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,7 +31,13 @@ import { initBackend, type BackendPreference } from '../engine/model/backend';
 import type { GPT } from '../engine/model/gpt';
 import { sample } from '../engine/model/sampling';
 import { resourcesDir } from '../engine/resources';
+import { deepMerge, presetDocument, resolveConfig } from '../engine/config/load';
 import { EndpointClient } from '../engine/served/client';
+import { systemRun } from '../engine/served/system-run';
+import { openStore } from '../engine/store';
+import { evaluatePart, type EvalPart } from '../engine/training/evaluate';
+import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../engine/training/policies';
+import { evaluationSet, loadTaskData } from '../engine/training/run-support';
 import { Rng } from '../engine/util/rng';
 import { RequestBatcher } from '../server/openai/batcher';
 import { loadCheckpointPolicy, type ServedPolicy } from '../server/openai/policy';
@@ -103,6 +116,7 @@ export async function run(argv: string[]): Promise<void> {
       'max-tokens': { type: 'string', default: '64' },
       checkpoint: { type: 'string' },
       backend: { type: 'string', default: 'auto' },
+      'system-problems': { type: 'string', default: '24' },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -173,9 +187,63 @@ export async function run(argv: string[]): Promise<void> {
     }
     const at8 = results.find((r) => r.clients === 8);
     if (at8) out(`\ntarget at 8 clients: serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
-    if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, results }, null, 2));
+    const systemProblems = Number(values['system-problems']);
+    if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
+    const system = systemProblems > 0 ? await systemThroughput(systemProblems, out) : null;
+    if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, results, system }, null, 2));
   } finally {
     await server.close();
     policy.model.dispose();
+  }
+}
+
+/** A reasoning-system run through the pool against the in-process evaluation of the same checkpoints (chains/s). */
+async function systemThroughput(problems: number, out: (s?: string) => void): Promise<Record<string, number>> {
+  const quick = path.join(resourcesDir(), 'checkpoints', 'quick');
+  const roles = ['solver', 'verifier', 'corrector'] as const;
+  const served = roles.map((r) => loadCheckpointPolicy(path.join(quick, r)));
+  const server = await createModelServer({ policies: served, batchWindowMs: 2, log: () => {} });
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-system-'));
+  const k = 4;
+  const base = deepMerge(presetDocument('quick'), { pipeline: { mode: 'sync' }, eval: { problems, k } });
+  const local = resolveConfig(base);
+  const config = resolveConfig(
+    deepMerge(base, {
+      system: { mode: 'chain', controls: false, k },
+      endpoints: Object.fromEntries(roles.map((r) => [r, { base_url: server.baseUrl, model: r, concurrency: 32 }])),
+      policies: Object.fromEntries(roles.map((r) => [r, { endpoint: r }])),
+    }),
+  );
+  const store = openStore(path.join(tmp, 'bench.db'));
+  const byId = new Map<string, PolicyRuntime>();
+  try {
+    const runId = store.runs.create({ name: 'bench-system', config: config as unknown as Record<string, unknown>, codeVersion: 'bench', seed: config.seed });
+    const t0 = performance.now();
+    const outcome = await systemRun({ store, runId, config });
+    const servedMs = performance.now() - t0;
+    if (outcome.status !== 'done') throw new Error(`the system run ended ${outcome.status}: ${outcome.reason}`);
+    const m = store.metrics.latest(runId, store.metrics.keys(runId));
+    const tokens = roles.reduce((a, r) => a + (m[`pool/${r}/completion_tokens`] ?? 0), 0);
+    const chains = problems * (1 + k);
+
+    const data = loadTaskData(local);
+    for (const id of usedPolicyIds(local)) byId.set(id, createPolicy(id, local.policies[id], data.tokenizer, local.seed).policy);
+    const ctx = { family: data.family, policies: rolePolicies(local, byId), config: local };
+    const set = evaluationSet(local, data);
+    const t1 = performance.now();
+    for (const part of ['greedy', 'sampled'] as EvalPart[]) evaluatePart(ctx, set.problems, set.seed, part);
+    const localMs = performance.now() - t1;
+    const row = { problems, chains, calls: m['system/calls'], servedChainsPerS: (chains / servedMs) * 1000, servedCallsPerS: (m['system/calls'] / servedMs) * 1000, servedTokensPerS: (tokens / servedMs) * 1000, inProcessChainsPerS: (chains / localMs) * 1000, slowdown: servedMs / localMs };
+    out('');
+    out(`reasoning-system run (chain mode, ${problems} problems × (1 greedy + ${k} sampled) chains, every call a stored turn) through the pool:`);
+    out(`  served: ${row.servedChainsPerS.toFixed(1)} chains/s, ${row.servedCallsPerS.toFixed(1)} calls/s, ${row.servedTokensPerS.toFixed(0)} tok/s (${row.calls} calls in ${(servedMs / 1000).toFixed(2)} s)`);
+    out(`  in-process evaluation of the same checkpoints (batched sampler, nothing stored): ${row.inProcessChainsPerS.toFixed(1)} chains/s — the served run takes ${row.slowdown.toFixed(2)}× its time`);
+    return row;
+  } finally {
+    store.close();
+    for (const p of byId.values()) p.dispose();
+    await server.close();
+    for (const p of served) p.model.dispose();
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
 }

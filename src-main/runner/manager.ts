@@ -151,7 +151,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   /** The run's mode as its worker will resolve it (an unreadable config fails in the worker). */
   const modeOf = (runId: number): 'sync' | 'pipeline' => {
     try {
-      return resolveConfig(store.runs.get(runId)?.config ?? {}).pipeline.mode;
+      const config = resolveConfig(store.runs.get(runId)?.config ?? {});
+      // A reasoning-system run (issue #16) trains nothing: one worker, no rollout process.
+      return config.system ? 'sync' : config.pipeline.mode;
     } catch {
       return 'sync';
     }
@@ -257,7 +259,8 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
       if (active.has(runId) || run.status === 'running') throw new StudioError('conflict', `run ${runId} is already running`);
       if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
-      if (!store.events.latestCheckpoint(runId)) {
+      // A reasoning-system run resumes from its stored turns, not from a checkpoint.
+      if (!store.events.latestCheckpoint(runId) && !isSystemRun(run.config)) {
         throw new StudioError('conflict', `run ${runId} has no checkpoint yet (it stopped before the first one); start a new run instead`);
       }
       // Another process (a second `marsrl resume`, the app) may be resuming it right now.
@@ -302,3 +305,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   };
 }
 
+/** Whether a stored config is a reasoning-system run's (a `system` block; issue #16). */
+function isSystemRun(config: Record<string, unknown>): boolean {
+  return typeof config.system === 'object' && config.system !== null;
+}

@@ -18,7 +18,8 @@ import { initBackend } from '../engine/model/backend';
 import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
 import { runRolloutLoop } from '../engine/training/pipeline-rollout';
-import { trainRun } from '../engine/training/trainer';
+import { systemRun } from '../engine/served/system-run';
+import { trainRun, type TrainProgress } from '../engine/training/trainer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
 
 interface ParentPort {
@@ -123,21 +124,25 @@ async function main(): Promise<number> {
   const heartbeat = setInterval(() => store.runs.heartbeat(args.runId, process.pid), 30_000);
   heartbeat.unref();
 
-  const outcome = await trainRun({
-    store,
-    runId: args.runId,
-    config,
-    runDir: args.runDir,
-    resume: args.resume,
-    worker: `worker-${process.pid}`,
-    signal: controller.signal,
-    // The manager forwards only the rollout worker's messages here, and ours only to it.
-    rollout: config.pipeline.mode === 'pipeline' ? (peer.endpoint as unknown as TrainerEndpoint) : undefined,
-    onProgress: (progress) => {
-      store.runs.heartbeat(args.runId, process.pid);
-      post({ type: 'progress', runId: args.runId, progress });
-    },
-  });
+  const onProgress = (progress: TrainProgress) => {
+    store.runs.heartbeat(args.runId, process.pid);
+    post({ type: 'progress', runId: args.runId, progress });
+  };
+  // A config with a system block is a reasoning-system run (inference only, issue #16).
+  const outcome = config.system
+    ? await systemRun({ store, runId: args.runId, config, resume: args.resume, worker: `worker-${process.pid}`, signal: controller.signal, onProgress })
+    : await trainRun({
+        store,
+        runId: args.runId,
+        config,
+        runDir: args.runDir,
+        resume: args.resume,
+        worker: `worker-${process.pid}`,
+        signal: controller.signal,
+        // The manager forwards only the rollout worker's messages here, and ours only to it.
+        rollout: config.pipeline.mode === 'pipeline' ? (peer.endpoint as unknown as TrainerEndpoint) : undefined,
+        onProgress,
+      });
   clearInterval(heartbeat);
   const reason = outcome.status === 'done' ? null : outcome.reason;
   try {

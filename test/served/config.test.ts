@@ -27,6 +27,15 @@ describe('endpoints in the run config', () => {
     expect('endpoints' in resolveConfig({})).toBe(false);
   });
 
+  it("resolves a system block with MarsRL's defaults and names the field of each mistake in it", () => {
+    expect(resolveConfig(served({ system: {} })).system).toEqual({ mode: 'loop', max_iterations: 10, approvals: 4, error_budget: 10, controls: true, metrics_every_s: 5 });
+    expect('system' in resolveConfig({})).toBe(false);
+    const result = validateConfig(served({ system: { mode: 'debate', approvals: 0, k: 1000, retries: 2 } }));
+    expect(result.ok).toBe(false);
+    const paths = result.ok ? [] : result.issues.map((i) => i.path).sort();
+    expect(paths).toEqual(['system.approvals', 'system.k', 'system.mode', 'system.retries']);
+  });
+
   it('names the field of every mistake, and never echoes a key pasted for a variable name', () => {
     const secret = 'sk-live-abcdefghijklmnop';
     const result = validateConfig({

@@ -36,6 +36,8 @@ export interface FaultServerOptions {
   rejectTopK?: boolean;
   /** Answer successful requests after this many ms (a slow replica). */
   delayMs?: number;
+  /** Milliseconds between streamed words (default 5; a slow model streams slowly). */
+  wordDelayMs?: number;
 }
 
 export interface FaultServer {
@@ -120,7 +122,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
         let sent = 0;
         const limit = behaviour.kind === 'stream-cut' ? behaviour.after : Infinity;
         // Words go out a few ms apart, as tokens would, so a cut lands after real deliveries.
-        const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+        const pause = () => new Promise((resolve) => setTimeout(resolve, opts.wordDelayMs ?? 5));
         void (async () => {
         for (let i = 0; i < texts.length; i++) {
           for (const w of words(texts[i])) {

@@ -1,5 +1,5 @@
 import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
-import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
+import { endpointEnvIssues, poolFromConfig, probeIssues, runProbePrompt } from '../../engine/served/config';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';
@@ -42,7 +42,7 @@ export const configCommand: Command = {
       const envIssues = endpointEnvIssues(config, ctx.env);
       if (envIssues.length > 0) throw new ConfigError(envIssues, where);
       if (values.probe && config.endpoints) {
-        const reports = await poolFromConfig(config, { env: ctx.env }).probe();
+        const reports = await poolFromConfig(config, { env: ctx.env, probePrompt: runProbePrompt(config) }).probe();
         const issues = probeIssues(reports);
         if (issues.length > 0) throw new ConfigError(issues, where);
         for (const r of reports) ctx.err(`endpoint ${r.endpoint}: serves ${r.models.join(', ') || '(no list)'}${r.missing.length > 0 ? `; lacks ${r.missing.join(', ')}` : ''}`);

@@ -1,4 +1,5 @@
-import { loadRunConfig } from '../../engine/config/load';
+import { ConfigError, loadRunConfig } from '../../engine/config/load';
+import { endpointEnvIssues } from '../../engine/served/config';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore, type Store } from '../../engine/store';
 import { staleRunReason } from '../../engine/store/liveness';
@@ -14,7 +15,12 @@ const runUsage = `Usage: marsrl run (--preset NAME | --config FILE) [--set key.p
 Starts a run in a worker process and follows it: warm start (unless the policies have starting
 checkpoints), RL steps with held-out evaluations, checkpoints. Ctrl-C stops the run at its next
 safe point and marks it interrupted (continue it with \`marsrl resume RUN\`); a second Ctrl-C
-kills the worker at once. Every turn, segment, reward, advantage and metric is in the store.`;
+kills the worker at once. Every turn, segment, reward, advantage and metric is in the store.
+
+A config with a \`system:\` block is a reasoning-system run instead (inference only): its agents
+(served endpoints or checkpoints) run MarsRL's loop or the unrolled chain on the held-out
+problems; every call is stored as a turn, and \`marsrl resume\` continues a stopped one without
+repeating a finished call.`;
 
 const HEADLINE = ['eval/system/accuracy', 'eval/solver/accuracy', 'system/accuracy', 'solver/accuracy', 'eval/verifier/recall', 'eval/corrector/fix_rate'];
 
@@ -86,6 +92,9 @@ export const runCommand: Command = {
     if (!values.preset && !values.config) throw new UsageError('run needs --preset NAME or --config FILE (see `marsrl presets`)', runUsage);
     // Validate before touching the database: a bad config writes nothing.
     const { config, preset } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
+    // An endpoint's key variable unset would fail the run at its first call; say so before it is created.
+    const envIssues = endpointEnvIssues(config, ctx.env);
+    if (envIssues.length > 0) throw new ConfigError(envIssues, values.config ?? `preset ${values.preset}`);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
     const store = openStore(databasePath);
     const bar = new ProgressLine();
@@ -131,7 +140,8 @@ export const resumeCommand: Command = {
       manager.recoverStaleRuns();
       return await followRun(manager, store, ctx, values.json, bar, async () => {
         await manager.resume(run.id);
-        bar.log(`Resuming run ${run.id} from its checkpoint of step ${store.events.latestCheckpoint(run.id)?.step}.`);
+        const checkpoint = store.events.latestCheckpoint(run.id);
+        bar.log(checkpoint ? `Resuming run ${run.id} from its checkpoint of step ${checkpoint.step}.` : `Resuming run ${run.id} from its stored turns (a reasoning-system run: finished calls are not repeated).`);
         return run.id;
       });
     } finally {

@@ -22,11 +22,13 @@ and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any Op
 MarsRL's reasoning system, a notebook, another Studio's endpoint policy — can call them.
 Concurrent requests are decoded together in one batch.
 
-  FOLDER[=ID]        a checkpoint folder (checkpoint.json + weights.bin: resources/checkpoints/quick/solver,
-                     or a run's checkpoints/step-…/solver); served as ID (default: the folder's name)
+  FOLDER[=ID]        a Studio checkpoint folder of either family (checkpoint.json: resources/checkpoints/quick/solver,
+                     or a run's checkpoints/step-…/solver) or a Hugging Face model folder (config.json,
+                     safetensors, tokenizer files; chat rendered by its chat template); served as ID
+                     (default: the folder's name)
   --run RUN          serve the policies of a run's latest checkpoint (id or name; --step picks another)
-  --role ROLE        which role token closes chat prompts (solver, verifier, corrector); default:
-                     the folder's name when it is a role, else solver
+  --role ROLE        Studio GPT only: which role token closes chat prompts (solver, verifier,
+                     corrector); default: the folder's name when it is a role, else solver
   --host HOST        address to listen on (default 127.0.0.1: this machine only). Any other address
                      requires a token: one is generated and printed, unless --token or MARSRL_TOKEN gives it
   --port PORT        port (default ${DEFAULT_PORT}; 0 picks a free one)

@@ -317,6 +317,25 @@ export const RuntimeSchema = z.strictObject({
     .describe('Budget in MiB for what the policies keep on the tensor device (weights, optimizer state, key/value caches, counted from tensor sizes); over it the run ends naming what did not fit and the fields that shrink it. 0 = no limit (still accounted and reported).'),
 });
 
+/**
+ * A reasoning-system run (issue #16): inference only, the agents (served endpoints or local
+ * checkpoints) run on the held-out problems; no RL step is taken.
+ */
+export const SYSTEM_MODES = ['loop', 'chain'] as const;
+export const SystemSchema = z.strictObject({
+  mode: z
+    .enum(SYSTEM_MODES)
+    .default('loop')
+    .describe('loop: MarsRL’s reasoning system (Solver, then Verifier → Corrector until `approvals` consecutive approvals or `max_iterations`); chain: the unrolled chain the RL runs evaluate (rollout.rounds verify/correct rounds, stopping at the first approval).'),
+  max_iterations: z.number().int().min(1).max(100).default(10).describe('Loop mode: most Verifier → Corrector iterations per problem (10 in MarsRL’s public code).'),
+  approvals: z.number().int().min(1).max(100).default(4).describe('Loop mode: consecutive approving verdicts that accept a solution (4 in MarsRL’s public code).'),
+  error_budget: z.number().int().min(0).max(1000).default(10).describe('Failed calls (after the endpoint’s own retries) allowed per problem chain before it is marked failed (10 in MarsRL’s public code).'),
+  k: z.number().int().min(1).max(256).optional().describe('Sampled chains per problem for avg@k and pass@k; defaults to eval.k.'),
+  controls: z.boolean().default(true).describe('Also run the two controls of RL evaluation: an oracle Verifier, and the Corrector on every answer without a Verifier.'),
+  metrics_every_s: z.number().gt(0).max(3600).default(5).describe('Seconds between snapshots of the pool’s metrics (queue, in-flight, latency, errors, tokens) in the run’s metrics.'),
+});
+export type SystemConfig = z.infer<typeof SystemSchema>;
+
 export const RunConfigSchema = z
   .strictObject({
     name: z.string().max(200).optional().describe('A name for the run; defaults to preset and time.'),
@@ -344,6 +363,7 @@ export const RunConfigSchema = z
       .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'endpoint names are lower-case words (letters, digits, - and _)'), EndpointSchema)
       .optional()
       .describe('Served models by name (OpenAI-compatible endpoints) that policies may point at.'),
+    system: SystemSchema.optional().describe('Present: a reasoning-system run (inference only) of the agents on the held-out problems instead of RL training.'),
   })
   .superRefine((cfg, ctx) => {
     // Cross-field rules only mean something once the fields they read are valid on their own:

@@ -28,7 +28,8 @@ export type MetricUnit =
   | 'nats'
   | 'ratio'
   | 'policy versions'
-  | 'loss';
+  | 'loss'
+  | 'milliseconds';
 
 export interface MetricInfo {
   /** A short human title: "Verifier precision", "Tokens per second". */
@@ -85,6 +86,20 @@ const BY_NAME: Record<string, Base> = {
   queued_batches: { title: 'Queued batches', what: 'Training batches waiting in the per-agent queues at the end of the step.', unit: 'count' },
   solver_score: { title: 'Warm-start Solver score', what: "Share of held-out problems the warm-started policy solves in the Solver's role.", unit: 'share', range: SHARE },
   verifier_score: { title: 'Warm-start Verifier score', what: "Share of verdicts the warm-started policy gets right in the Verifier's role.", unit: 'share', range: SHARE },
+  // The served-model pool (issue #16; engine/served/pool.ts), as `pool/<endpoint>/<name>`.
+  queue: { title: 'Pool queue', what: 'Requests waiting for a free slot of the endpoint (its concurrency limit reached) when the snapshot was taken.', unit: 'count' },
+  in_flight: { title: 'Requests in flight', what: 'Requests the endpoint is answering when the snapshot was taken, over all its replicas.', unit: 'count' },
+  latency_ms: { title: 'Request latency', what: 'Mean time from sending a request to its last byte (retries included, queue wait not), over the requests finished since the previous snapshot.', unit: 'milliseconds' },
+  errors: { title: 'Failed attempts', what: 'Attempts that failed so far (429, 5xx, timeouts, cut streams, refused requests), retried or not; cumulative.', unit: 'count' },
+  requests: { title: 'Requests', what: 'Requests sent to the endpoint so far; cumulative.', unit: 'count' },
+  replicas_up: { title: 'Replicas in rotation', what: 'Replicas of the endpoint taking requests (a failing one is taken out and health-checked before it returns).', unit: 'count' },
+  prompt_tokens: { title: 'Prompt tokens', what: "Prompt tokens the endpoint reported in its replies' usage so far; cumulative.", unit: 'tokens' },
+  completion_tokens: { title: 'Completion tokens', what: "Generated tokens the endpoint reported in its replies' usage so far; cumulative.", unit: 'tokens' },
+  // A reasoning-system run (engine/served/system-run.ts), as `system/<name>`.
+  calls: { title: 'Agent calls', what: 'Agent calls a reasoning-system run made over all its attempts (an oracle verdict is not a call).', unit: 'count' },
+  failed_calls: { title: 'Failed calls', what: "Calls of a reasoning-system run that failed after the endpoint's retries and counted against their chain's error budget.", unit: 'count' },
+  failed_chains: { title: 'Failed chains', what: 'Chains of a reasoning-system run marked failed (over system.error_budget): no answer, counted wrong.', unit: 'count' },
+  accepted: { title: 'Accepted by the loop', what: "Share of greedy chains MarsRL's loop accepted (system.approvals approving verdicts in a row) within system.max_iterations.", unit: 'share', range: SHARE, source: `${MARSRL}, public reasoning-system code` },
   corrector_score: { title: 'Warm-start Corrector score', what: "Share of wrong answers the warm-started policy repairs in the Corrector's role.", unit: 'share', range: SHARE },
 };
 
@@ -96,6 +111,7 @@ function subjectWords(subject: string): string {
   if (subject === 'control/oracle_verifier') return 'control: an oracle Verifier (the true verdict) with the trained Corrector';
   if (subject === 'control/corrector_always') return 'control: the Corrector applied to every answer, no Verifier';
   if (subject === 'system') return 'the whole chain';
+  if (subject.startsWith('pool/')) return `endpoint ${subject.slice('pool/'.length)} of the served-model pool`;
   return subject;
 }
 
@@ -134,7 +150,7 @@ export function describeMetric(key: string): MetricInfo & { subject: string } {
   const evaluation = phase !== null;
   if (!base) return { title: key, what: `Logged as ${key}; no description is registered for it.`, unit: 'ratio', evaluation, subject };
 
-  const phaseWords = phase === 'eval' ? 'Held-out evaluation' : phase === 'pretrain' ? 'Warm start' : 'Training batch';
+  const phaseWords = phase === 'eval' ? 'Held-out evaluation' : phase === 'pretrain' ? 'Warm start' : parts[0] === 'pool' ? 'Served models' : 'Training batch';
   const who = subject.replace(/^(sampled|fixed)\/?/, '');
   // perf/ and pipeline/ are sections of the step, not someone the metric is about.
   const qualifiers = [scopeWords(scope), who && who !== 'perf' && who !== 'pipeline' ? `for ${subjectWords(who)}` : null].filter(Boolean);

@@ -10,6 +10,19 @@ import type { ConfigIssue } from '../config/load';
 import type { ServedEventSink } from './events';
 import { EndpointPool, type PoolEndpointSpec, type PoolOptions } from './pool';
 import type { ProbeReport } from './client';
+import { textFormatOf } from '../agents/prompts';
+import { loadTaskData } from '../training/run-support';
+
+/**
+ * The probe's user message for a run: the Solver's prompt of the run's first held-out problem.
+ * Any policy trained on the task can encode it (the Studio's GPT has a character vocabulary of
+ * its task, which "Say hi." leaves), and a general model reads it as the run will ask.
+ */
+export function runProbePrompt(config: RunConfig): string {
+  const data = loadTaskData(config);
+  const problem = data.test[0] ?? data.train[0];
+  return problem ? textFormatOf(data.family).solverPrompt(problem) : 'Say hi.';
+}
 
 /** The endpoints some role's policy points at, by name. */
 export function usedEndpoints(config: RunConfig): Map<string, Array<(typeof ROLES)[number]>> {
@@ -34,7 +47,8 @@ export function endpointEnvIssues(config: RunConfig, env: NodeJS.ProcessEnv = pr
   return issues;
 }
 
-export function poolSpecs(config: RunConfig): PoolEndpointSpec[] {
+/** `probePrompt`: the user message of the probe's tiny request (a run probes with one of its own prompts, which any policy of the task can encode). */
+export function poolSpecs(config: RunConfig, probePrompt?: string): PoolEndpointSpec[] {
   return Object.entries(config.endpoints ?? {}).map(([name, e]) => ({
     name,
     baseUrls: [e.base_url, ...e.replicas],
@@ -44,14 +58,16 @@ export function poolSpecs(config: RunConfig): PoolEndpointSpec[] {
     timeoutMs: e.timeout_s * 1000,
     retries: e.retries,
     sampling: e.sampling,
+    probePrompt,
   }));
 }
 
 /** A pool for the config's served policies: each role whose policy names an endpoint maps to it. */
-export function poolFromConfig(config: RunConfig, opts: { env?: NodeJS.ProcessEnv; onEvent?: ServedEventSink } & Partial<PoolOptions> = {}): EndpointPool {
+export function poolFromConfig(config: RunConfig, opts: { env?: NodeJS.ProcessEnv; onEvent?: ServedEventSink; probePrompt?: string } & Partial<PoolOptions> = {}): EndpointPool {
   const agents: Record<string, string> = {};
   for (const [endpoint, roles] of usedEndpoints(config)) for (const role of roles) agents[role] = endpoint;
-  return new EndpointPool({ ...opts, endpoints: poolSpecs(config), agents });
+  const { probePrompt, ...poolOpts } = opts;
+  return new EndpointPool({ ...poolOpts, endpoints: poolSpecs(config, probePrompt), agents });
 }
 
 /** The probe's findings as config issues on the field to fix (empty when every endpoint is usable). */

@@ -59,7 +59,7 @@ export { describeStoreFailure } from './errors';
 export { LATEST_SCHEMA_VERSION, SchemaTooNewError, MIGRATIONS, migrate } from './migrations';
 export type { OpenOptions } from './db';
 export type { BatchWriter, BatchWriterOptions } from './writer';
-export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnRecord, TurnView } from './trajectories';
+export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnRecord, TurnResult, TurnView } from './trajectories';
 export type { ListRunsOptions, RunCounts } from './runs';
 export type { SeriesPoint } from './metrics';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';

@@ -68,6 +68,16 @@ function toTurn(r: TurnRecord): TurnRow {
   };
 }
 
+/** What a turn written before its reply was complete gets once it is (`updateTurnResult`). */
+export interface TurnResult {
+  id: number;
+  text: string;
+  tokenCount: number;
+  parsed: string | null;
+  correct: boolean | null;
+  formatValid: boolean;
+}
+
 /** A turn as the trajectory browser shows it: with its reward and advantage when logged. */
 export interface TurnView extends TurnRow {
   /** The attempt of the run that wrote this turn (1, then one more per `marsrl resume`). */
@@ -194,6 +204,9 @@ export class TrajectoriesRepo {
   readonly insertReward: Statement;
   readonly insertAdvantage: Statement;
   private readonly updateEpisodeOutcomeStmt: Statement;
+  private readonly updateTurnResultStmt: Statement;
+  private readonly deleteTurnSegmentsStmt: Statement;
+  private readonly supersedeTurnStmt: Statement;
   private readonly turnById: Statement;
   private readonly turnsOfEpisode: Statement;
   private readonly segmentsOfTurn: Statement;
@@ -237,6 +250,11 @@ export class TrajectoriesRepo {
     this.updateEpisodeOutcomeStmt = db.prepare(
       'UPDATE episodes SET final_answer = @finalAnswer, correct = @correct, rounds = @rounds WHERE id = @id',
     );
+    this.updateTurnResultStmt = db.prepare(
+      'UPDATE turns SET text = @text, token_count = @tokenCount, parsed = @parsed, correct = @correct, format_valid = @formatValid WHERE id = @id',
+    );
+    this.deleteTurnSegmentsStmt = db.prepare('DELETE FROM segments WHERE turn_id = ?');
+    this.supersedeTurnStmt = db.prepare('UPDATE turns SET superseded_by = @attempt WHERE id = @id AND superseded_by IS NULL');
     this.turnById = db.prepare(`${TURN_VIEW_SELECT} WHERE t.id = ?`);
     this.turnsOfEpisode = db.prepare(`${TURN_VIEW_SELECT} WHERE t.episode_id = ? ORDER BY t.id`);
     this.segmentsOfTurn = db.prepare('SELECT * FROM segments WHERE turn_id = ? ORDER BY seg_index');
@@ -266,6 +284,24 @@ export class TrajectoriesRepo {
 
   updateEpisodeOutcome(id: number, finalAnswer: string | null, correct: boolean | null, rounds: number): void {
     this.updateEpisodeOutcomeStmt.run({ id, finalAnswer, correct: fromBool(correct), rounds });
+  }
+
+  /**
+   * Fill in a turn written before its text was known (a served model's reply streaming into its
+   * segments, issue #16): the full text, its token count and how it was judged.
+   */
+  updateTurnResult(r: TurnResult): void {
+    this.updateTurnResultStmt.run({ ...r, correct: fromBool(r.correct), formatValid: r.formatValid ? 1 : 0 });
+  }
+
+  /** Drop a turn's segments (a cut stream that is sent again starts its text over). */
+  discardSegments(turnId: number): void {
+    this.deleteTurnSegmentsStmt.run(turnId);
+  }
+
+  /** Mark one turn superseded by `attempt` (a resumed run left it unfinished and redoes it). */
+  supersedeTurn(id: number, attempt: number): void {
+    this.supersedeTurnStmt.run({ id, attempt });
   }
 
   getTurn(id: number): TurnView | null {

@@ -10,7 +10,7 @@ import type { Database, Transaction } from 'better-sqlite3';
 import { EventsRepo } from './events';
 import type { IdAllocator, IdTable } from './ids';
 import type { MetricsRepo } from './metrics';
-import { TrajectoriesRepo } from './trajectories';
+import { TrajectoriesRepo, type TurnResult } from './trajectories';
 import type {
   AdvantageRow,
   EpisodeRow,
@@ -46,6 +46,7 @@ export class BatchWriter {
   private metrics: MetricPoint[] = [];
   private timeline: Omit<TimelineRow, 'id'>[] = [];
   private outcomes: EpisodeOutcome[] = [];
+  private turnResults: TurnResult[] = [];
   private pending = 0;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -106,6 +107,10 @@ export class BatchWriter {
   episodeOutcome(id: number, finalAnswer: string | null, correct: boolean | null, rounds: number): void {
     this.queue(this.outcomes, { id, finalAnswer, correct, rounds });
   }
+  /** A queued turn's text and judgement, once known (applied after the turn is inserted). */
+  turnResult(result: TurnResult): void {
+    this.queue(this.turnResults, result);
+  }
 
   get pendingRows(): number {
     return this.pending;
@@ -158,6 +163,7 @@ export class BatchWriter {
     this.metrics = [];
     this.timeline = [];
     this.outcomes = [];
+    this.turnResults = [];
     this.pending = 0;
     this.rowsWritten += count;
     return count;
@@ -173,6 +179,7 @@ export class BatchWriter {
     for (const row of this.rewards) t.insertReward.run(TrajectoriesRepo.rewardParams(row));
     for (const row of this.advantages) t.insertAdvantage.run(TrajectoriesRepo.advantageParams(row));
     for (const row of this.outcomes) t.updateEpisodeOutcome(row.id, row.finalAnswer, row.correct, row.rounds);
+    for (const row of this.turnResults) t.updateTurnResult(row);
     for (const point of this.metrics) this.metricsRepo.insertPoint.run(this.metricsRepo.pointParams(point));
     for (const row of this.timeline) this.events.insertTimeline.run(row);
   }

@@ -80,10 +80,24 @@ export interface RolloutEpisode {
   chains: number[][];
 }
 
+/**
+ * A role played by a served model (issue #16): frozen, inference only. `generate` answers every
+ * request, in order, with the reply's text (and its segments as they streamed); the turns are
+ * parsed, judged and rewarded like the others, carry no tokens of a local tokenizer, and are not
+ * trained.
+ */
+export interface ServedRole {
+  /** The policy id its turns record (the config's policy that names the endpoint). */
+  policyId: string;
+  generate(agent: string, requests: readonly { promptText: string; seed: number; temperature: number }[]): Promise<Array<{ text: string; segments: SegmentRecord[] }>>;
+}
+
 export interface RolloutContext {
   family: TaskFamily;
-  /** Each role's policy, with its own model and tokenizer. */
+  /** Each role's policy, with its own model and tokenizer (a served role's entry is not used). */
   policies: Record<Role, PolicyRuntime>;
+  /** Roles played by served models instead of their policies. */
+  served?: Partial<Record<Role, ServedRole>>;
   config: RunConfig;
   /** Called after each decoded segment, e.g. to log the pipeline timeline. */
   onSegment?: (info: { agent: string; policyId: string; tokens: number; startedAt: number; endedAt: number; policyVersion: number }) => void;
@@ -303,6 +317,64 @@ interface PendingTurn {
   promptText: string;
 }
 
+function newTurn(
+  episode: RolloutEpisode,
+  p: PendingTurn,
+  agent: string,
+  policyId: string,
+  promptTokens: number[],
+  text: string,
+  segments: SegmentRecord[],
+  responseTokens: number[],
+  [vMin, vMax]: [number, number],
+  behaviourLogProbs: number[] = [],
+): RolloutTurn {
+  return {
+    index: episode.turns.length,
+    agent,
+    role: p.role,
+    round: p.round,
+    policyId,
+    groupId: p.groupId,
+    sampleIndex: p.sampleIndex,
+    parent: p.parent,
+    repairs: p.repairs,
+    promptText: p.promptText,
+    promptTokens,
+    responseTokens,
+    behaviourLogProbs,
+    text,
+    answer: null,
+    verdict: null,
+    formatValid: false,
+    correct: false,
+    segments,
+    policyVersionMin: vMin,
+    policyVersionMax: vMax,
+  };
+}
+
+/**
+ * Parse a served turn's text and judge it against its problem (an answer) or the solution it
+ * judged (a verdict), exactly as `runAgent` judges a decoded turn inline (kept inline there while
+ * the decode turns asynchronous, issue #15; one place once that lands).
+ */
+function judgeTurn(ctx: RolloutContext, episode: RolloutEpisode, p: PendingTurn, turn: RolloutTurn): void {
+  if (p.role === 'verifier') {
+    const parsed = textFormatOf(ctx.family).parseVerdict(turn.text);
+    const judged = episode.turns[p.parent!];
+    turn.verdict = parsed.verdict;
+    turn.formatValid = parsed.formatValid;
+    // An unparseable verdict is never right: it neither approves nor rejects.
+    turn.correct = parsed.verdict !== null && (parsed.verdict === 'approve') === judged.correct;
+  } else {
+    const parsed = textFormatOf(ctx.family).parseSolution(turn.text);
+    turn.answer = parsed.answer;
+    turn.formatValid = parsed.formatValid;
+    turn.correct = ctx.family.checkAnswer(episode.problem, parsed.answer);
+  }
+}
+
 /**
  * Sample one agent's turns for many episodes in one batch, parse them and judge them against the
  * problems. Returns the turns appended to each episode.
@@ -311,6 +383,18 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
   if (pending.length === 0) return [];
   const { role, round } = pending[0];
   const agent = agentName(role, round);
+  const served = ctx.served?.[role];
+  if (served) {
+    // A served role: the pool answers while the rollout waits (drive resolves the await); no
+    // segment or agent pauses, as there are no weights of this process to swap or train.
+    const replies = yield* awaitIn(served.generate(agent, pending.map((p, i) => ({ promptText: p.promptText, seed: (seed + i) >>> 0, temperature }))), `the served ${agent}`);
+    return pending.map((p, i) => {
+      const turn = newTurn(episodes[p.episode], p, agent, served.policyId, [], replies[i].text, replies[i].segments, [], [0, 0]);
+      judgeTurn(ctx, episodes[p.episode], p, turn);
+      episodes[p.episode].turns.push(turn);
+      return turn;
+    });
+  }
   const policy = ctx.policies[role];
   const { rollout, pipeline } = ctx.config;
   yield { kind: 'agent-start', agent, role, policy, turns: pending.length };

@@ -3,13 +3,15 @@
  * (PolicyModel: prefill, decodeStep, selectCacheRows) and a tokenizer that, beyond the seam's
  * PolicyTokenizer, turns raw text into ids for /v1/completions, renders a chat conversation for
  * /v1/chat/completions and names each token for logprobs. A Studio GPT checkpoint is adapted
- * here; the Hugging Face family implements the same two seams (its chat template renders the
- * messages), so it plugs in without touching the server.
+ * here, and so is the Hugging Face family (a model folder, or a Studio checkpoint of the hf
+ * family): its own chat template renders the messages, as vLLM's chat endpoint does.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Role } from '../../engine/config/schema';
-import { CHECKPOINT_MANIFEST, loadCheckpoint } from '../../engine/model/checkpoint';
+import { CHECKPOINT_MANIFEST, checkpointFamily, loadCheckpoint, loadHfCheckpoint, type HfPromptSettings } from '../../engine/model/checkpoint';
+import { loadHfModel } from '../../engine/hf/load';
+import { hfPolicyTokenizer, type HfTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
 import type { Tokenizer } from '../../engine/model/tokenizer';
 
@@ -27,8 +29,11 @@ export class PromptError extends Error {
 export interface ServedTokenizer extends PolicyTokenizer {
   /** Raw text to ids, as /v1/completions continues it (special tokens written literally count). */
   encodeText(text: string): number[];
-  /** A conversation rendered by the model's chat template, ending where the reply starts. */
-  chatPrompt(messages: readonly ChatMessage[]): number[];
+  /**
+   * A conversation rendered by the model's chat template, ending where the reply starts;
+   * `templateKwargs` are the request's chat-template options (`enable_thinking`).
+   */
+  chatPrompt(messages: readonly ChatMessage[], templateKwargs?: Readonly<Record<string, unknown>>): number[];
   /** The text a single token stands for (its literal for special tokens), for logprobs. */
   tokenText(id: number): string;
 }
@@ -45,6 +50,61 @@ export interface ServedPolicy {
 }
 
 const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
+
+/**
+ * The Hugging Face family: prompts of the policy seam as training renders them (the role's system
+ * prompt, then the user message); chat requests rendered by the model's own chat template with a
+ * generation prompt, as transformers' apply_chat_template and vLLM do; completions take the text
+ * as is, special tokens written in it matched as such. Replies stop at the template's end of turn.
+ */
+export class HfServedTokenizer implements ServedTokenizer {
+  readonly vocabSize: number;
+  readonly padId: number;
+  readonly stopTokens: readonly number[];
+  private readonly seam: PolicyTokenizer;
+
+  constructor(
+    private readonly tokenizer: HfTokenizer,
+    private readonly prompts: { systemPrompts: HfPromptSettings['systemPrompts']; enableThinking?: boolean },
+  ) {
+    this.seam = hfPolicyTokenizer(tokenizer, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
+    this.vocabSize = this.seam.vocabSize;
+    this.padId = this.seam.padId;
+    this.stopTokens = this.seam.stopTokens;
+  }
+
+  promptTokens(role: Role, promptText: string): number[] {
+    return this.seam.promptTokens(role, promptText);
+  }
+
+  targetTokens(responseText: string): number[] {
+    return this.seam.targetTokens(responseText);
+  }
+
+  responseText(tokens: readonly number[]): string {
+    return this.seam.responseText(tokens);
+  }
+
+  encodeText(text: string): number[] {
+    return this.tokenizer.encode(text, { addSpecialTokens: false });
+  }
+
+  chatPrompt(messages: readonly ChatMessage[], templateKwargs: Readonly<Record<string, unknown>> = {}): number[] {
+    const thinking = templateKwargs.enable_thinking;
+    if (thinking !== undefined && typeof thinking !== 'boolean') throw new PromptError('chat_template_kwargs.enable_thinking must be true or false', 'chat_template_kwargs.enable_thinking');
+    let text: string;
+    try {
+      text = this.tokenizer.renderChat([...messages], { addGenerationPrompt: true, enableThinking: thinking ?? this.prompts.enableThinking });
+    } catch (error) {
+      throw new PromptError(`messages: ${(error as Error).message}`, 'messages');
+    }
+    return this.tokenizer.encode(text, { addSpecialTokens: false });
+  }
+
+  tokenText(id: number): string {
+    return this.tokenizer.decode([id], { skipSpecialTokens: false });
+  }
+}
 
 /**
  * The Studio GPT's layout (training/sequences.ts): `<bos> prompt <role>` … `<eos>`. A chat
@@ -108,25 +168,33 @@ export class CharPolicyTokenizer implements ServedTokenizer {
 }
 
 /**
- * Load a Studio GPT checkpoint folder (`checkpoint.json` + `weights.bin`) as a served policy.
- * The role (which role token closes chat prompts) is `role`, else the folder's name when it is
- * one of solver / verifier / corrector, else solver.
+ * Load a policy to serve: a Studio checkpoint folder (`checkpoint.json`) of either family, or a
+ * Hugging Face model folder (`config.json`, safetensors and tokenizer files). For the GPT the
+ * role (which role token closes chat prompts) is `role`, else the folder's name when it is one of
+ * solver / verifier / corrector, else solver; the Hugging Face family's chat template needs none.
  */
 export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Role } = {}): ServedPolicy {
   const manifest = path.join(dir, CHECKPOINT_MANIFEST);
-  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
-    // The Hugging Face family (issue #13) implements the same seams; its loader plugs in here.
-    throw new Error(`${dir}: a Hugging Face model folder (config.json); this build serves Studio GPT checkpoints (checkpoint.json) only`);
-  }
-  if (!fs.existsSync(manifest)) throw new Error(`${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}); give a folder made by marsrl pretrain or a run's checkpoint`);
-  const loaded = loadCheckpoint(dir);
   const base = path.basename(path.resolve(dir));
+  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
+    const loaded = loadHfModel(dir);
+    return { id: opts.id ?? base, model: loaded.model, tokenizer: new HfServedTokenizer(loaded.tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
+  }
+  if (!fs.existsSync(manifest)) throw new Error(`${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}) nor a Hugging Face model folder (no config.json); give a folder made by marsrl pretrain, a run's checkpoint or a model folder`);
+  const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
+  if (checkpointFamily(dir) === 'hf') {
+    const loaded = loadHfCheckpoint(dir);
+    loaded.optimizer?.dispose();
+    // The prompts the policy was trained with (its system prompts, thinking on or off) are kept with the checkpoint.
+    return { id: opts.id ?? base, model: loaded.model, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts), created, source: path.resolve(dir) };
+  }
+  const loaded = loadCheckpoint(dir);
   const role = opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver');
   return {
     id: opts.id ?? base,
     model: loaded.model,
     tokenizer: new CharPolicyTokenizer(loaded.tokenizer, role),
-    created: Math.floor(fs.statSync(manifest).mtimeMs / 1000),
+    created,
     source: path.resolve(dir),
   };
 }

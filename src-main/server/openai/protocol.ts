@@ -58,6 +58,8 @@ export interface ParsedRequest {
 
 export interface ParsedChat extends ParsedRequest {
   messages: ChatMessage[];
+  /** Chat-template options (vLLM's `chat_template_kwargs`, e.g. Qwen3's `enable_thinking`). */
+  chatTemplateKwargs: Record<string, unknown>;
 }
 
 export interface ParsedCompletion extends ParsedRequest {
@@ -132,7 +134,9 @@ export function parseChatRequest(body: unknown, defaults: { maxTokens: number; m
   const logprobs = b.logprobs === true;
   const top = numberField(b, 'top_logprobs', 0, 0, 20, true);
   if (top > 0 && !logprobs) throw badRequest('top_logprobs requires logprobs: true', 'top_logprobs');
-  return { ...base, messages, logprobs, params: { ...base.params, topLogprobs: top } };
+  const kwargs = b.chat_template_kwargs ?? {};
+  if (!isObject(kwargs)) throw badRequest('chat_template_kwargs must be an object of template variables, e.g. {"enable_thinking": false}', 'chat_template_kwargs');
+  return { ...base, messages, chatTemplateKwargs: kwargs, logprobs, params: { ...base.params, topLogprobs: top } };
 }
 
 export function parseCompletionRequest(body: unknown, defaults: { maxTokens: number; maxN: number }): ParsedCompletion {

@@ -114,7 +114,7 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     if (!s) throw unknownModel(parsed.model);
     let prompt: number[];
     try {
-      prompt = 'messages' in parsed ? s.policy.tokenizer.chatPrompt(parsed.messages) : s.policy.tokenizer.encodeText((parsed as { prompt: string }).prompt);
+      prompt = 'messages' in parsed ? s.policy.tokenizer.chatPrompt(parsed.messages, parsed.chatTemplateKwargs) : s.policy.tokenizer.encodeText((parsed as { prompt: string }).prompt);
     } catch (error) {
       if (error instanceof PromptError) throw badRequest(error.message, error.param);
       throw error;

@@ -1,0 +1,72 @@
+/**
+ * A role of a run played by a served model (issue #16): the sampling a call sends, and the
+ * rollout's `ServedRole` on the pool. The Studio's policies never see the endpoint; the rollout
+ * asks the role for replies and judges them like its own.
+ */
+import type { Role, RunConfig } from '../config/schema';
+import type { SegmentRecord, ServedRole } from '../training/rollout';
+import type { EndpointSampling } from './client';
+import type { EndpointPool } from './pool';
+
+/**
+ * What one call sends: temperature 0 is greedy whatever the endpoint says; otherwise the
+ * endpoint's own temperature and top_p win where it sets them (a served model comes with its
+ * recommended sampling, MarsRL's 0.6 / 0.95), else the run's. Every call is seeded.
+ */
+export function callSampling(config: RunConfig, role: Role, temperature: number, seed: number): EndpointSampling {
+  const endpoint = config.endpoints![config.policies[config.agents[role]].endpoint!];
+  const sampling: EndpointSampling =
+    temperature === 0
+      ? { temperature: 0, seed, n: 1 }
+      : { temperature: endpoint.sampling.temperature ?? temperature, top_p: endpoint.sampling.top_p ?? config.rollout.top_p, seed, n: 1 };
+  sampling.max_tokens = endpoint.sampling.max_tokens ?? config.rollout.max_response_tokens;
+  return sampling;
+}
+
+/**
+ * The rollout's view of a served role: each request one streamed call through the pool (all at
+ * once; the pool's concurrency limit queues them), its deltas gathered into segments of
+ * `pipeline.segment_tokens` deltas (token ranges count deltas), a cut stream's partial text dropped.
+ */
+export function servedRole(pool: EndpointPool, config: RunConfig, role: Role): ServedRole {
+  return {
+    policyId: config.agents[role],
+    generate: (agent, requests) =>
+      Promise.all(
+        requests.map(async (r) => {
+          const segments: SegmentRecord[] = [];
+          let text = '';
+          let deltas = 0;
+          let startedAt = Date.now();
+          const close = (finished: boolean) => {
+            const last = segments.at(-1);
+            const endedAt = Date.now();
+            segments.push({ index: segments.length, tokenStart: last?.tokenEnd ?? 0, tokenEnd: (last?.tokenEnd ?? 0) + deltas, text, finished, policyVersion: 0, startedAt, endedAt });
+            text = '';
+            deltas = 0;
+            startedAt = endedAt;
+          };
+          const result = await pool.chat(agent, [{ role: 'user', content: r.promptText }], {
+            sampling: callSampling(config, role, r.temperature, r.seed),
+            onChunk: (c) => {
+              if (c.restart) {
+                segments.length = 0;
+                text = '';
+                deltas = 0;
+                return;
+              }
+              if (c.index !== 0 || !c.delta) return;
+              text += c.delta;
+              deltas++;
+              if (deltas >= config.pipeline.segment_tokens) close(false);
+            },
+          });
+          const reply = result.choices[0]?.text ?? '';
+          // A server that did not stream (or sent nothing) gives the whole reply as one segment.
+          if (segments.length === 0 && text === '') text = reply;
+          close(true);
+          return { text: reply, segments };
+        }),
+      ),
+  };
+}
