@@ -40,7 +40,7 @@ import type { TurnView } from '../store';
 import type { Problem } from '../tasks/types';
 import { evaluationMetrics, type ChainStep, type EvalChain, type EvalPart } from '../training/evaluate';
 import { createPolicy, type PolicyRuntime } from '../training/policies';
-import { decodeInSegments } from '../training/rollout';
+import { decodeInSegmentsAsync } from '../training/rollout';
 import { computeRewards } from '../rl/rewards';
 import { evaluationSet, loadTaskData, ProblemIds, rewardOptions } from '../training/run-support';
 import type { TrainOutcome, TrainProgress } from '../training/trainer';
@@ -118,10 +118,10 @@ function servedCaller(pool: EndpointPool, config: RunConfig, role: Role): AgentC
 
 function localCaller(policy: PolicyRuntime, config: RunConfig): AgentCaller {
   return async (spec, sink) => {
-    // Local decoding is synchronous: let stop messages and streamed replies of served agents through first.
+    // Local decoding is synchronous on wasm/cpu: let stop messages and streamed replies of served agents through first.
     await new Promise((resolve) => setImmediate(resolve));
     const promptTokens = policy.tokenizer.promptTokens(spec.role, spec.prompt);
-    const [result] = decodeInSegments(
+    const [result] = await decodeInSegmentsAsync(
       policy,
       [{ promptText: spec.prompt, promptTokens, streamId: 0 }],
       {
@@ -202,7 +202,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
     }
     const localRoles = ROLES.filter((r) => !servedRoles.has(r));
     if (localRoles.length > 0) {
-      const backend = await initBackend(config.runtime.backend, { syncReadback: true });
+      const backend = await initBackend(config.runtime.backend);
       store.runs.setBackend(runId, backend.name, backend as unknown as Record<string, unknown>);
       const byId = new Map<string, PolicyRuntime>();
       for (const role of localRoles) {
