@@ -153,6 +153,14 @@ export interface ConfigSchemaInfo {
   groups: { id: string; title: string }[];
 }
 
+/** What the new-run form is generated from: the schema's fields, and what templates may name. */
+export interface ConfigFormInfo extends ConfigSchemaInfo {
+  /** The variables each role's prompt templates may name (`{question}` …), issue #14. */
+  promptVariables: Record<string, string[]>;
+  /** One served endpoint's fields, under `endpoints.*.` (issue #16); the generic fields leave `endpoints` out. */
+  endpointFields: ConfigField[];
+}
+
 export type SeriesXAxis = 'step' | 'wall';
 export type DownsampleMethod = 'lttb' | 'minmax' | 'none';
 
@@ -494,6 +502,36 @@ export interface ModelInspection {
   shape: null | { layers: number; hidden: number; heads: number; kvHeads: number; headDim: number; vocabSize: number; tiedEmbeddings: boolean };
   weights: null | { files: string[]; tensors: number; bytes: number; dtypes: Record<string, number> };
   tokenizer: null | { vocabSize: number; stopTokens: string[]; chatTemplate: null | { source: string; renders: boolean } };
+  /**
+   * The linear modules LoRA may target in every layer (issue #14), with their shapes: the largest
+   * rank a target allows is min(in, out). Empty when config.json could not be read.
+   */
+  linearModules: { name: string; inDim: number; outDim: number; parent: string }[];
+}
+
+/** What one endpoint's capability probe found (issue #16), as `marsrl config validate --probe` reports it. */
+export interface EndpointCheck {
+  endpoint: string;
+  reachable: boolean;
+  /** Models the server lists at /models. */
+  models: string[];
+  modelServed: boolean;
+  /** Request features the server lacks (left out of its requests). */
+  missing: string[];
+  notes: string[];
+  error: string | null;
+}
+
+/**
+ * The checks `marsrl config validate --probe` runs, for the new-run form: the config's own
+ * validation, API key variables that are not set, then each endpoint probed. Every problem is an
+ * issue on the field to fix (`endpoints.NAME.base_url`, `.model`, `.api_key_env`).
+ */
+export interface EndpointCheckResult {
+  ok: boolean;
+  issues: ConfigIssue[];
+  /** One per endpoint probed (none when the config itself is invalid). */
+  endpoints: EndpointCheck[];
 }
 
 export type StudioEvent =
@@ -518,9 +556,11 @@ export interface StudioApi {
   /** Validate a configuration against the same schema the CLI uses. */
   validateConfig(config: unknown): Promise<ConfigValidation>;
   /** The run-config schema as form fields (descriptions, defaults, bounds, options). */
-  configSchema(): Promise<ConfigSchemaInfo>;
+  configSchema(): Promise<ConfigFormInfo>;
   /** What a Hugging Face model folder holds and whether it can be a policy (never throws for a bad folder). */
   inspectModel(path: string): Promise<ModelInspection>;
+  /** Validate a config, then probe its endpoints as `marsrl config validate --probe` does (issue #16). */
+  checkEndpoints(config: unknown): Promise<EndpointCheckResult>;
   /** Validate and launch a run through the run manager; resolves once it is queued. */
   startRun(request: StartRunRequest): Promise<{ runId: number }>;
   /** Ask a running run to stop; it is marked interrupted and can be resumed. */
@@ -565,6 +605,7 @@ export const STUDIO_METHODS = [
   'validateConfig',
   'configSchema',
   'inspectModel',
+  'checkEndpoints',
   'startRun',
   'stopRun',
   'resumeRun',

@@ -138,6 +138,8 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
       .max(4096)
       .refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character'),
   ]),
+  // Checked by the run-config schema inside the handler, as validateConfig is.
+  checkEndpoints: z.tuple([z.record(z.string(), z.unknown(), 'a run configuration object (the new-run form\'s document)')]),
   startRun: z.tuple([StartRunSchema]),
   stopRun: z.tuple([runId]),
   resumeRun: z.tuple([runId]),

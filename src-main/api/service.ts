@@ -15,11 +15,13 @@ import type {
 } from '../../src-preload/api';
 import fs from 'node:fs';
 import path from 'node:path';
-import { configSchemaInfo } from '../engine/config/fields';
+import { PROMPT_VARIABLES } from '../engine/agents/prompts';
+import { configSchemaInfo, endpointFields } from '../engine/config/fields';
 import { resolveModelFolder } from '../engine/config/hf-folder';
 import { inspectHfFolder } from '../engine/hf/inspect';
 import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
+import { endpointEnvIssues, poolFromConfig, probeIssues } from '../engine/served/config';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
@@ -141,13 +143,38 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     async validateConfig(config) {
       const result = validateConfig(config);
       if (!result.ok) return result;
-      // The form hears about a missing task file before it offers to start the run.
-      const fileIssues = taskFileIssues(result.config);
-      return fileIssues.length ? { ok: false, issues: fileIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+      // The form hears about a missing task file, or an API key variable this process does not
+      // have (`marsrl config validate` refuses both too), before it offers to start the run.
+      const machineIssues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
+      return machineIssues.length ? { ok: false, issues: machineIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+    },
+
+    async checkEndpoints(config) {
+      const result = validateConfig(config);
+      if (!result.ok) return { ok: false, issues: result.issues, endpoints: [] };
+      const issues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
+      if (!result.config.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
+      // Unlike the CLI, which stops at the first kind of problem, every endpoint is probed even
+      // when another's key variable is missing, so the form can place every finding at once. An
+      // endpoint without its key is reported once, at api_key_env (its probe stops at the key and
+      // reads as unreachable, which probeIssues would place at base_url).
+      const keyless = new Set(issues.filter((i) => i.path.startsWith('endpoints.')).map((i) => i.path.split('.')[1]));
+      const pool = poolFromConfig(result.config);
+      try {
+        const reports = await pool.probe();
+        issues.push(...probeIssues(reports.filter((r) => !keyless.has(r.endpoint))));
+        return {
+          ok: issues.length === 0,
+          issues,
+          endpoints: reports.map((r) => ({ endpoint: r.endpoint, reachable: r.reachable, models: [...r.models], modelServed: r.modelServed, missing: [...r.missing], notes: [...r.notes], error: r.error })),
+        };
+      } finally {
+        pool.close();
+      }
     },
 
     async configSchema() {
-      return configSchemaInfo();
+      return { ...configSchemaInfo(), endpointFields: endpointFields(), promptVariables: Object.fromEntries(Object.entries(PROMPT_VARIABLES).map(([role, names]) => [role, [...names]])) };
     },
 
     async inspectModel(folder) {
