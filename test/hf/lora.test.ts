@@ -354,10 +354,12 @@ describe('the lora block of a run config', () => {
     const typo = validateConfig(withLora({ rank: 4, alpah: 8 }));
     expect(typo.ok).toBe(false);
     expect(typo.ok ? [] : typo.issues.map((i) => i.path)).toEqual(['policies.solver.model.lora.alpah']);
-    // A valid block is not silently ignored by a run: createPolicy refuses it, naming the field.
+    // A valid block is not silently ignored by a run: createPolicy makes a LoRA policy of those settings.
     const cfg = resolveConfig({ ...withLora({ rank: 4 }), agents: { solver: 'solver', verifier: 'solver', corrector: 'solver' } });
     const before = heldHfBaseCount();
-    expect(() => createPolicy('solver', cfg.policies.solver, loadTaskData(cfg).tokenizer, 1)).toThrow(/policies\.solver\.model\.lora: runs do not train LoRA adapters yet/);
+    const { policy } = createPolicy('solver', cfg.policies.solver, loadTaskData(cfg).tokenizer, 1);
+    expect((policy.model as LoraHfModel).settings).toEqual({ rank: 4, alpha: 8, dropout: 0, targets: [...DEFAULT_LORA_TARGETS] });
+    policy.dispose();
     expect(heldHfBaseCount()).toBe(before);
     const good = validateConfig(withLora({ rank: 8 }));
     expect(good.ok).toBe(true);

@@ -4,7 +4,7 @@ import { loadRunConfig } from '../../engine/config/load';
 import type { Role } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
-import { pretrainPolicy, sampleSolverSolutions, type PretrainEval } from '../../engine/training/pretrain';
+import { prepareHfScratch, pretrainPolicy, sampleSolverSolutions, saveHfWarmStart, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
@@ -23,7 +23,11 @@ rollout temperature is nearest --target-solver-accuracy (to leave RL room to imp
 give it right samples to learn from); likewise for a Verifier or Corrector policy the one whose
 held-out score (verdict accuracy, repaired-answer accuracy) is nearest --target-verifier-score or
 --target-corrector-score (a near-perfect starting Verifier or Corrector leaves RL nothing to
-improve in it). Point a config's policies.<id>.init at DIR/<id> to start from it.`;
+improve in it). Point a config's policies.<id>.init at DIR/<id> to start from it. A Hugging Face
+policy is written as a Hugging Face folder (config.json, model.safetensors, tokenizer files,
+marsrl-pretrain.json with the scores): point its model.path at DIR/<id>. With pretrain.hf_scratch
+(the tiny-qwen preset) Hugging Face policies start from a tiny Qwen3 made from scratch for the
+task (tokenizer learned on its texts, fresh weights), not from the weights at model.path.`;
 
 function score(e: PretrainEval): number {
   const values = Object.values(e.scores) as number[];
@@ -65,6 +69,7 @@ export const pretrainCommand: Command = {
     for (const id of Object.keys(config.policies)) delete config.policies[id].init;
     const backend = await initBackend(config.runtime.backend, { syncReadback: true });
     const data = loadTaskData(config);
+    const scratchDir = prepareHfScratch(config, data.family, data.train);
     const heldOut = data.test.slice(0, Math.min(config.eval.problems, data.test.length));
     const policies = new Map<string, PolicyRuntime>();
     for (const id of usedPolicyIds(config)) policies.set(id, createPolicy(id, config.policies[id], data.tokenizer, config.seed).policy);
@@ -113,13 +118,19 @@ export const pretrainCommand: Command = {
       if (!chosen) throw new Error(`no evaluation was made for ${policy.id}`);
       policy.model.setWeights(chosen.weights);
       const dir = path.join(values.out, policy.id);
-      fs.mkdirSync(dir, { recursive: true });
-      savePolicyCheckpoint(dir, policy, { optimizer: null, config, step: chosen.step, extra: { pretrain: { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets } } });
+      const pretrainInfo = { chosenStep: chosen.step, scores: chosen.scores, targetSolverAccuracy: target, targetScores: roleTargets };
+      // A Hugging Face policy leaves as a Hugging Face folder (what model.path names, transformers loads).
+      if (policy.source.family === 'hf') saveHfWarmStart(dir, policy, { ...pretrainInfo, steps: config.pretrain.steps, history: history.map((e) => ({ step: e.step, scores: e.scores, sampledSolver: e.sampledSolver })) });
+      else {
+        fs.mkdirSync(dir, { recursive: true });
+        savePolicyCheckpoint(dir, policy, { optimizer: null, config, step: chosen.step, extra: { pretrain: pretrainInfo } });
+      }
       report[policy.id] = { chosenStep: chosen.step, scores: chosen.scores, history };
       bar.log(`  ${policy.id}: kept step ${chosen.step} → ${dir}`);
     }
     bar.end();
     for (const p of policies.values()) p.dispose();
+    if (scratchDir) fs.rmSync(scratchDir, { recursive: true, force: true });
     const seconds = (Date.now() - started) / 1000;
     if (values.json) printJson({ out: values.out, seconds, policies: report });
     else ctx.out(`Warm start done in ${seconds.toFixed(0)} s; checkpoints in ${values.out}.`);

@@ -8,13 +8,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseHfConfig, type HfArchConfig } from '../hf/config';
+import { resourcesDir } from '../resources';
 
 export type HfFolderCheck = { ok: true; dir: string; config: HfArchConfig; context: number } | { ok: false; message: string };
 
-/** A model folder as written in a config: `~/…` is the home folder, a relative path starts at the working directory. */
+/**
+ * A model folder as written in a config: `~/…` is the home folder, a relative path starts at the
+ * working directory, or else at the shipped resources folder (how a preset names its shipped
+ * models, e.g. tiny-qwen's `checkpoints/tiny-qwen/solver`, as `init` names checkpoints).
+ */
 export function resolveModelFolder(folder: string): string {
   if (folder === '~' || folder.startsWith('~/') || folder.startsWith(`~${path.sep}`)) return path.join(os.homedir(), folder.slice(1));
-  return path.resolve(folder);
+  const local = path.resolve(folder);
+  if (path.isAbsolute(folder) || fs.existsSync(local)) return local;
+  const shipped = path.join(resourcesDir(), folder);
+  return fs.existsSync(shipped) ? shipped : local;
 }
 
 /** Check a model folder (see resolveModelFolder). */

@@ -253,11 +253,32 @@ export const OptimizationSchema = z.strictObject({
   checkpoint_every: z.number().int().min(0).max(1_000_000).default(10).describe('Steps between checkpoints; 0 writes only the final one.'),
 });
 
+/** The sizes of a tiny Qwen3 made from scratch by `marsrl pretrain` (engine/hf/tiny-qwen.ts). */
+export const HfScratchSchema = z
+  .strictObject({
+    layers: z.number().int().min(1).max(48).describe('num_hidden_layers.'),
+    hidden: z.number().int().min(8).max(4096).describe('hidden_size.'),
+    heads: z.number().int().min(1).max(64).describe('num_attention_heads.'),
+    kv_heads: z.number().int().min(1).max(64).describe('num_key_value_heads (grouped-query attention when fewer than heads); must divide heads.'),
+    head_dim: z.number().int().min(2).max(512).describe('head_dim (Qwen3 states it; it need not be hidden / heads). Even, for RoPE.'),
+    intermediate: z.number().int().min(1).max(65536).describe('intermediate_size of the SwiGLU MLP.'),
+    context: z.number().int().min(16).max(32768).describe('max_position_embeddings: prompt + response tokens.'),
+    merges: z.number().int().min(0).max(100_000).default(400).describe('Most BPE merges the tokenizer learns on the task\'s texts (vocabulary: 256 bytes + merges + 5 ChatML tokens).'),
+    seed: z.number().int().min(0).max(2 ** 31 - 1).default(0).describe('Seed of the fresh weights (the run seed is not used, so the same sizes give the same starting model).'),
+  })
+  .superRefine((s, ctx) => {
+    if (s.heads % s.kv_heads !== 0) ctx.addIssue({ code: 'custom', path: ['kv_heads'], message: `kv_heads (${s.kv_heads}) must divide heads (${s.heads}), e.g. ${s.heads} or 1` });
+    if (s.head_dim % 2 !== 0) ctx.addIssue({ code: 'custom', path: ['head_dim'], message: `head_dim (${s.head_dim}) must be even (RoPE rotates pairs of dimensions)` });
+  });
+
 export const PretrainSchema = z.strictObject({
   steps: z.number().int().min(0).max(1_000_000).default(300).describe('Supervised warm-start steps per policy when no init checkpoint is given.'),
   lr: z.number().gt(0).max(1).default(3e-3).describe('Peak warm-start learning rate (linear warm-up, cosine decay).'),
   batch_size: z.number().int().min(1).max(4096).default(32).describe('Sequences per warm-start batch.'),
   warmup_steps: z.number().int().min(0).max(100_000).default(20).describe('Linear warm-up steps.'),
+  hf_scratch: HfScratchSchema.optional().describe(
+    'Hugging Face policies only (issue #14, the tiny-qwen preset): warm-start a tiny Qwen3 made from scratch — a byte-level BPE tokenizer learned on the task\'s texts and fresh weights of these sizes — instead of the weights at model.path; pretrain writes each result as a Hugging Face folder.',
+  ),
 });
 
 export const PipelineSchema = z.strictObject({

@@ -394,24 +394,32 @@ export function writePeftAdapter(out: string, args: { config: HfArchConfig; sett
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(tmp, { recursive: true });
   try {
-    fs.writeFileSync(path.join(tmp, PEFT_CONFIG), `${JSON.stringify(peftAdapterConfig(args.settings, args.baseModelNameOrPath), null, 2)}\n`);
-    const tensors = [];
-    for (let layer = 0; layer < args.config.numLayers; layer++) {
-      for (const m of args.settings.targets) {
-        const w = args.weights.get(hfModuleName(args.config, layer, m));
-        if (!w) throw new Error(`adapter weights for ${hfModuleName(args.config, layer, m)} are missing`);
-        const names = peftTensorNames(args.config, layer, m);
-        tensors.push({ name: names.a, shape: [args.settings.rank, w.inDim], dtype: 'F32' as const, data: () => w.a });
-        tensors.push({ name: names.b, shape: [w.outDim, args.settings.rank], dtype: 'F32' as const, data: () => w.b });
-      }
-    }
-    writeSafetensors(path.join(tmp, PEFT_WEIGHTS), tensors, { format: 'pt' });
+    writePeftAdapterFiles(tmp, args);
     if (fs.existsSync(out)) fs.rmSync(out, { recursive: true, force: true });
     fs.renameSync(tmp, out);
   } catch (error) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * Write adapter_config.json and adapter_model.safetensors into the existing folder `dir` (a run's
+ * LoRA checkpoint holds them beside its manifest, so the checkpoint itself is a PEFT folder).
+ */
+export function writePeftAdapterFiles(dir: string, args: { config: HfArchConfig; settings: LoraSettings; weights: LoraWeights; baseModelNameOrPath: string }): void {
+  const tensors = [];
+  for (let layer = 0; layer < args.config.numLayers; layer++) {
+    for (const m of args.settings.targets) {
+      const w = args.weights.get(hfModuleName(args.config, layer, m));
+      if (!w) throw new Error(`adapter weights for ${hfModuleName(args.config, layer, m)} are missing`);
+      const names = peftTensorNames(args.config, layer, m);
+      tensors.push({ name: names.a, shape: [args.settings.rank, w.inDim], dtype: 'F32' as const, data: () => w.a });
+      tensors.push({ name: names.b, shape: [w.outDim, args.settings.rank], dtype: 'F32' as const, data: () => w.b });
+    }
+  }
+  writeSafetensors(path.join(dir, PEFT_WEIGHTS), tensors, { format: 'pt' });
+  fs.writeFileSync(path.join(dir, PEFT_CONFIG), `${JSON.stringify(peftAdapterConfig(args.settings, args.baseModelNameOrPath), null, 2)}\n`);
 }
 
 /** Whether a folder is a PEFT adapter (has adapter_config.json). */
@@ -499,4 +507,14 @@ export function mergeLoraTensors(tensors: HfNamedTensors, settings: LoraSettings
   });
   for (const name of weights.keys()) if (!seen.has(`${name}.weight`)) throw new Error(`adapter for ${name}: the base has no tensor ${name}.weight`);
   return merged;
+}
+
+/**
+ * The frozen base a model holds through the shared cache, with its size, or null for a model that
+ * owns all its weights: device-memory accounting (model/gpu-memory.ts) counts each base once,
+ * however many policies and KL references hold it.
+ */
+export function sharedBaseOf(model: PolicyModel): { key: string; bytes: number } | null {
+  if (!(model instanceof LoraHfModel)) return null;
+  return { key: model.base.key, bytes: model.base.model.numParams * 4 };
 }

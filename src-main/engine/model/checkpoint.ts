@@ -13,6 +13,11 @@
  * and the tokenizer's files under `tokenizer/`, so the checkpoint decodes, resumes and exports
  * without the base folder.
  *
+ * LoRA checkpoints (issue #14; `lora` in an hf manifest): the adapters as a PEFT folder
+ * (adapter_config.json + adapter_model.safetensors beside the manifest, so PEFT and vLLM load the
+ * checkpoint as it is), Adam's state over the adapters, the tokenizer, and the frozen base's path
+ * and digests — the base itself is not copied, and is checked against the digests when loaded.
+ *
  * Files are written under temporary names and renamed, the manifest last, so a crash mid-save
  * never leaves a manifest pointing at partial data; every binary file's SHA-256 is in the manifest
  * and checked on load.
@@ -23,6 +28,8 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import type { HfArchConfig } from '../hf/config';
+import { hfModelIdentity, loadHfWeights, readHfConfig } from '../hf/load';
+import { acquireHfBase, LoraHfModel, PEFT_CONFIG, PEFT_WEIGHTS, readPeftAdapter, writePeftAdapterFiles, type HfBaseHandle, type LoraSettings } from '../hf/lora';
 import { HfModel, hfParamSpecs } from '../hf/model';
 import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
@@ -255,10 +262,16 @@ export interface HfCheckpointManifest {
     params: Array<{ name: string; shape: number[]; offset: number; size: number }>;
     numParams: number;
     dtype: 'float32';
-    /** The trainable weights: one F32 tensor per parameter, named and shaped as `params`. */
-    weights: typeof HF_WEIGHTS_FILE;
+    /**
+     * The trainable weights: one F32 tensor per parameter, named and shaped as `params`
+     * (weights.safetensors); for a LoRA checkpoint the adapters as PEFT writes them
+     * (adapter_model.safetensors, PEFT's [r, in] / [out, r] shapes, beside adapter_config.json).
+     */
+    weights: typeof HF_WEIGHTS_FILE | typeof PEFT_WEIGHTS;
   };
   tokenizer: { kind: 'hf'; dir: typeof HF_TOKENIZER_DIR; prompts: HfPromptSettings };
+  /** A LoRA policy (issue #14): its settings and the frozen base the adapters sit on. */
+  lora?: { settings: LoraSettings; base: LoraBaseIdentity };
   config: unknown;
   optimizer: CheckpointManifest['optimizer'];
   files: Record<string, { sha256: string; bytes: number }>;
@@ -292,6 +305,25 @@ export interface LoadedHfCheckpoint {
 }
 
 
+/** Copy the tokenizer files into the checkpoint's tokenizer/ (listed in `files`). */
+function copyTokenizer(dir: string, tokenizerDir: string, files: HfCheckpointManifest['files']): void {
+  const tokDir = path.join(dir, HF_TOKENIZER_DIR);
+  if (!fs.existsSync(path.join(tokenizerDir, TOKENIZER_JSON))) throw new Error(`${path.join(tokenizerDir, TOKENIZER_JSON)} is missing: the checkpoint needs the model's tokenizer (was the model folder moved?)`);
+  if (path.resolve(tokenizerDir) === path.resolve(tokDir)) return;
+  fs.mkdirSync(tokDir, { recursive: true });
+  for (const name of [...TOKENIZER_FILES, GENERATION_CONFIG]) {
+    const src = path.join(tokenizerDir, name);
+    const target = path.join(tokDir, name);
+    if (fs.existsSync(src)) {
+      const data = fs.readFileSync(src);
+      writeAtomic(target, data);
+      files[`${HF_TOKENIZER_DIR}/${name}`] = { sha256: sha256(data), bytes: data.length };
+    } else if (fs.existsSync(target)) {
+      fs.rmSync(target);
+    }
+  }
+}
+
 /** Write a Hugging Face policy's checkpoint into `dir` (an existing checkpoint there is replaced). */
 export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfCheckpointManifest {
   assertLittleEndian();
@@ -306,22 +338,7 @@ export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfChe
   const weightsFile = path.join(dir, HF_WEIGHTS_FILE);
   const files: HfCheckpointManifest['files'] = { [HF_WEIGHTS_FILE]: { sha256: fileSha256(weightsFile), bytes: fs.statSync(weightsFile).size } };
   const optimizer = saveOptimizer(dir, args.optimizer, files);
-  const tokDir = path.join(dir, HF_TOKENIZER_DIR);
-  if (!fs.existsSync(path.join(args.tokenizerDir, TOKENIZER_JSON))) throw new Error(`${path.join(args.tokenizerDir, TOKENIZER_JSON)} is missing: the checkpoint needs the model's tokenizer (was the model folder moved?)`);
-  if (path.resolve(args.tokenizerDir) !== path.resolve(tokDir)) {
-    fs.mkdirSync(tokDir, { recursive: true });
-    for (const name of [...TOKENIZER_FILES, GENERATION_CONFIG]) {
-      const src = path.join(args.tokenizerDir, name);
-      const target = path.join(tokDir, name);
-      if (fs.existsSync(src)) {
-        const data = fs.readFileSync(src);
-        writeAtomic(target, data);
-        files[`${HF_TOKENIZER_DIR}/${name}`] = { sha256: sha256(data), bytes: data.length };
-      } else if (fs.existsSync(target)) {
-        fs.rmSync(target);
-      }
-    }
-  }
+  copyTokenizer(dir, args.tokenizerDir, files);
   const manifest: HfCheckpointManifest = {
     format: 'marsrl-checkpoint',
     version: 1,
@@ -365,6 +382,7 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
   assertLittleEndian();
   const manifest = readAnyCheckpointManifest(dir);
   if (manifest.family !== 'hf') throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a checkpoint of the gpt family; load it with loadCheckpoint`);
+  if (manifest.lora) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a LoRA checkpoint (adapters on the base ${manifest.lora.base.path}); load it with loadLoraCheckpoint`);
   const config = manifest.model.config;
   const specs = hfParamSpecs(config);
   const same = specs.length === manifest.model.params.length && specs.every((s, i) => {
@@ -395,6 +413,186 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
       tokenizerDir,
       prompts: manifest.tokenizer.prompts,
       base: manifest.model.base,
+      config: manifest.config,
+      step: manifest.step,
+      extra: manifest.extra,
+      manifest,
+    };
+  } catch (error) {
+    model.dispose();
+    optimizer?.dispose();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LoRA checkpoints (issue #14)
+
+/**
+ * The frozen base a LoRA policy's adapters sit on: a Hugging Face folder, or a Studio checkpoint
+ * of the hf family holding full weights (a warm start given as `init`). The digests identify the
+ * weights: they key the process's shared base and are checked when it is loaded.
+ */
+export interface LoraBaseIdentity {
+  kind: 'folder' | 'checkpoint';
+  path: string;
+  /** folder: SHA-256 of config.json; checkpoint: of its base folder's config.json. */
+  configDigest: string;
+  /** folder: hfModelIdentity's digest of the safetensors files; checkpoint: SHA-256 of its weights.safetensors. */
+  weightsDigest: string;
+}
+
+/** The key of a base in the process's shared cache (lora.ts acquireHfBase; loadLoraHfModel's for a folder). */
+export function loraBaseKey(base: LoraBaseIdentity): string {
+  return base.kind === 'folder' ? `${base.configDigest}:${base.weightsDigest}` : `checkpoint:${base.weightsDigest}`;
+}
+
+/** A Hugging Face folder as a LoRA base (its weights hashed now). */
+export function loraBaseFromFolder(dir: string): LoraBaseIdentity {
+  const identity = hfModelIdentity(dir);
+  return { kind: 'folder', path: identity.path, configDigest: identity.configDigest, weightsDigest: identity.weightsDigest };
+}
+
+/** A Studio checkpoint of full hf weights as a LoRA base (digests from its manifest). */
+export function loraBaseFromCheckpoint(dir: string): LoraBaseIdentity {
+  const manifest = readAnyCheckpointManifest(dir);
+  if (manifest.family !== 'hf' || manifest.lora) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is not a checkpoint of full Hugging Face weights, so it cannot be a LoRA base`);
+  const weights = manifest.files[HF_WEIGHTS_FILE];
+  if (!weights) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} does not list ${HF_WEIGHTS_FILE}`);
+  return { kind: 'checkpoint', path: path.resolve(dir), configDigest: manifest.model.base.configDigest, weightsDigest: weights.sha256 };
+}
+
+/**
+ * A counted reference to the shared frozen base (loaded only when no live policy of this process
+ * holds it). When it is loaded its weights are checked against the digests unless `verified`
+ * (the caller has just hashed them): adapters trained on other weights would be garbage on these.
+ */
+export function acquireLoraBase(base: LoraBaseIdentity, opts: { verified?: boolean } = {}): HfBaseHandle {
+  return acquireHfBase(loraBaseKey(base), () => {
+    if (base.kind === 'folder') {
+      if (!fs.existsSync(path.join(base.path, 'config.json'))) throw new Error(`LoRA base ${base.path} is missing (no config.json): the adapters were trained on that Hugging Face folder; put it back there`);
+      if (!opts.verified) {
+        const now = hfModelIdentity(base.path);
+        if (now.weightsDigest !== base.weightsDigest || now.configDigest !== base.configDigest) {
+          throw new Error(`LoRA base ${base.path} now holds other weights or another config.json than the adapters were trained on (weights digest ${now.weightsDigest.slice(0, 12)}…, recorded ${base.weightsDigest.slice(0, 12)}…); restore the original folder`);
+        }
+      }
+      return loadHfWeights(base.path, readHfConfig(base.path).config);
+    }
+    const now = loraBaseFromCheckpoint(base.path);
+    if (now.weightsDigest !== base.weightsDigest) {
+      throw new Error(`LoRA base checkpoint ${base.path} now holds other weights than the adapters were trained on (weights.safetensors ${now.weightsDigest.slice(0, 12)}…, recorded ${base.weightsDigest.slice(0, 12)}…); restore it`);
+    }
+    const loaded = loadHfCheckpoint(base.path);
+    loaded.optimizer?.dispose();
+    return loaded.model;
+  });
+}
+
+export interface SaveLoraCheckpointArgs {
+  model: LoraHfModel;
+  /** The frozen base the adapters sit on. */
+  loraBase: LoraBaseIdentity;
+  /** The Hugging Face folder the weights came from first (what every hf checkpoint records). */
+  base: HfBaseIdentity;
+  tokenizerDir: string;
+  prompts: HfPromptSettings;
+  optimizer?: Adam | null;
+  config: unknown;
+  step: number;
+  extra?: unknown;
+}
+
+export interface LoadedLoraCheckpoint extends Omit<LoadedHfCheckpoint, 'model'> {
+  /** The adapters as saved, on the shared base (a counted reference: dispose releases it). */
+  model: LoraHfModel;
+  lora: { settings: LoraSettings; base: LoraBaseIdentity };
+}
+
+/**
+ * Write a LoRA policy's checkpoint into `dir`: the adapters as a PEFT folder (adapter_config.json
+ * and adapter_model.safetensors, so the checkpoint loads in PEFT and vLLM as it is), Adam's state
+ * over the adapters, the tokenizer, and the base's path and digests (the base is not copied).
+ */
+export function saveLoraCheckpoint(dir: string, args: SaveLoraCheckpointArgs): HfCheckpointManifest {
+  assertLittleEndian();
+  const { model } = args;
+  if (!model.settings) throw new Error('a LoRA checkpoint needs a model with adapters (this one is the bare base)');
+  fs.mkdirSync(dir, { recursive: true });
+  const baseName = args.loraBase.kind === 'folder' ? args.loraBase.path : args.base.path;
+  writePeftAdapterFiles(dir, { config: model.config, settings: model.settings, weights: model.loraWeights(), baseModelNameOrPath: baseName });
+  const files: HfCheckpointManifest['files'] = {};
+  for (const name of [PEFT_WEIGHTS, PEFT_CONFIG]) {
+    const file = path.join(dir, name);
+    files[name] = { sha256: fileSha256(file), bytes: fs.statSync(file).size };
+  }
+  // A full-weights file from an earlier save in this folder would otherwise sit beside the adapters.
+  fs.rmSync(path.join(dir, HF_WEIGHTS_FILE), { force: true });
+  const optimizer = saveOptimizer(dir, args.optimizer, files);
+  copyTokenizer(dir, args.tokenizerDir, files);
+  const manifest: HfCheckpointManifest = {
+    format: 'marsrl-checkpoint',
+    version: 1,
+    family: 'hf',
+    step: args.step,
+    savedAt: new Date().toISOString(),
+    model: {
+      base: { ...args.base },
+      config: { ...model.config },
+      params: model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
+      numParams: model.numParams,
+      dtype: 'float32',
+      weights: PEFT_WEIGHTS,
+    },
+    tokenizer: { kind: 'hf', dir: HF_TOKENIZER_DIR, prompts: args.prompts },
+    lora: { settings: { ...model.settings, targets: [...model.settings.targets] }, base: { ...args.loraBase } },
+    config: args.config ?? null,
+    optimizer,
+    files,
+    extra: args.extra,
+  };
+  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
+
+/**
+ * Load a LoRA checkpoint: the base from the process's shared cache (loaded and digest-checked only
+ * if no live policy holds it), the adapters exactly as saved, and the optimizer over them with its
+ * moments and step. The backend must be initialised first.
+ */
+export function loadLoraCheckpoint(dir: string, opts: { seed?: number } = {}): LoadedLoraCheckpoint {
+  assertLittleEndian();
+  const manifest = readAnyCheckpointManifest(dir);
+  if (manifest.family !== 'hf' || !manifest.lora) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is not a LoRA checkpoint (it holds ${manifest.family === 'hf' ? 'full Hugging Face weights: load it with loadHfCheckpoint' : 'a GPT: load it with loadCheckpoint'})`);
+  for (const name of Object.keys(manifest.files)) checkFile(dir, name, manifest);
+  const { lora } = manifest;
+  const model = new LoraHfModel(acquireLoraBase(lora.base), lora.settings, { seed: opts.seed ?? 0 });
+  let optimizer: Adam | null = null;
+  try {
+    if (model.config.hiddenSize !== manifest.model.config.hiddenSize || model.config.numLayers !== manifest.model.config.numLayers) {
+      throw new Error(`${dir}: the adapters were saved for a ${manifest.model.config.numLayers}-layer model of width ${manifest.model.config.hiddenSize}, but the base ${lora.base.path} is another architecture`);
+    }
+    const same = model.specs.length === manifest.model.params.length && model.specs.every((s, i) => {
+      const p = manifest.model.params[i];
+      return p.name === s.name && p.offset === s.offset && p.size === s.size && p.shape.join(',') === s.shape.join(',');
+    });
+    if (!same) throw new Error(`checkpoint in ${dir} has an adapter layout this version of the LoRA model does not match`);
+    const adapter = readPeftAdapter(dir, model.config);
+    model.setLoraWeights(adapter.weights);
+    if (manifest.optimizer) {
+      const both = readFloats(dir, OPTIMIZER_FILE, manifest, 2 * manifest.model.numParams);
+      optimizer = createOptimizer(model, manifest.optimizer.config, manifest.optimizer.schedule);
+      optimizer.setState({ step: manifest.optimizer.step, m: both.subarray(0, manifest.model.numParams), v: both.subarray(manifest.model.numParams) });
+    }
+    const tokenizerDir = path.join(dir, manifest.tokenizer.dir);
+    return {
+      model,
+      optimizer,
+      tokenizer: HfTokenizer.fromFolder(tokenizerDir),
+      tokenizerDir,
+      prompts: manifest.tokenizer.prompts,
+      base: manifest.model.base,
+      lora,
       config: manifest.config,
       step: manifest.step,
       extra: manifest.extra,

@@ -10,7 +10,7 @@
  * limit. The error ends the run like any training error, after the last checkpoint, so the run
  * can be resumed with a larger limit or a smaller config.
  *
- * Counted: every weight (a model's variables), Adam's moments where they are tensors ('tensor'
+ * Counted: every weight (a model's variables; a LoRA base shared by several policies once, issue #14), Adam's moments where they are tensors ('tensor'
  * mode: two per parameter; in 'js' mode they live in host memory and count 0), and each decode
  * batch's cache (keys and values: 2 · layers · rows · width · positions). Not counted:
  * activations of a forward/backward pass, which tfjs frees as it goes.
@@ -70,6 +70,8 @@ const mib = (bytes: number) => `${(bytes / MiB).toFixed(2)} MiB`;
 export class MemoryBudget {
   private readonly resident = new Map<string, PolicyMemory>();
   private readonly caches = new Map<string, number>();
+  /** Frozen weights several policies share (a LoRA base, issue #14), by key: counted once. */
+  private readonly shared = new Map<string, number>();
 
   /** `limitBytes` 0 means no limit (memory is still accounted and reported). */
   constructor(readonly limitBytes: number) {}
@@ -79,7 +81,25 @@ export class MemoryBudget {
     let t = 0;
     for (const m of this.resident.values()) t += m.weights + m.optimizer;
     for (const b of this.caches.values()) t += b;
+    for (const b of this.shared.values()) t += b;
     return t;
+  }
+
+  /** Bytes of each shared frozen base, by key (for metrics and events). */
+  sharedReport(): Record<string, number> {
+    return Object.fromEntries(this.shared);
+  }
+
+  /**
+   * Register frozen weights shared by several policies (a LoRA base held once per process, issue
+   * #14): the same key registered again is still counted once. Throws when over the limit.
+   */
+  setShared(key: string, bytes: number, policyIds: readonly string[]): void {
+    this.shared.set(key, bytes);
+    this.check(
+      `the frozen base (${mib(bytes)}) that ${policyIds.map((id) => `"${id}"`).join(', ')} share`,
+      policyIds.map((id) => `policies.${id}.model.path (a smaller base)`),
+    );
   }
 
   /** Per-policy figures, for metrics and events. */
@@ -118,9 +138,10 @@ export class MemoryBudget {
 
   private check(what: string, fields: string[]): void {
     if (this.limitBytes <= 0 || this.totalBytes <= this.limitBytes) return;
-    const held = Object.entries(this.report())
-      .map(([id, m]) => `${id}: weights ${mib(m.weights)}, optimizer ${mib(m.optimizer)}, KV cache ${mib(m.kvCache)}`)
-      .join('; ');
+    const held = [
+      ...Object.entries(this.report()).map(([id, m]) => `${id}: weights ${mib(m.weights)}, optimizer ${mib(m.optimizer)}, KV cache ${mib(m.kvCache)}`),
+      ...[...this.shared.values()].map((bytes) => `a shared frozen base: ${mib(bytes)}`),
+    ].join('; ');
     throw new GpuMemoryError(
       `out of GPU memory budget: ${what} does not fit in runtime.gpu_memory_limit_mb = ${(this.limitBytes / MiB).toFixed(2)} ` +
         `(${mib(this.totalBytes)} needed in all — ${held}). Shrink ${fields.join(', ')}, or raise runtime.gpu_memory_limit_mb; ` +

@@ -14,9 +14,24 @@ import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam } from '../model/optim';
 import * as tf from '@tensorflow/tfjs-core';
-import { checkpointFamily, loadCheckpoint, loadHfCheckpoint, readAnyCheckpointManifest, saveCheckpoint, saveHfCheckpoint, type HfPromptSettings } from '../model/checkpoint';
+import {
+  acquireLoraBase,
+  checkpointFamily,
+  loadCheckpoint,
+  loadHfCheckpoint,
+  loadLoraCheckpoint,
+  loraBaseFromCheckpoint,
+  loraBaseFromFolder,
+  readAnyCheckpointManifest,
+  saveCheckpoint,
+  saveHfCheckpoint,
+  saveLoraCheckpoint,
+  type HfPromptSettings,
+  type LoraBaseIdentity,
+} from '../model/checkpoint';
 import type { HfArchConfig } from '../hf/config';
 import { loadHfModel, readHfConfig } from '../hf/load';
+import { checkLoraSettings, LoraHfModel, loraSettingsFromBlock, type LoraSettings } from '../hf/lora';
 import { HfModel } from '../hf/model';
 import { hfPolicyTokenizer, HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
@@ -41,6 +56,11 @@ export type PolicyModelSource =
       /** The folder holding the tokenizer files (the model folder, or a checkpoint's tokenizer/). */
       tokenizerDir: string;
       prompts: HfPromptSettings;
+      /**
+       * A LoRA policy (issue #14): its settings and the frozen base (then `path` is the base). The
+       * copy built elsewhere loads the real base, once per process, and receives only the adapters.
+       */
+      lora?: { settings: LoraSettings; base: LoraBaseIdentity };
     };
 
 /**
@@ -100,9 +120,16 @@ export class PolicyRuntime {
     this.adoptedVersion = version;
   }
 
-  /** Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`). */
+  /**
+   * Freeze a copy of the current weights as the KL reference (any family: rebuilt from `source`).
+   * A LoRA policy's reference is its shared base with the adapters off (issue #14): no second copy.
+   */
   freezeReference(): void {
     this.reference?.dispose();
+    if (this.model instanceof LoraHfModel) {
+      this.reference = this.model.referenceModel();
+      return;
+    }
     const { model } = buildPolicyModel(this.source);
     model.setWeights(this.model.getWeights());
     this.reference = model;
@@ -119,16 +146,20 @@ export class PolicyRuntime {
  * A policy's model and tokenizer rebuilt from its source, for a caller that then sets the trained
  * weights (`setWeights`): the pipeline's rollout and every KL reference. The starting values are
  * placeholders (gpt: a seed-0 initialisation; hf: zeros, so that no weights file is read or hashed,
- * which for a real checkpoint is gigabytes).
+ * which for a real checkpoint is gigabytes). A LoRA policy's frozen base is real: it comes from
+ * this process's shared cache (loaded, digest-checked, once), and its zero-B adapters are the
+ * placeholders.
  */
 export function buildPolicyModel(source: PolicyModelSource): { model: PolicyModel; tokenizer: PolicyTokenizer } {
   if (source.family === 'gpt') {
     return { model: createModel(source.config, 0), tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(source.tokenizer)) };
   }
-  const config = hfSourceConfig(source.path);
   const tokenizer = HfTokenizer.fromFolder(source.tokenizerDir);
+  const withPrompts = hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking });
+  if (source.lora) return { model: new LoraHfModel(acquireLoraBase(source.lora.base), source.lora.settings, { seed: 0 }), tokenizer: withPrompts };
+  const config = hfSourceConfig(source.path);
   const model = new HfModel(config, (spec) => tf.zeros(spec.shape, 'float32'));
-  return { model, tokenizer: hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking }) };
+  return { model, tokenizer: withPrompts };
 }
 
 /** The architecture of a Hugging Face folder or of a Studio checkpoint of the family. */
@@ -207,7 +238,10 @@ function gptIdentity(source: Extract<PolicyModelSource, { family: 'gpt' }>, init
  * the task's character tokenizer, which the GPT family uses.
  */
 export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: Tokenizer, seed: number): { policy: PolicyRuntime; fromCheckpoint: string | null } {
-  if (policyConfig.model.kind === 'hf') return createHfPolicy(id, policyConfig, policyConfig.model);
+  if (policyConfig.model.kind === 'hf') {
+    if (policyConfig.model.lora) return createLoraPolicy(id, policyConfig, policyConfig.model, policyConfig.model.lora, (seed ^ hashString(`policy:${id}`)) >>> 0);
+    return createHfPolicy(id, policyConfig, policyConfig.model);
+  }
   if (policyConfig.init) {
     const dir = resolveInitPath(policyConfig.init);
     if (checkpointFamily(dir) !== 'gpt') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of a Hugging Face model, but policies.${id}.model is kind gpt; set model.kind to hf (with the base folder as model.path) or give a gpt checkpoint`);
@@ -237,7 +271,12 @@ export function createPolicy(id: string, policyConfig: PolicyConfig, tokenizer: 
 export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: { optimizer: Adam | null; config: unknown; step: number; extra?: object }): void {
   const extra = { ...args.extra, identity: policy.identity };
   const { source } = policy;
-  if (source.family === 'gpt') {
+  if (policy.model instanceof LoraHfModel) {
+    if (source.family !== 'hf' || !source.lora) throw new Error(`policy ${policy.id}: a LoRA model without the source of its base`);
+    const base = policy.identity.base;
+    if (!base) throw new Error(`policy ${policy.id}: the Hugging Face folder it started from is not known, so its checkpoint cannot name its base`);
+    saveLoraCheckpoint(dir, { model: policy.model, loraBase: source.lora.base, base, tokenizerDir: source.tokenizerDir, prompts: source.prompts, optimizer: args.optimizer, config: args.config, step: args.step, extra });
+  } else if (source.family === 'gpt') {
     const model = { config: source.config, specs: policy.model.specs, numParams: policy.model.numParams, getWeights: () => policy.model.getWeights() };
     saveCheckpoint(dir, { model, optimizer: args.optimizer, tokenizer: Tokenizer.fromJSON(source.tokenizer), config: args.config, step: args.step, extra });
   } else {
@@ -254,9 +293,6 @@ export function savePolicyCheckpoint(dir: string, policy: PolicyRuntime, args: {
  * so `fromCheckpoint` is always its starting folder.
  */
 function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<PolicyConfig['model'], { kind: 'hf' }>): { policy: PolicyRuntime; fromCheckpoint: string } {
-  // LoRA policies (issue #14, engine/hf/lora.ts) still need the trainer's side: checkpoints of
-  // adapters and the KL reference as the base with adapters off. Refused before any weights load.
-  if (model.lora) throw new Error(`policies.${id}.model.lora: runs do not train LoRA adapters yet (the adapters and their PEFT export exist: engine/hf/lora.ts, marsrl model export --format peft|hf); remove lora to fine-tune every weight`);
   const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
   const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
   if (policyConfig.init) {
@@ -277,6 +313,79 @@ function createHfPolicy(id: string, policyConfig: PolicyConfig, model: Extract<P
   return { policy, fromCheckpoint: dir };
 }
 
+type HfModelBlock = Extract<PolicyConfig['model'], { kind: 'hf' }>;
+
+/** The settings of two LoRA blocks differ (the first field that does), or null. */
+function loraSettingsDiffer(a: LoraSettings, b: LoraSettings): string | null {
+  if (a.rank !== b.rank) return `rank ${b.rank} vs ${a.rank}`;
+  if (a.alpha !== b.alpha) return `alpha ${b.alpha} vs ${a.alpha}`;
+  if (a.targets.join(',') !== b.targets.join(',')) return `targets ${b.targets.join(', ')} vs ${a.targets.join(', ')}`;
+  return null;
+}
+
+/**
+ * A LoRA policy (issue #14; Dr. MAS's shared / per-role / heterogeneous settings are which policy
+ * ids the roles use and which base each names): fresh adapters (PEFT's initialisation, so the
+ * policy starts as its base exactly) on the frozen base, held once per process however many
+ * policies use it, and an optimizer over the adapters only. The base is `model.path`, or the
+ * `init` checkpoint: one of full hf weights (a warm start) becomes the base; a LoRA checkpoint
+ * brings its base and its trained adapters (settings must match the config's).
+ */
+function createLoraPolicy(id: string, policyConfig: PolicyConfig, model: HfModelBlock, block: NonNullable<HfModelBlock['lora']>, seed: number): { policy: PolicyRuntime; fromCheckpoint: string } {
+  const where = `policies.${id}.model.lora`;
+  const prompts: HfPromptSettings = { systemPrompts: { ...DEFAULT_SYSTEM_PROMPTS }, enableThinking: model.enable_thinking };
+  const withPrompts = (tok: HfTokenizer) => hfPolicyTokenizer(tok, prompts.systemPrompts, { enableThinking: prompts.enableThinking });
+  let lora: LoraHfModel;
+  let loraBase: LoraBaseIdentity;
+  let tokenizerDir: string;
+  let identity: ModelIdentity;
+  let fromCheckpoint: string;
+  if (policyConfig.init) {
+    const dir = resolveInitPath(policyConfig.init);
+    const manifest = readAnyCheckpointManifest(dir);
+    if (manifest.family !== 'hf') throw new Error(`policies.${id}.init: ${dir} is a checkpoint of the gpt family, but policies.${id}.model is kind hf; give an hf checkpoint or remove init`);
+    const settings = checkLoraSettings(manifest.model.config, loraSettingsFromBlock(block), where);
+    if (manifest.lora) {
+      const differ = loraSettingsDiffer(manifest.lora.settings, settings);
+      if (differ) throw new Error(`${where}: the init checkpoint ${dir} holds adapters of other settings (${differ} in the checkpoint); make the lora block match it or start from its base`);
+      const loaded = loadLoraCheckpoint(dir, { seed });
+      loaded.optimizer?.dispose();
+      lora = loaded.model;
+      loraBase = loaded.lora.base;
+      tokenizerDir = loraBase.kind === 'folder' ? loraBase.path : path.join(loraBase.path, 'tokenizer');
+      identity = (loaded.extra as { identity?: ModelIdentity } | null)?.identity ?? { family: 'hf', path: dir, configDigest: loaded.base.configDigest, weightsDigest: loaded.manifest.files['adapter_model.safetensors']?.sha256 ?? null, base: loaded.base };
+    } else {
+      loraBase = loraBaseFromCheckpoint(dir);
+      lora = new LoraHfModel(acquireLoraBase(loraBase), settings, { seed });
+      tokenizerDir = path.join(dir, 'tokenizer');
+      identity = { family: 'hf', path: dir, configDigest: manifest.model.base.configDigest, weightsDigest: loraBase.weightsDigest, base: manifest.model.base };
+    }
+    fromCheckpoint = dir;
+  } else {
+    const dir = resolveModelFolder(model.path);
+    const settings = checkLoraSettings(readHfConfig(dir).config, loraSettingsFromBlock(block), where);
+    loraBase = loraBaseFromFolder(dir);
+    lora = new LoraHfModel(acquireLoraBase(loraBase, { verified: true }), settings, { seed });
+    tokenizerDir = dir;
+    const folder = { path: loraBase.path, configDigest: loraBase.configDigest, weightsDigest: loraBase.weightsDigest };
+    identity = { family: 'hf', ...folder, base: folder };
+    fromCheckpoint = dir;
+  }
+  let tokenizer: HfTokenizer;
+  try {
+    tokenizer = HfTokenizer.fromFolder(tokenizerDir);
+    if (tokenizer.vocabSize > lora.config.vocabSize) throw new Error(`${path.join(tokenizerDir, 'tokenizer.json')}: the tokenizer has ${tokenizer.vocabSize} ids but the model's vocab_size is ${lora.config.vocabSize}: the tokenizer does not belong to these weights`);
+  } catch (error) {
+    lora.dispose();
+    throw error;
+  }
+  // PEFT's lora_dropout acts in training passes; decoding (prefill/decodeStep) never drops.
+  lora.training = lora.settings!.dropout > 0;
+  const source: PolicyModelSource = { family: 'hf', path: loraBase.path, dtype: model.dtype, tokenizerDir, prompts, lora: { settings: lora.settings!, base: loraBase } };
+  const policy = new PolicyRuntime(id, policyConfig, lora, withPrompts(tokenizer), createOptimizer(lora, policyConfig.optimizer), source, identity);
+  return { policy, fromCheckpoint };
+}
+
 /** Save every policy of a run at an RL step (model, optimizer state, tokenizer, config). */
 export function savePolicies(dir: string, policies: Map<string, PolicyRuntime>, config: RunConfig, step: number, extra: object): string[] {
   const written: string[] = [];
@@ -294,7 +403,24 @@ export function loadPolicies(dir: string, config: RunConfig): { policies: Map<st
   let step = -1;
   let extra: unknown = null;
   for (const id of usedPolicyIds(config)) {
-    if (checkpointFamily(path.join(dir, id)) === 'hf') {
+    const manifest = readAnyCheckpointManifest(path.join(dir, id));
+    if (manifest.family === 'hf' && manifest.lora) {
+      const loaded = loadLoraCheckpoint(path.join(dir, id), { seed: (config.seed ^ hashString(`policy:${id}`)) >>> 0 });
+      const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
+      const { base: loraBase } = loaded.lora;
+      // The base's own tokenizer, not this checkpoint's copy: older checkpoints of a run are pruned as it goes.
+      const tokenizerDir = loraBase.kind === 'folder' ? loraBase.path : path.join(loraBase.path, 'tokenizer');
+      const source: PolicyModelSource = { family: 'hf', path: loraBase.path, dtype: 'float32', tokenizerDir, prompts: loaded.prompts, lora: loaded.lora };
+      const saved = (loaded.extra as { identity?: ModelIdentity } | null)?.identity;
+      const identity = saved ?? { family: 'hf', path: loraBase.path, configDigest: loaded.base.configDigest, weightsDigest: loaded.base.weightsDigest, base: loaded.base };
+      const tokenizer = hfPolicyTokenizer(loaded.tokenizer, loaded.prompts.systemPrompts, { enableThinking: loaded.prompts.enableThinking });
+      loaded.model.training = loaded.lora.settings.dropout > 0;
+      policies.set(id, new PolicyRuntime(id, config.policies[id], loaded.model, tokenizer, optimizer, source, identity));
+      step = loaded.step;
+      extra = loaded.extra;
+      continue;
+    }
+    if (manifest.family === 'hf') {
       const loaded = loadHfCheckpoint(path.join(dir, id));
       const optimizer = loaded.optimizer ?? createOptimizer(loaded.model, config.policies[id].optimizer);
       // The base folder, not this checkpoint's copy: older checkpoints of a run are pruned as it goes.

@@ -11,15 +11,23 @@
  * config. Warm-start accuracy jumps unevenly with steps, so the checkpoint is chosen by held-out
  * evaluation, optionally the one nearest a target Solver accuracy (to leave room for RL).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { PretrainSchema, Role, RunConfig } from '../config/schema';
 import type { z } from 'zod';
+import { hfConfigJson } from '../hf/config';
+import { exportHfFolder } from '../hf/export';
+import { hfModelIdentity, hfNamedTensors } from '../hf/load';
+import { HfModel } from '../hf/model';
+import { taskCorpus, writeTinyQwenModel } from '../hf/tiny-qwen';
 import { textFormatOf } from '../agents/prompts';
 import { createOptimizer } from '../model/optim';
 import type { PolicyTokenizer } from '../model/policy-model';
 import { supervisedStep } from '../model/train';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
-import { rolesOf, type PolicyRuntime } from './policies';
+import { DEFAULT_SYSTEM_PROMPTS, rolesOf, usedPolicyIds, type PolicyRuntime } from './policies';
 import { decodeInSegments } from './rollout';
 import { padBatch, type TrainingSequence } from './sequences';
 
@@ -189,4 +197,52 @@ export async function pretrainPolicy(
     optimizer.dispose();
   }
   return history;
+}
+
+/** Problems whose texts the tiny tokenizer learns from (more add little: the generator's words repeat). */
+const SCRATCH_CORPUS_PROBLEMS = 2000;
+
+/**
+ * `pretrain.hf_scratch`: make the tiny Qwen3 every Hugging Face policy of `config` warm-starts
+ * from (tokenizer learned on the task's texts and the system prompts the policy adds, fresh
+ * weights; engine/hf/tiny-qwen.ts) in a temporary folder, and point those policies' model.path at
+ * it. Their LoRA blocks are dropped: a warm start trains every weight. Returns the folder (the
+ * caller removes it), or null when the config has no hf_scratch or no Hugging Face policy.
+ */
+export function prepareHfScratch(config: RunConfig, family: TaskFamily, train: readonly Problem[]): string | null {
+  const scratch = config.pretrain.hf_scratch;
+  const hfIds = usedPolicyIds(config).filter((id) => config.policies[id].model.kind === 'hf');
+  for (const id of hfIds) {
+    const model = config.policies[id].model;
+    if (model.kind === 'hf') delete model.lora;
+  }
+  if (!scratch || hfIds.length === 0) return null;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-tiny-qwen-'));
+  const corpus = taskCorpus(family, train.slice(0, SCRATCH_CORPUS_PROBLEMS), config.seed, Object.values(DEFAULT_SYSTEM_PROMPTS));
+  writeTinyQwenModel(dir, {
+    sizes: { layers: scratch.layers, hidden: scratch.hidden, heads: scratch.heads, kvHeads: scratch.kv_heads, headDim: scratch.head_dim, intermediate: scratch.intermediate, context: scratch.context, merges: scratch.merges },
+    corpus,
+    seed: scratch.seed,
+  });
+  for (const id of hfIds) {
+    const model = config.policies[id].model;
+    if (model.kind === 'hf') model.path = dir;
+  }
+  return dir;
+}
+
+/** The file beside a warm-started Hugging Face folder that says how it was made. */
+export const PRETRAIN_INFO_FILE = 'marsrl-pretrain.json';
+
+/**
+ * Write a warm-started Hugging Face policy as a Hugging Face folder at `dir` (replacing one there):
+ * config.json, model.safetensors (F32), the tokenizer's files and generation_config.json, plus
+ * marsrl-pretrain.json (`info`, and the SHA-256 of config and weights so a preset can check them).
+ */
+export function saveHfWarmStart(dir: string, policy: PolicyRuntime, info: object): void {
+  const { model, source } = policy;
+  if (!(model instanceof HfModel) || source.family !== 'hf') throw new Error(`policy ${policy.id} is not a Hugging Face policy; save it with savePolicyCheckpoint`);
+  exportHfFolder(dir, { config: model.config, configJson: hfConfigJson(model.config), tensors: hfNamedTensors(model), dtype: 'F32', tokenizerDir: source.tokenizerDir, force: true });
+  const identity = hfModelIdentity(dir);
+  fs.writeFileSync(path.join(dir, PRETRAIN_INFO_FILE), `${JSON.stringify({ ...info, configDigest: identity.configDigest, weightsDigest: identity.weightsDigest }, null, 2)}\n`);
 }

@@ -20,6 +20,7 @@ import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
 import { MemoryBudget, optimizerBytes, setMemoryBudget, weightBytes } from '../model/gpu-memory';
+import { sharedBaseOf } from '../hf/lora';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import { evaluate, evaluatePart, fixedSetFrom, fixedSetMetrics, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { TrainerEndpoint } from './pipeline-protocol';
@@ -147,6 +148,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     const budget = new MemoryBudget(config.runtime.gpu_memory_limit_mb * 2 ** 20);
     setMemoryBudget(budget);
     for (const p of policies.values()) {
+      // A LoRA base (issue #14) is shared by policies and references: counted once, by its key.
+      const shared = sharedBaseOf(p.model);
+      if (shared) budget.setShared(shared.key, shared.bytes, [...policies.values()].filter((q) => sharedBaseOf(q.model)?.key === shared.key).map((q) => q.id));
       const weights = weightBytes(p.model) + (p.reference ? weightBytes(p.reference) : 0);
       budget.setResident(p.id, { weights, optimizer: optimizerBytes(p.optimizer, p.model.numParams) });
       writer.metric({ runId, step: cursor.step, wallTime: wallTime(), key: `memory/${p.id}/weights_bytes`, value: weights });
@@ -158,7 +162,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       'gpu_memory',
       `tensor memory on ${backend.name}: ${(budget.totalBytes / 2 ** 20).toFixed(2)} MiB resident (weights and optimizer state)` +
         (budget.limitBytes > 0 ? ` of the ${config.runtime.gpu_memory_limit_mb} MiB limit` : ''),
-      { limitBytes: budget.limitBytes, policies: budget.report() },
+      { limitBytes: budget.limitBytes, policies: budget.report(), sharedBases: budget.sharedReport() },
       cursor.step,
     );
 
