@@ -20,6 +20,7 @@ import type { Store } from '../../src-main/engine/store';
 import { responseLogProbs, ppoStep, type PolicySample } from '../../src-main/engine/training/ppo';
 import { createPolicy, loadPolicies, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { exportPolicyModel } from '../../src-main/engine/hf/run-export';
 import { createRunManager } from '../../src-main/runner/manager';
 import type { WorkerToManager } from '../../src-main/runner/messages';
 import { Rng } from '../../src-main/engine/util/rng';
@@ -159,6 +160,49 @@ describe('LoRA policies in one process', () => {
     } finally {
       loaded.dispose();
       policy.dispose();
+    }
+    expect(heldHfBaseCount()).toBe(0);
+  });
+
+  it('starts from an init checkpoint: full hf weights become the base exactly; a LoRA checkpoint brings its base and adapters; other settings are refused; both export merged', async () => {
+    const fullConfig = runConfig({ policies: { full: { model: { kind: 'hf', path: baseDir }, optimizer: { lr: 1e-2 } } }, agents: { solver: 'full', verifier: 'full', corrector: 'full' } });
+    const full = createPolicy('full', fullConfig.policies.full, loadTaskData(fullConfig).tokenizer, fullConfig.seed).policy;
+    // A warm start that is not the folder's weights.
+    full.model.setWeights(full.model.getWeights().map((x, i) => x * (1 + 0.3 * Math.sin(i))));
+    const warm = path.join(folder.dir, 'warm');
+    savePolicies(warm, new Map([['full', full]]), fullConfig, 0, {});
+    const withInit = (init: string, rank = RANK) => runConfig({ policies: { s: { ...lora(baseDir), init, model: { kind: 'hf', path: baseDir, lora: { rank, alpha: 4 } } } }, agents: { solver: 's', verifier: 's', corrector: 's' } });
+    const config = withInit(path.join(warm, 'full'));
+    const policy = createPolicy('s', config.policies.s, loadTaskData(config).tokenizer, config.seed).policy;
+    const adapted = path.join(folder.dir, 'adapted');
+    const rows = [policy.tokenizer.promptTokens('solver', 'sort 213')];
+    try {
+      expect(policy.source.family === 'hf' && policy.source.lora?.base.kind).toBe('checkpoint');
+      expect(Array.from(policy.model.lastLogits(rows, [0]))).toEqual(Array.from(full.model.lastLogits(rows, [0])));
+      train(policy, samplesFor(policy, 3));
+      savePolicies(adapted, new Map([['s', policy]]), config, 1, {});
+      expect((readAnyCheckpointManifest(path.join(adapted, 's')) as HfCheckpointManifest).lora?.base).toMatchObject({ kind: 'checkpoint', path: path.join(warm, 'full') });
+
+      const again = withInit(path.join(adapted, 's'));
+      const resumed = createPolicy('s', again.policies.s, loadTaskData(again).tokenizer, again.seed).policy;
+      expect(heldHfBaseCount()).toBe(1);
+      expect(Array.from(resumed.model.getWeights())).toEqual(Array.from(policy.model.getWeights()));
+      expect(resumed.optimizer.stepCount).toBe(0);
+      resumed.dispose();
+      const other = withInit(path.join(adapted, 's'), 3);
+      expect(() => createPolicy('s', other.policies.s, loadTaskData(other).tokenizer, other.seed)).toThrow(/policies\.s\.model\.lora: the init checkpoint .* holds adapters of other settings \(rank 3 vs 2 in the checkpoint\)/);
+
+      // Merged out of a checkpoint-based LoRA: the warm start's weights plus the adapters.
+      const merged = path.join(folder.dir, 'adapted-hf');
+      await exportPolicyModel({ source: { checkpoint: path.join(adapted, 's') }, format: 'hf', out: merged });
+      const back = loadHfModel(merged).model;
+      const got = back.lastLogits(rows, [0]);
+      const want = policy.model.lastLogits(rows, [0]);
+      back.dispose();
+      expect(Math.max(...got.map((x, i) => Math.abs(x - want[i])))).toBeLessThanOrEqual(1e-4);
+    } finally {
+      policy.dispose();
+      full.dispose();
     }
     expect(heldHfBaseCount()).toBe(0);
   });

@@ -14,6 +14,7 @@ import { printJson } from '../format';
 
 const usage = `Usage: marsrl model inspect DIR [--json]
        marsrl model export SRC --format hf|gguf|peft [--dtype f32|f16|bf16] [--base DIR] --out PATH [--force]
+       marsrl model export RUN|CHECKPOINT --format peft|hf [--policy ID] [--step N] [--db PATH] --out PATH [--force]
        marsrl model generate DIR|CHECKPOINT (--prompt TEXT | --chat FILE | --prompt-ids 1,2,3) [options]
 
 Hugging Face decoder models (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) in the layout
@@ -33,6 +34,12 @@ tokenizer_config.json, generation_config.json.
                            source's torch_dtype, else f32)
             --format gguf  one GGUF file for llama.cpp / Ollama; --dtype f32 (default) or f16
             --force        replace an existing PATH (otherwise an existing PATH is refused)
+            RUN|CHECKPOINT (issue #14): a run id (in --db, like other commands; its newest
+            checkpoint, or --step N's) or a run's checkpoint folder (one policy's, or a step's
+            folder of policies); --policy ID picks the policy when there are several.
+            --format peft  the run's LoRA adapters as PEFT writes them (PeftModel.from_pretrained,
+                           vLLM --lora-modules); a full fine-tune has none: use hf
+            --format hf    a merged Hugging Face folder (base + (alpha/r)·B A, or the full weights)
   generate  see \`marsrl model generate --help\``;
 
 const INSPECT_OPTIONS = {} as const;
@@ -42,6 +49,8 @@ const EXPORT_OPTIONS = {
   out: { type: 'string', short: 'o' },
   force: { type: 'boolean', default: false },
   base: { type: 'string' },
+  policy: { type: 'string' },
+  step: { type: 'string' },
 } as const;
 
 async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
@@ -150,7 +159,45 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
   // Refuse before reading anything: an existing output stays as it is.
   if (fs.existsSync(out) && !values.force) throw new Error(`${out} already exists; choose another --out or pass --force to replace it`);
   if (path.resolve(src) === out) throw new Error(`--out ${out} is the source itself; write the export somewhere else`);
+  let step: number | undefined;
+  if (values.step !== undefined) {
+    step = Number(values.step);
+    if (!/^\d+$/.test(values.step) || !Number.isSafeInteger(step)) throw new UsageError(`--step must be an RL step, a whole number from 0 (got ${JSON.stringify(values.step)})`, usage);
+  }
 
+  // A run or a run's checkpoint (issue #14): engine/hf/run-export.ts, shared with the API.
+  const fromRun = /^\d+$/.test(src) && !fs.existsSync(src);
+  const { CHECKPOINT_MANIFEST } = await import('../../engine/model/checkpoint');
+  const isStudioCheckpoint = (dir: string) => fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST)) || (fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true && fs.readdirSync(dir).some((d) => fs.existsSync(path.join(dir, d, CHECKPOINT_MANIFEST))));
+  if (fromRun || isStudioCheckpoint(src)) {
+    if (values.base !== undefined) throw new UsageError('--base is for a PEFT adapter folder SRC; a run\'s checkpoint names its own base', usage);
+    const runExport = await import('../../engine/hf/run-export');
+    const opened = fromRun ? (await import('../context')).openCliStudio(values.db, ctx.env) : null;
+    try {
+      const source = opened ? { runId: Number(src), store: opened.store } : { checkpoint: src };
+      if (values.format === 'gguf') {
+        // GGUF goes through the folder path below, from the checkpoint the run names.
+        const picked = runExport.resolvePolicyCheckpoint({ source, policy: values.policy, step });
+        return await exportFolder(picked.dir, { ...values, format: values.format }, out, ctx);
+      }
+      const started = Date.now();
+      const result = await runExport.exportPolicyModel({ source, format: values.format, out, policy: values.policy, step, dtype: values.dtype as 'f32' | 'f16' | 'bf16' | undefined, force: values.force });
+      const seconds = (Date.now() - started) / 1000;
+      if (values.json) printJson({ ...result, seconds });
+      else ctx.out(`Wrote ${out} (${result.format === 'peft' ? 'PEFT LoRA adapter' : result.lora ? 'Hugging Face folder, adapters merged' : 'Hugging Face folder'}) from policy ${result.policy} at step ${result.step} (${result.checkpoint}) in ${seconds.toFixed(1)} s`);
+      return 0;
+    } finally {
+      opened?.store.close();
+    }
+  }
+  if (values.policy !== undefined || values.step !== undefined) throw new UsageError(`--policy and --step pick a checkpoint of a run; ${src} is a model folder, not a run id or a run's checkpoint`, usage);
+  return exportFolder(src, { ...values, format: values.format }, out, ctx);
+}
+
+type ExportValues = { format: 'hf' | 'gguf' | 'peft'; dtype?: string; base?: string; force: boolean; json: boolean };
+
+/** Export a model folder, a PEFT adapter folder or a Studio checkpoint folder (hf, gguf, peft). */
+async function exportFolder(src: string, values: ExportValues, out: string, ctx: CommandContext): Promise<number> {
   const { exportGguf, exportHfFolder } = await import('../../engine/hf/export');
   const { source, release, adapter } = await exportSource(src, values.base);
   const started = Date.now();
