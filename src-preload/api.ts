@@ -509,6 +509,40 @@ export interface ModelInspection {
   linearModules: { name: string; inDim: number; outDim: number; parent: string }[];
 }
 
+/**
+ * A run's policy model out (issue #14, "Adapters out"): its LoRA adapters as PEFT writes them,
+ * or a merged Hugging Face folder (base + adapters, or a full fine-tune's own weights).
+ */
+export interface ModelExportRequest {
+  runId: number;
+  /** The policy id; needed when the run checkpointed several. */
+  policy?: string;
+  format: 'peft' | 'hf';
+  /** The folder to write; a relative path is under the per-user exports folder (as dataset exports are). */
+  out: string;
+  /** The RL step whose checkpoint to export; default the newest on disk. */
+  step?: number;
+  /** hf only: the tensors' type; default the base's torch_dtype, else f32. */
+  dtype?: 'f32' | 'f16' | 'bf16';
+  /** Replace an existing folder. */
+  force?: boolean;
+}
+
+export interface ModelExportResult {
+  format: 'peft' | 'hf';
+  /** The folder written, absolute. */
+  out: string;
+  /** Every file written, under `out`. */
+  written: string[];
+  /** The checkpoint folder exported, its policy and RL step. */
+  checkpoint: string;
+  policy: string;
+  step: number;
+  /** Whether the checkpoint held LoRA adapters (false: full fine-tuned weights). */
+  lora: boolean;
+  seconds: number;
+}
+
 /** What one endpoint's capability probe found (issue #16), as `marsrl config validate --probe` reports it. */
 export interface EndpointCheck {
   endpoint: string;
@@ -559,6 +593,8 @@ export interface StudioApi {
   configSchema(): Promise<ConfigFormInfo>;
   /** What a Hugging Face model folder holds and whether it can be a policy (never throws for a bad folder). */
   inspectModel(path: string): Promise<ModelInspection>;
+  /** Write a run's policy model out as PEFT adapters or a merged Hugging Face folder (issue #14). */
+  exportModel(request: ModelExportRequest): Promise<ModelExportResult>;
   /** Validate a config, then probe its endpoints as `marsrl config validate --probe` does (issue #16). */
   checkEndpoints(config: unknown): Promise<EndpointCheckResult>;
   /** Validate and launch a run through the run manager; resolves once it is queued. */
@@ -618,6 +654,7 @@ export const STUDIO_METHODS = [
   'getTimeline',
   'startExport',
   'cancelExport',
+  'exportModel',
   'compareRuns',
   'compareSeries',
   'listStudies',

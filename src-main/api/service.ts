@@ -288,6 +288,36 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       return { exportId, out: path.resolve(out) };
     },
 
+    async exportModel(request) {
+      // Loaded on first use, like the dataset export: the model writers are not needed to browse.
+      const { exportPolicyModel, PolicyExportError } = await import('../engine/hf/run-export');
+      const { OutputExistsError } = await import('../engine/hf/export');
+      requireRun(request.runId);
+      // A relative folder is under the exports folder, as a dataset export's file is.
+      const out = path.isAbsolute(request.out) ? request.out : path.join(exportsDir(), request.out);
+      if (out !== request.out) fs.mkdirSync(exportsDir(), { recursive: true });
+      const started = Date.now();
+      try {
+        const result = await exportPolicyModel({
+          source: { runId: request.runId, store },
+          format: request.format,
+          out,
+          ...(request.policy !== undefined ? { policy: request.policy } : {}),
+          ...(request.step !== undefined ? { step: request.step } : {}),
+          ...(request.dtype !== undefined ? { dtype: request.dtype } : {}),
+          force: request.force === true,
+        });
+        return { format: result.format, out: result.out, written: [...result.written], checkpoint: result.checkpoint, policy: result.policy, step: result.step, lora: result.lora, seconds: (Date.now() - started) / 1000 };
+      } catch (error) {
+        // What the engine refuses (peft of full weights, a pruned step, an existing folder) goes
+        // back on the dialog's field, in the form's words.
+        const field = error instanceof PolicyExportError ? (error.field === 'source' ? 'runId' : error.field) : error instanceof OutputExistsError ? 'out' : null;
+        if (field === null) throw error;
+        const message = inFormWords((error as Error).message).replace(/ with --policy ID/g, ' in Policy').replace(/--step N?/g, 'Step').replace(/choose another --out or pass --force to replace it/g, 'choose another folder or tick "Replace an existing folder"');
+        throw new StudioError('invalid_request', message, [{ path: field, message }]);
+      }
+    },
+
     async cancelExport(exportId) {
       const controller = exports.get(exportId);
       if (!controller) throw new StudioError('not_found', `no export ${exportId} is running`);
