@@ -5,10 +5,11 @@ import type { Command } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage:
-  marsrl config validate FILE [--set key.path=value …] [--probe] [--json]
+  marsrl config validate FILE|--preset NAME [--set key.path=value …] [--probe] [--json]
   marsrl config print [--preset NAME] [--config FILE] [--set key.path=value …] [--json]
 
-validate  checks a YAML or JSON run configuration against the schema and prints every problem
+validate  checks a YAML or JSON run configuration (FILE, or a preset with --preset NAME, with
+          FILE over it when both are given) against the schema and prints every problem
           (field path, value given, what is allowed); exit 0 when valid, 2 otherwise. The API key
           variables of served endpoints must be set; --probe also asks each endpoint what it
           serves and supports (unreachable URL, model not served, key refused).
@@ -34,19 +35,20 @@ export const configCommand: Command = {
     }
     const [sub, file] = positionals;
     if (sub === 'validate') {
-      if (!file) throw new UsageError('config validate needs a FILE', usage);
-      if (values.preset || values.config) throw new UsageError('config validate takes the file as its argument; --preset/--config belong to config print', usage);
-      const { config } = loadRunConfig({ file, overrides: values.set ?? [] });
+      if (!file && !values.preset) throw new UsageError('config validate needs a FILE or --preset NAME', usage);
+      if (values.config) throw new UsageError('config validate takes the file as its argument; --config belongs to config print', usage);
+      const { config } = loadRunConfig({ preset: values.preset, file, overrides: values.set ?? [] });
+      const where = file ?? `preset ${values.preset}`;
       const envIssues = endpointEnvIssues(config, ctx.env);
-      if (envIssues.length > 0) throw new ConfigError(envIssues, file);
+      if (envIssues.length > 0) throw new ConfigError(envIssues, where);
       if (values.probe && config.endpoints) {
         const reports = await poolFromConfig(config, { env: ctx.env }).probe();
         const issues = probeIssues(reports);
-        if (issues.length > 0) throw new ConfigError(issues, file);
+        if (issues.length > 0) throw new ConfigError(issues, where);
         for (const r of reports) ctx.err(`endpoint ${r.endpoint}: serves ${r.models.join(', ') || '(no list)'}${r.missing.length > 0 ? `; lacks ${r.missing.join(', ')}` : ''}`);
       }
-      if (values.json) printJson({ ok: true, file, config });
-      else ctx.out(`${file}: valid (seed ${config.seed}, task ${config.task.family}, ${Object.keys(config.policies).length} policies, ${config.optimization.steps} steps)`);
+      if (values.json) printJson({ ok: true, file: file ?? null, preset: values.preset ?? null, config });
+      else ctx.out(`${where}: valid (seed ${config.seed}, task ${config.task.family}, ${Object.keys(config.policies).length} policies, ${config.optimization.steps} steps)`);
       return 0;
     }
     if (sub === 'print') {

@@ -100,8 +100,19 @@ function collectIssues(issues: readonly ZodIssue[], prefix: readonly PropertyKey
     // A key pasted where its variable's name belongs must not be echoed into an error or a log.
     const secret = issue.path.some((p) => p === 'api_key_env');
     const value = secret ? undefined : valueAt(input, issue.path);
-    out.push({ path: issue.path.map(String).join('.'), message: explain(issue), value });
+    out.push({ path: issue.path.map(String).join('.'), message: missingModelFolder(issue, value) ?? explain(issue), value });
   }
+}
+
+/**
+ * A Hugging Face policy without its folder (the qwen-lora preset leaves it to the user, issue #14):
+ * say which setting to give rather than zod's "must be a string".
+ */
+function missingModelFolder(issue: z.core.$ZodIssue, value: unknown): string | null {
+  const [root, id, model, field] = issue.path;
+  if (issue.code !== 'invalid_type' || value !== undefined || issue.path.length !== 4 || root !== 'policies' || model !== 'model' || field !== 'path') return null;
+  const key = `policies.${String(id)}.model.path`;
+  return `missing: set ${key} (or --set ${key}=DIR) to your downloaded Qwen folder (or another Hugging Face model: the folder holding config.json, model.safetensors and tokenizer.json)`;
 }
 
 function explain(issue: z.core.$ZodIssue): string {
