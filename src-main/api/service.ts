@@ -19,7 +19,7 @@ import { PROMPT_VARIABLES } from '../engine/agents/prompts';
 import { configSchemaInfo, endpointFields } from '../engine/config/fields';
 import { resolveModelFolder } from '../engine/config/hf-folder';
 import { inspectHfFolder } from '../engine/hf/inspect';
-import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
+import { ConfigError, listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../engine/served/config';
 import type { EpisodeListItem, Store } from '../engine/store';
@@ -80,6 +80,28 @@ export function inFormWords(message: string): string {
     .replace(/list runs with `marsrl runs` or in the runs table/g, 'choose runs in the runs table');
 }
 
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+/** `over` laid on `base`, object by object (arrays and values replace). */
+function layered(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) out[key] = isPlainObject(value) && isPlainObject(out[key]) ? layered(out[key] as Record<string, unknown>, value) : value;
+  return out;
+}
+/**
+ * A preset document whose Hugging Face policies have no folder yet, over the defaults: its own
+ * policies (each over the default optimizer; the form fills the model block's defaults by kind).
+ */
+function presetAwaitingFolder(document: Record<string, unknown>): Record<string, unknown> {
+  const defaults = resolveConfig({}) as unknown as Record<string, unknown>;
+  const defaultPolicy = Object.values(defaults.policies as Record<string, Record<string, unknown>>)[0];
+  const { policies, ...rest } = document;
+  const out = layered({ ...defaults, policies: {} }, rest);
+  out.policies = Object.fromEntries(Object.entries(isPlainObject(policies) ? policies : {}).map(([id, p]) => [id, layered({ optimizer: defaultPolicy.optimizer }, isPlainObject(p) ? p : {})]));
+  return out;
+}
+
 export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
   const exports = new Map<string, AbortController>();
   let exportCounter = 0;
@@ -137,7 +159,16 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     async getPreset(name) {
       const known = listPresets().map((p) => p.name);
       if (!known.includes(name)) throw new StudioError('not_found', `unknown preset "${name}"; known presets: ${known.join(', ')}`);
-      return resolveConfig(presetDocument(name), `preset ${name}`) as unknown as Record<string, unknown>;
+      const document = presetDocument(name);
+      try {
+        return resolveConfig(document, `preset ${name}`) as unknown as Record<string, unknown>;
+      } catch (error) {
+        // A preset for the user's own downloaded model (qwen-lora, issue #14) names no folder, so
+        // it cannot resolve; the form opens it with the folder empty (and asks for it), every
+        // other value as the preset and the defaults give it.
+        if (!(error instanceof ConfigError) || !error.issues.every((i) => /^policies\.[^.]+\.model\.path$/.test(i.path))) throw error;
+        return presetAwaitingFolder(document);
+      }
     },
 
     async validateConfig(config) {

@@ -59,6 +59,30 @@ function cliMessages(document: Record<string, unknown>): Map<string, string> {
   return out;
 }
 
+describe('new-run form: the qwen-lora preset', () => {
+  it('asks for the downloaded model folder, gives it to every policy, and checks the preset’s LoRA settings against that model', async () => {
+    await session.open('#/runs');
+    await session.open('#/new?preset=quick', { fresh: true });
+    await expect.poll(status, POLL).toMatch(/Valid/);
+    expect(await page.getByTestId('preset-folder').count()).toBe(0);
+    await page.getByTestId('preset').selectOption('qwen-lora');
+    const ask = page.getByTestId('preset-folder');
+    await ask.waitFor();
+    expect(await ask.textContent()).toMatch(/used by solver, verifier, corrector/);
+    await expect.poll(() => page.getByTestId('preset-folder-issue').first().textContent(), POLL).toMatch(/missing: set policies\.solver\.model\.path .* to your downloaded Qwen folder/);
+    expect(await page.getByTestId('launch').isDisabled()).toBe(true);
+
+    await page.locator('#field-preset-model-folder').fill(modelDir);
+    for (const id of ['solver', 'verifier', 'corrector']) await expect.poll(() => page.locator(`#field-policies-${id}-model-path`).inputValue(), POLL).toBe(modelDir);
+    // The preset's rank 16 is more than the tiny model's k_proj (8 × 16) allows: said at each rank field.
+    for (const id of ['solver', 'verifier', 'corrector']) {
+      await expect.poll(() => placed(`policies.${id}.model.lora.rank`).textContent(), POLL).toMatch(/rank 16 is larger than the k_proj layer allows/);
+    }
+    expect(await page.getByTestId('preset-folder-issue').count()).toBe(0);
+    expect(await page.locator('[data-policy="solver"] [data-testid="lora"]').getAttribute('data-enabled')).toBe('true');
+  });
+});
+
 describe('new-run form: a qwen-lora-style run', () => {
   it('places a bad rank, a bad target and a bad template variable at their fields with the CLI’s messages; fixed, a 2-step LoRA run finishes; its adapters export from the run page', async () => {
     await session.open('#/runs');
@@ -123,6 +147,8 @@ describe('new-run form: a qwen-lora-style run', () => {
     await fill('policies-solver-model-lora-targets-other', 'qkv_proj');
     await fill('prompts-solver-user', '{question}\nHint: {hint}');
     await expect.poll(status, POLL).toMatch(/3 problems to fix/);
+    await prompts.locator('[data-role="solver"]').scrollIntoViewIfNeeded();
+    await screenshot(page, 'new-run-prompts');
     const cli = cliMessages({
       name: 'e2e tiny lora run',
       task: { family: 'math' },
@@ -174,6 +200,7 @@ describe('new-run form: a qwen-lora-style run', () => {
     await dialog.locator('#model-export-out').fill('tiny-lora-adapters');
     await dialog.getByTestId('model-export-start').click();
     await expect.poll(() => dialog.getByTestId('model-export-result').textContent(), { timeout: 120_000, interval: 200 }).toMatch(/adapter_model\.safetensors/);
+    await screenshot(page, 'run-model-export');
     const out = path.join(session.dir, 'home', 'exports', 'tiny-lora-adapters');
     const config = JSON.parse(fs.readFileSync(path.join(out, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
     expect(config).toMatchObject({ peft_type: 'LORA', r: 4 });
