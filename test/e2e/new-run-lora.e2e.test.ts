@@ -210,5 +210,26 @@ describe('new-run form: a qwen-lora-style run', () => {
     expect(tensors.get('base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight')?.shape).toEqual([4, 16]);
     expect(tensors.get('base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight')?.shape).toEqual([8, 4]);
     expect(tensors.has('base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight')).toBe(false);
+    await dialog.getByRole('button', { name: 'Close', exact: true }).click();
+    await dialog.waitFor({ state: 'hidden' });
+
+    // The dataset export dialog lists the model export too: from it, the merged folder.
+    await session.open('#/runs', { fresh: true });
+    const row = page.locator(`[role="rowgroup"] [data-run-id="${runId}"]`);
+    await row.hover();
+    await row.getByTestId('row-export').click();
+    const datasets = page.getByTestId('export-dialog');
+    await datasets.waitFor();
+    await datasets.getByTestId('export-model-from-dialog').click();
+    await datasets.waitFor({ state: 'hidden' });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(`From run ${runId} (e2e tiny lora run)`);
+    await dialog.locator('#model-export-format').selectOption('hf');
+    expect(await dialog.locator('#model-export-out').inputValue()).toBe(`run-${runId}-solver-merged`);
+    await dialog.getByTestId('model-export-start').click();
+    await expect.poll(() => dialog.getByTestId('model-export-result').textContent(), { timeout: 120_000, interval: 200 }).toMatch(/Wrote the merged Hugging Face folder of solver/);
+    const merged = path.join(session.dir, 'home', 'exports', `run-${runId}-solver-merged`);
+    expect(fs.existsSync(path.join(merged, 'config.json'))).toBe(true);
+    expect(openSafetensors(merged).tensors.has('model.layers.0.self_attn.k_proj.weight')).toBe(true);
   }, 400_000);
 });
