@@ -97,6 +97,15 @@ describe('a LoRA checkpoint exported', () => {
     } finally {
       merged.dispose();
     }
+    // `marsrl model generate` runs the LoRA checkpoint itself (adapters on its base) as the merged folder.
+    const generate = (src: string) => marsrl(['model', 'generate', src, '--prompt-ids', '5,17,230,9', '--max-tokens', '6', '--backend', 'wasm', '--json']);
+    const [fromCheckpoint, fromMerged] = [generate(path.join(stepDir, 'solver')), generate(out)];
+    expect(fromCheckpoint.code, fromCheckpoint.stderr).toBe(0);
+    expect(fromMerged.code, fromMerged.stderr).toBe(0);
+    const [a, b] = [JSON.parse(fromCheckpoint.stdout) as { ids: number[]; logprobs: number[] }, JSON.parse(fromMerged.stdout) as { ids: number[]; logprobs: number[] }];
+    expect(a.ids.length).toBeGreaterThan(0);
+    expect(a.ids).toEqual(b.ids);
+    expect(maxAbs(a.logprobs, b.logprobs)).toBeLessThan(1e-3);
     const f16 = path.join(folder.dir, 'merged-f16');
     await exportPolicyModel({ source: { checkpoint: stepDir }, format: 'hf', out: f16 });
     expect(JSON.parse(fs.readFileSync(path.join(f16, 'config.json'), 'utf8')).torch_dtype).toBe('float16');
@@ -187,6 +196,9 @@ describe('a run exported by id', () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ format: 'hf', policy: 's', step: 2, lora: true });
     expect(fs.existsSync(path.join(folder.dir, 'run-s-hf', 'model.safetensors'))).toBe(true);
+    const gguf = marsrl(['model', 'export', String(runId), '--db', databasePath, '--format', 'gguf', '--policy', 's', '--out', path.join(folder.dir, 'run-s.gguf')]);
+    expect(gguf.code, gguf.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(folder.dir, 'run-s.gguf')).subarray(0, 4).toString('latin1')).toBe('GGUF');
     const noPolicy = marsrl(['model', 'export', String(runId), '--db', databasePath, '--format', 'peft', '--out', path.join(folder.dir, 'run-cli-never')]);
     expect(noPolicy.code).not.toBe(0);
     expect(noPolicy.stderr).toMatch(/pick one with --policy ID/);

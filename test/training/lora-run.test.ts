@@ -47,7 +47,7 @@ const RANK = 2;
  */
 const ADAPTER_PARAMS = RANK * ((16 + 16) + (16 + 8) + (16 + 8) + (16 + 16) + (16 + 32) + (16 + 32) + (32 + 16));
 
-const lora = (p: string, lr = 1e-2) => ({ model: { kind: 'hf', path: p, lora: { rank: RANK, alpha: 4 } }, optimizer: { lr, weight_decay: 0.1 } });
+const lora = (p: string, lr = 1e-2, dropout = 0) => ({ model: { kind: 'hf', path: p, lora: { rank: RANK, alpha: 4, dropout } }, optimizer: { lr, weight_decay: 0.1 } });
 
 function runConfig(opts: { policies: Record<string, unknown>; agents: Record<string, string>; mode?: 'sync' | 'pipeline'; steps?: number; kl?: number }): RunConfig {
   return tinyConfig({
@@ -296,11 +296,13 @@ describe('runs that train LoRA adapters (Dr. MAS settings)', () => {
 
   it('one adapter per role on one base, in pipeline mode: three adapters, one base, adapters sent to the rollout process', async () => {
     const runId = await runToEnd(
-      runConfig({ policies: { s: lora(baseDir), v: lora(baseDir, 3e-3), c: lora(baseDir, 1e-3) }, agents: { solver: 's', verifier: 'v', corrector: 'c' }, mode: 'pipeline', steps: 3 }),
+      // The Corrector's adapters with PEFT's lora_dropout (training passes only, in both processes).
+      runConfig({ policies: { s: lora(baseDir), v: lora(baseDir, 3e-3), c: lora(baseDir, 1e-3, 0.1) }, agents: { solver: 's', verifier: 'v', corrector: 'c' }, mode: 'pipeline', steps: 3 }),
       'lora per role',
     );
     expect(Object.values(memoryOf(runId).sharedBases)).toEqual([baseBytes(baseDir)]);
     for (const id of ['s', 'v', 'c']) expect(loraCheckpoint(runId, id, baseDir).manifest.step).toBe(2);
+    expect(loraCheckpoint(runId, 'c', baseDir).manifest.lora?.settings.dropout).toBe(0.1);
     // The rollout process decoded with the versions the trainer sent (adapters adopted there):
     // with max_staleness 1, step 2 cannot be decoded with the starting adapters.
     const versions = store.db.prepare(`SELECT MAX(s.policy_version) AS v FROM segments s JOIN turns t ON t.id = s.turn_id WHERE t.run_id = ? AND t.policy_id = 's'`).get(runId) as { v: number };

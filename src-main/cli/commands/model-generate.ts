@@ -101,12 +101,14 @@ export async function generateCommand(argv: string[], ctx: CommandContext): Prom
 
   const { initBackend } = await import('../../engine/model/backend');
   await initBackend(backend as 'auto');
-  const { CHECKPOINT_MANIFEST, checkpointFamily, loadHfCheckpoint } = await import('../../engine/model/checkpoint');
-  let loaded: { model: import('../../engine/hf/model').HfModel; tokenizer: import('../../engine/hf/tokenizer').HfTokenizer };
+  const { CHECKPOINT_MANIFEST, checkpointFamily, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest } = await import('../../engine/model/checkpoint');
+  let loaded: { model: import('../../engine/model/policy-model').PolicyModel; tokenizer: import('../../engine/hf/tokenizer').HfTokenizer };
   if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
     const family = checkpointFamily(src);
     if (family !== 'hf') throw new Error(`${path.join(src, CHECKPOINT_MANIFEST)}: family ${family}: generate runs Hugging Face policies (Llama / Qwen2 / Qwen3); the Studio's own GPT samples in runs and evaluations`);
-    const ck = loadHfCheckpoint(src);
+    const manifest = readAnyCheckpointManifest(src);
+    // A LoRA run's checkpoint (issue #14): its adapters on the base it names.
+    const ck = manifest.family === 'hf' && manifest.lora ? loadLoraCheckpoint(src) : loadHfCheckpoint(src);
     ck.optimizer?.dispose();
     loaded = { model: ck.model, tokenizer: ck.tokenizer };
   } else {

@@ -447,10 +447,25 @@ export function loraBaseKey(base: LoraBaseIdentity): string {
   return base.kind === 'folder' ? `${base.configDigest}:${base.weightsDigest}` : `checkpoint:${base.weightsDigest}`;
 }
 
-/** A Hugging Face folder as a LoRA base (its weights hashed now). */
+/** Folder identities hashed by this process, keyed by the files' paths, sizes and modification times. */
+const folderIdentities = new Map<string, LoraBaseIdentity>();
+
+/**
+ * A Hugging Face folder as a LoRA base. Its weights are hashed once per process while its files
+ * stay the same (a real base is gigabytes; a run's three policies on it would hash it thrice).
+ */
 export function loraBaseFromFolder(dir: string): LoraBaseIdentity {
+  const files = [path.join(dir, 'config.json'), ...openSafetensors(dir).files].map((f) => path.resolve(f)).sort();
+  const key = files.map((f) => {
+    const st = fs.statSync(f);
+    return `${f}:${st.size}:${st.mtimeMs}`;
+  }).join('|');
+  const known = folderIdentities.get(key);
+  if (known) return { ...known };
   const identity = hfModelIdentity(dir);
-  return { kind: 'folder', path: identity.path, configDigest: identity.configDigest, weightsDigest: identity.weightsDigest };
+  const base: LoraBaseIdentity = { kind: 'folder', path: identity.path, configDigest: identity.configDigest, weightsDigest: identity.weightsDigest };
+  folderIdentities.set(key, base);
+  return { ...base };
 }
 
 /** A Studio checkpoint of full hf weights as a LoRA base (digests from its manifest). */
@@ -472,7 +487,7 @@ export function acquireLoraBase(base: LoraBaseIdentity, opts: { verified?: boole
     if (base.kind === 'folder') {
       if (!fs.existsSync(path.join(base.path, 'config.json'))) throw new Error(`LoRA base ${base.path} is missing (no config.json): the adapters were trained on that Hugging Face folder; put it back there`);
       if (!opts.verified) {
-        const now = hfModelIdentity(base.path);
+        const now = loraBaseFromFolder(base.path);
         if (now.weightsDigest !== base.weightsDigest || now.configDigest !== base.configDigest) {
           throw new Error(`LoRA base ${base.path} now holds other weights or another config.json than the adapters were trained on (weights digest ${now.weightsDigest.slice(0, 12)}…, recorded ${base.weightsDigest.slice(0, 12)}…); restore the original folder`);
         }

@@ -156,7 +156,12 @@ export function buildPolicyModel(source: PolicyModelSource): { model: PolicyMode
   }
   const tokenizer = HfTokenizer.fromFolder(source.tokenizerDir);
   const withPrompts = hfPolicyTokenizer(tokenizer, source.prompts.systemPrompts, { enableThinking: source.prompts.enableThinking });
-  if (source.lora) return { model: new LoraHfModel(acquireLoraBase(source.lora.base), source.lora.settings, { seed: 0 }), tokenizer: withPrompts };
+  if (source.lora) {
+    const model = new LoraHfModel(acquireLoraBase(source.lora.base), source.lora.settings, { seed: 0 });
+    // As the trainer's (createLoraPolicy): a gradient share computed here drops adapter inputs too.
+    model.training = source.lora.settings.dropout > 0;
+    return { model, tokenizer: withPrompts };
+  }
   const config = hfSourceConfig(source.path);
   const model = new HfModel(config, (spec) => tf.zeros(spec.shape, 'float32'));
   return { model, tokenizer: withPrompts };
