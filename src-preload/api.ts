@@ -153,6 +153,14 @@ export interface ConfigSchemaInfo {
   groups: { id: string; title: string }[];
 }
 
+/** What the new-run form is generated from: the schema's fields, and what templates may name. */
+export interface ConfigFormInfo extends ConfigSchemaInfo {
+  /** The variables each role's prompt templates may name (`{question}` …), issue #14. */
+  promptVariables: Record<string, string[]>;
+  /** One served endpoint's fields, under `endpoints.*.` (issue #16); the generic fields leave `endpoints` out. */
+  endpointFields: ConfigField[];
+}
+
 export type SeriesXAxis = 'step' | 'wall';
 export type DownsampleMethod = 'lttb' | 'minmax' | 'none';
 
@@ -494,6 +502,70 @@ export interface ModelInspection {
   shape: null | { layers: number; hidden: number; heads: number; kvHeads: number; headDim: number; vocabSize: number; tiedEmbeddings: boolean };
   weights: null | { files: string[]; tensors: number; bytes: number; dtypes: Record<string, number> };
   tokenizer: null | { vocabSize: number; stopTokens: string[]; chatTemplate: null | { source: string; renders: boolean } };
+  /**
+   * The linear modules LoRA may target in every layer (issue #14), with their shapes: the largest
+   * rank a target allows is min(in, out). Empty when config.json could not be read.
+   */
+  linearModules: { name: string; inDim: number; outDim: number; parent: string }[];
+}
+
+/**
+ * A run's policy model out (issue #14, "Adapters out"): its LoRA adapters as PEFT writes them,
+ * or a merged Hugging Face folder (base + adapters, or a full fine-tune's own weights).
+ */
+export interface ModelExportRequest {
+  runId: number;
+  /** The policy id; needed when the run checkpointed several. */
+  policy?: string;
+  format: 'peft' | 'hf';
+  /** The folder to write; a relative path is under the per-user exports folder (as dataset exports are). */
+  out: string;
+  /** The RL step whose checkpoint to export; default the newest on disk. */
+  step?: number;
+  /** hf only: the tensors' type; default the base's torch_dtype, else f32. */
+  dtype?: 'f32' | 'f16' | 'bf16';
+  /** Replace an existing folder. */
+  force?: boolean;
+}
+
+export interface ModelExportResult {
+  format: 'peft' | 'hf';
+  /** The folder written, absolute. */
+  out: string;
+  /** Every file written, under `out`. */
+  written: string[];
+  /** The checkpoint folder exported, its policy and RL step. */
+  checkpoint: string;
+  policy: string;
+  step: number;
+  /** Whether the checkpoint held LoRA adapters (false: full fine-tuned weights). */
+  lora: boolean;
+  seconds: number;
+}
+
+/** What one endpoint's capability probe found (issue #16), as `marsrl config validate --probe` reports it. */
+export interface EndpointCheck {
+  endpoint: string;
+  reachable: boolean;
+  /** Models the server lists at /models. */
+  models: string[];
+  modelServed: boolean;
+  /** Request features the server lacks (left out of its requests). */
+  missing: string[];
+  notes: string[];
+  error: string | null;
+}
+
+/**
+ * The checks `marsrl config validate --probe` runs, for the new-run form: the config's own
+ * validation, API key variables that are not set, then each endpoint probed. Every problem is an
+ * issue on the field to fix (`endpoints.NAME.base_url`, `.model`, `.api_key_env`).
+ */
+export interface EndpointCheckResult {
+  ok: boolean;
+  issues: ConfigIssue[];
+  /** One per endpoint probed (none when the config itself is invalid). */
+  endpoints: EndpointCheck[];
 }
 
 export type StudioEvent =
@@ -518,9 +590,13 @@ export interface StudioApi {
   /** Validate a configuration against the same schema the CLI uses. */
   validateConfig(config: unknown): Promise<ConfigValidation>;
   /** The run-config schema as form fields (descriptions, defaults, bounds, options). */
-  configSchema(): Promise<ConfigSchemaInfo>;
+  configSchema(): Promise<ConfigFormInfo>;
   /** What a Hugging Face model folder holds and whether it can be a policy (never throws for a bad folder). */
   inspectModel(path: string): Promise<ModelInspection>;
+  /** Write a run's policy model out as PEFT adapters or a merged Hugging Face folder (issue #14). */
+  exportModel(request: ModelExportRequest): Promise<ModelExportResult>;
+  /** Validate a config, then probe its endpoints as `marsrl config validate --probe` does (issue #16). */
+  checkEndpoints(config: unknown): Promise<EndpointCheckResult>;
   /** Validate and launch a run through the run manager; resolves once it is queued. */
   startRun(request: StartRunRequest): Promise<{ runId: number }>;
   /** Ask a running run to stop; it is marked interrupted and can be resumed. */
@@ -565,6 +641,7 @@ export const STUDIO_METHODS = [
   'validateConfig',
   'configSchema',
   'inspectModel',
+  'checkEndpoints',
   'startRun',
   'stopRun',
   'resumeRun',
@@ -577,6 +654,7 @@ export const STUDIO_METHODS = [
   'getTimeline',
   'startExport',
   'cancelExport',
+  'exportModel',
   'compareRuns',
   'compareSeries',
   'listStudies',

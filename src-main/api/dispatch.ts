@@ -92,6 +92,16 @@ const ExportRequestSchema = z.strictObject({
     .optional(),
 });
 
+const ModelExportSchema = z.strictObject({
+  runId,
+  policy: z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a policy id of the run, such as solver').optional(),
+  format: z.enum(['peft', 'hf']),
+  out: z.string().trim().min(1, 'give the output folder').max(4096).refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character'),
+  step: z.number().int().nonnegative().optional(),
+  dtype: z.enum(['f32', 'f16', 'bf16']).optional(),
+  force: z.boolean().optional(),
+});
+
 const runIdList = z.array(runId).min(1, 'choose at least one run').max(200, 'compare at most 200 runs at once');
 const configPath = z.string().regex(/^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$/, 'a config path such as reward.scheme, or sharing');
 
@@ -138,6 +148,8 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
       .max(4096)
       .refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character'),
   ]),
+  // Checked by the run-config schema inside the handler, as validateConfig is.
+  checkEndpoints: z.tuple([z.record(z.string(), z.unknown(), 'a run configuration object (the new-run form\'s document)')]),
   startRun: z.tuple([StartRunSchema]),
   stopRun: z.tuple([runId]),
   resumeRun: z.tuple([runId]),
@@ -150,6 +162,7 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   getTimeline: z.tuple([runId]),
   startExport: z.tuple([ExportRequestSchema]),
   cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
+  exportModel: z.tuple([ModelExportSchema]),
   compareRuns: z.tuple([CompareRequestSchema]),
   compareSeries: z.tuple([CompareSeriesSchema]),
   listStudies: z.tuple([]),

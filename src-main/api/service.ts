@@ -15,11 +15,13 @@ import type {
 } from '../../src-preload/api';
 import fs from 'node:fs';
 import path from 'node:path';
-import { configSchemaInfo } from '../engine/config/fields';
+import { PROMPT_VARIABLES } from '../engine/agents/prompts';
+import { configSchemaInfo, endpointFields } from '../engine/config/fields';
 import { resolveModelFolder } from '../engine/config/hf-folder';
 import { inspectHfFolder } from '../engine/hf/inspect';
-import { listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
+import { ConfigError, listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
+import { endpointEnvIssues, poolFromConfig, probeIssues } from '../engine/served/config';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
@@ -76,6 +78,28 @@ export function inFormWords(message: string): string {
     .replace(/--correct any/g, 'Correctness: any')
     .replace(/--format-valid any/g, 'Format: any')
     .replace(/list runs with `marsrl runs` or in the runs table/g, 'choose runs in the runs table');
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+/** `over` laid on `base`, object by object (arrays and values replace). */
+function layered(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) out[key] = isPlainObject(value) && isPlainObject(out[key]) ? layered(out[key] as Record<string, unknown>, value) : value;
+  return out;
+}
+/**
+ * A preset document whose Hugging Face policies have no folder yet, over the defaults: its own
+ * policies (each over the default optimizer; the form fills the model block's defaults by kind).
+ */
+function presetAwaitingFolder(document: Record<string, unknown>): Record<string, unknown> {
+  const defaults = resolveConfig({}) as unknown as Record<string, unknown>;
+  const defaultPolicy = Object.values(defaults.policies as Record<string, Record<string, unknown>>)[0];
+  const { policies, ...rest } = document;
+  const out = layered({ ...defaults, policies: {} }, rest);
+  out.policies = Object.fromEntries(Object.entries(isPlainObject(policies) ? policies : {}).map(([id, p]) => [id, layered({ optimizer: defaultPolicy.optimizer }, isPlainObject(p) ? p : {})]));
+  return out;
 }
 
 export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
@@ -135,19 +159,53 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     async getPreset(name) {
       const known = listPresets().map((p) => p.name);
       if (!known.includes(name)) throw new StudioError('not_found', `unknown preset "${name}"; known presets: ${known.join(', ')}`);
-      return resolveConfig(presetDocument(name), `preset ${name}`) as unknown as Record<string, unknown>;
+      const document = presetDocument(name);
+      try {
+        return resolveConfig(document, `preset ${name}`) as unknown as Record<string, unknown>;
+      } catch (error) {
+        // A preset for the user's own downloaded model (qwen-lora, issue #14) names no folder, so
+        // it cannot resolve; the form opens it with the folder empty (and asks for it), every
+        // other value as the preset and the defaults give it.
+        if (!(error instanceof ConfigError) || !error.issues.every((i) => /^policies\.[^.]+\.model\.path$/.test(i.path))) throw error;
+        return presetAwaitingFolder(document);
+      }
     },
 
     async validateConfig(config) {
       const result = validateConfig(config);
       if (!result.ok) return result;
-      // The form hears about a missing task file before it offers to start the run.
-      const fileIssues = taskFileIssues(result.config);
-      return fileIssues.length ? { ok: false, issues: fileIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+      // The form hears about a missing task file, or an API key variable this process does not
+      // have (`marsrl config validate` refuses both too), before it offers to start the run.
+      const machineIssues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
+      return machineIssues.length ? { ok: false, issues: machineIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+    },
+
+    async checkEndpoints(config) {
+      const result = validateConfig(config);
+      if (!result.ok) return { ok: false, issues: result.issues, endpoints: [] };
+      const issues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
+      if (!result.config.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
+      // Unlike the CLI, which stops at the first kind of problem, every endpoint is probed even
+      // when another's key variable is missing, so the form can place every finding at once. An
+      // endpoint without its key is reported once, at api_key_env (its probe stops at the key and
+      // reads as unreachable, which probeIssues would place at base_url).
+      const keyless = new Set(issues.filter((i) => i.path.startsWith('endpoints.')).map((i) => i.path.split('.')[1]));
+      const pool = poolFromConfig(result.config);
+      try {
+        const reports = await pool.probe();
+        issues.push(...probeIssues(reports.filter((r) => !keyless.has(r.endpoint))));
+        return {
+          ok: issues.length === 0,
+          issues,
+          endpoints: reports.map((r) => ({ endpoint: r.endpoint, reachable: r.reachable, models: [...r.models], modelServed: r.modelServed, missing: [...r.missing], notes: [...r.notes], error: r.error })),
+        };
+      } finally {
+        pool.close();
+      }
     },
 
     async configSchema() {
-      return configSchemaInfo();
+      return { ...configSchemaInfo(), endpointFields: endpointFields(), promptVariables: Object.fromEntries(Object.entries(PROMPT_VARIABLES).map(([role, names]) => [role, [...names]])) };
     },
 
     async inspectModel(folder) {
@@ -259,6 +317,36 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
           hub?.publish({ type: 'export-finished', exportId, status: controller.signal.aborted ? 'cancelled' : 'failed', result: null, error: inFormWords(error instanceof Error ? error.message : String(error)) }),
       ).finally(() => exports.delete(exportId));
       return { exportId, out: path.resolve(out) };
+    },
+
+    async exportModel(request) {
+      // Loaded on first use, like the dataset export: the model writers are not needed to browse.
+      const { exportPolicyModel, PolicyExportError } = await import('../engine/hf/run-export');
+      const { OutputExistsError } = await import('../engine/hf/export');
+      requireRun(request.runId);
+      // A relative folder is under the exports folder, as a dataset export's file is.
+      const out = path.isAbsolute(request.out) ? request.out : path.join(exportsDir(), request.out);
+      if (out !== request.out) fs.mkdirSync(exportsDir(), { recursive: true });
+      const started = Date.now();
+      try {
+        const result = await exportPolicyModel({
+          source: { runId: request.runId, store },
+          format: request.format,
+          out,
+          ...(request.policy !== undefined ? { policy: request.policy } : {}),
+          ...(request.step !== undefined ? { step: request.step } : {}),
+          ...(request.dtype !== undefined ? { dtype: request.dtype } : {}),
+          force: request.force === true,
+        });
+        return { format: result.format, out: result.out, written: [...result.written], checkpoint: result.checkpoint, policy: result.policy, step: result.step, lora: result.lora, seconds: (Date.now() - started) / 1000 };
+      } catch (error) {
+        // What the engine refuses (peft of full weights, a pruned step, an existing folder) goes
+        // back on the dialog's field, in the form's words.
+        const field = error instanceof PolicyExportError ? (error.field === 'source' ? 'runId' : error.field) : error instanceof OutputExistsError ? 'out' : null;
+        if (field === null) throw error;
+        const message = inFormWords((error as Error).message).replace(/ with --policy ID/g, ' in Policy').replace(/--step N?/g, 'Step').replace(/choose another --out or pass --force to replace it/g, 'choose another folder or tick "Replace an existing folder"');
+        throw new StudioError('invalid_request', message, [{ path: field, message }]);
+      }
     },
 
     async cancelExport(exportId) {

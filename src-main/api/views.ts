@@ -1,6 +1,7 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
 import type { ModelInspection, RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
 import type { HfInspectReport } from '../engine/hf/inspect';
+import { loraModuleShapes } from '../engine/hf/lora-settings';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 
@@ -136,5 +137,6 @@ export function toModelInspection(r: HfInspectReport): ModelInspection {
           chatTemplate: r.tokenizer.chatTemplate ? { source: r.tokenizer.chatTemplate.source, renders: r.tokenizer.chatTemplate.renders } : null,
         }
       : null,
+    linearModules: c ? Object.entries(loraModuleShapes(c)).map(([name, m]) => ({ name, inDim: m.inDim, outDim: m.outDim, parent: m.parent })) : [],
   };
 }

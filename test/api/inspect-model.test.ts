@@ -57,6 +57,17 @@ describe('inspectModel', () => {
     expect(report.weights!.bytes).toBe(report.parameters! * 4);
     expect(report.tokenizer!.stopTokens).toContain('<|im_end|>');
     expect(report.tokenizer!.chatTemplate?.renders).toBe(true);
+    // The LoRA targets the form offers (issue #14): Qwen3's seven linears, shapes from the tiny
+    // config by hand (hidden 16, 2 heads × 8 = 16 for q, 1 KV head × 8 = 8 for k/v, MLP 32).
+    expect(report.linearModules).toEqual([
+      { name: 'q_proj', inDim: 16, outDim: 16, parent: 'self_attn' },
+      { name: 'k_proj', inDim: 16, outDim: 8, parent: 'self_attn' },
+      { name: 'v_proj', inDim: 16, outDim: 8, parent: 'self_attn' },
+      { name: 'o_proj', inDim: 16, outDim: 16, parent: 'self_attn' },
+      { name: 'gate_proj', inDim: 16, outDim: 32, parent: 'mlp' },
+      { name: 'up_proj', inDim: 16, outDim: 32, parent: 'mlp' },
+      { name: 'down_proj', inDim: 32, outDim: 16, parent: 'mlp' },
+    ]);
   });
 
   it('says why a folder cannot be used instead of failing the call', async () => {
@@ -65,6 +76,7 @@ describe('inspectModel', () => {
     const report = (await callStudio(service, 'inspectModel', [empty])) as ModelInspection;
     expect(report.supported).toBe(false);
     expect(report.problems.join('\n')).toMatch(/config\.json/);
+    expect(report.linearModules).toEqual([]);
     const mixtral = path.join(tmp.dir, 'mixtral');
     fs.mkdirSync(mixtral);
     const config = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;

@@ -16,6 +16,7 @@ import { lineChartOption, MIN_SMOOTHED_POINTS } from '../../src-renderer/src/cha
 import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
+import { hfPoliciesOf } from '../../src-renderer/src/stores/modelExport';
 import { branchMarks, chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
 import {
   buildExportRequest,
@@ -372,5 +373,24 @@ describe('export dialog form', () => {
     expect(formatBytes(512)).toBe('512 B');
     expect(formatBytes(26_419)).toBe('25.8 kB');
     expect(formatBytes(3 * 1024 ** 3)).toBe('3.0 GB');
+  });
+});
+
+describe('model export: the policies a run can export (issue #14)', () => {
+  it('offers the Hugging Face policies a run trains, saying which train LoRA; never a GPT or a served one', () => {
+    const config = {
+      policies: {
+        solver: { model: { kind: 'hf', path: '/m', lora: { rank: 8 } } },
+        verifier: { model: { kind: 'hf', path: '/m' } },
+        corrector: { model: { d_model: 64 } },
+        judge: { model: { kind: 'hf', path: '/m' }, endpoint: 'vllm' },
+      },
+    };
+    expect(hfPoliciesOf(config)).toEqual([
+      { id: 'solver', lora: true },
+      { id: 'verifier', lora: false },
+    ]);
+    expect(hfPoliciesOf({ policies: { solver: { model: { d_model: 64 } } } })).toEqual([]);
+    expect(hfPoliciesOf({})).toEqual([]);
   });
 });

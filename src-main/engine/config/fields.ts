@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ConfigField, ConfigSchemaInfo } from '../../../src-preload/api';
-import { RunConfigSchema } from './schema';
+import { EndpointSchema, RunConfigSchema } from './schema';
 
 const GROUPS: { id: string; title: string; sections: string[] }[] = [
   { id: 'general', title: 'Run', sections: ['name', 'seed', 'runtime'] },
@@ -42,7 +42,7 @@ function groupOf(path: string): string {
 
 function walk(schema: JsonSchema, path: string, required: boolean, out: ConfigField[]): void {
   // Served endpoints (issue #16) are records of records the generic form cannot lay out; the
-  // new-run form is to get its own endpoints section (not built yet).
+  // new-run form has its own endpoints section, generated from endpointFields().
   if (path === 'endpoints') return;
   if (schema.anyOf && schema.anyOf.every((o) => o.type === 'object' && o.properties?.kind?.const !== undefined)) {
     walkKinds(schema.anyOf, path, out);
@@ -107,4 +107,15 @@ export function configSchemaInfo(): ConfigSchemaInfo {
   walk(json, '', true, fields);
   cached = { fields, groups: GROUPS.map(({ id, title }) => ({ id, title })) };
   return cached;
+}
+
+/**
+ * One served endpoint's fields (issue #16) under `endpoints.*.`, for the new-run form's own
+ * endpoints section: the same labels, defaults and bounds the schema validates with.
+ */
+export function endpointFields(): ConfigField[] {
+  const json = z.toJSONSchema(EndpointSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const fields: ConfigField[] = [];
+  walk(json, 'endpoints.*', true, fields);
+  return fields.map((f) => ({ ...f, group: 'endpoints' }));
 }

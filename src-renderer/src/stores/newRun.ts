@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { ConfigField, ConfigIssue, ConfigSchemaInfo, PresetInfo } from '../../../src-preload/api';
+import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, PresetInfo } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
 import { changedPaths, getPath, policyDefaults, setPath, textOfValue, valueFromText, type ConfigDoc } from '../util/configDoc';
 
@@ -17,7 +17,7 @@ function plain(doc: unknown): ConfigDoc {
 export const DEFAULT_PRESET = 'quick';
 
 export const useNewRunStore = defineStore('newRun', () => {
-  const schema = shallowRef<ConfigSchemaInfo | null>(null);
+  const schema = shallowRef<ConfigFormInfo | null>(null);
   const presets = shallowRef<readonly PresetInfo[]>([]);
   const preset = ref<string | null>(null);
   /** Where the document came from, for the header (a preset, or "run 12"). */
@@ -40,6 +40,10 @@ export const useNewRunStore = defineStore('newRun', () => {
   const changed = computed(() => changedPaths(base.value, doc.value));
   const policyIds = computed(() => Object.keys((doc.value.policies as Record<string, unknown> | undefined) ?? {}));
   const policyFields = computed(() => schema.value?.fields.filter((f) => f.path.startsWith('policies.*.')) ?? []);
+  const endpointIds = computed(() => Object.keys((doc.value.endpoints as Record<string, unknown> | undefined) ?? {}));
+  /** The last "Check endpoints" answer; any edit makes it stale, so it is cleared. */
+  const endpointCheck = shallowRef<EndpointCheckResult | null>(null);
+  const checkingEndpoints = ref(false);
 
   async function ensureSchema(): Promise<void> {
     if (schema.value) return;
@@ -49,6 +53,7 @@ export const useNewRunStore = defineStore('newRun', () => {
   }
 
   function reset(next: ConfigDoc): void {
+    endpointCheck.value = null;
     base.value = plain(next);
     doc.value = plain(next);
     drafts.value = {};
@@ -95,6 +100,7 @@ export const useNewRunStore = defineStore('newRun', () => {
   }
   let timer: ReturnType<typeof setTimeout> | null = null;
   function validateSoon(): void {
+    endpointCheck.value = null;
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = null;
@@ -119,6 +125,14 @@ export const useNewRunStore = defineStore('newRun', () => {
       drafts.value = { ...drafts.value, [path]: text };
     }
     setPath(doc.value, path, value);
+    validateSoon();
+  }
+
+  /** A list of strings typed one per line (the text is kept as typed while it is edited). */
+  function setList(field: ConfigField, path: string, text: string): void {
+    drafts.value = { ...drafts.value, [path]: text };
+    const items = text.split('\n').map((line) => line.trim()).filter(Boolean);
+    setPath(doc.value, path, items.length === 0 && field.optional ? undefined : items);
     validateSoon();
   }
 
@@ -147,18 +161,19 @@ export const useNewRunStore = defineStore('newRun', () => {
     if (current !== undefined && (current === null || typeof current !== 'object' || Array.isArray(current))) return;
     const model = { ...((current as Record<string, unknown> | undefined) ?? {}) };
     const fields = (schema.value?.fields ?? []).filter((f) => f.path.startsWith('policies.*.model.') && (f.whenKind === undefined || f.whenKind === kind));
-    const allowed = new Set(fields.map((f) => f.path.slice('policies.*.model.'.length)));
+    // Keys of the block itself: a nested block (an hf model's `lora`) is kept whole.
+    const allowed = new Set(fields.map((f) => f.path.slice('policies.*.model.'.length).split('.')[0]));
     const next: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(model)) if (allowed.has(key)) next[key] = value;
     for (const f of fields) {
       const key = f.path.slice('policies.*.model.'.length);
-      if (next[key] === undefined && f.default !== undefined && key !== 'kind') next[key] = structuredClone(f.default);
+      if (!key.includes('.') && next[key] === undefined && f.default !== undefined && key !== 'kind') next[key] = structuredClone(f.default);
     }
     // A GPT block may leave `kind` out (it is the default); an hf block must say it.
     if (kind !== 'gpt' || model.kind !== undefined) next.kind = kind;
     if (JSON.stringify(next) === JSON.stringify(model)) return;
     setPath(doc.value, at, next);
-    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`${at}.`) || allowed.has(path.slice(at.length + 1))));
+    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`${at}.`) || allowed.has(path.slice(at.length + 1).split('.')[0])));
     validateSoon();
   }
 
@@ -168,6 +183,57 @@ export const useNewRunStore = defineStore('newRun', () => {
     doc.value.policies = policies;
     drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`policies.${id}.`)));
     validateSoon();
+  }
+
+  /** Served endpoints (issue #16): a new one starts at vLLM's default address, its model to fill in. */
+  function addEndpoint(name: string): string | null {
+    const trimmed = name.trim();
+    if (!/^[a-z][a-z0-9_-]*$/.test(trimmed)) return 'endpoint names are lower-case words (letters, digits, - and _)';
+    if (endpointIds.value.includes(trimmed)) return `endpoint "${trimmed}" already exists`;
+    const endpoint: ConfigDoc = { base_url: 'http://127.0.0.1:8000/v1', model: '' };
+    // The schema's defaults shown as values (concurrency 8, timeout 120 s, 3 retries), as a preset's are.
+    for (const field of schema.value?.endpointFields ?? []) {
+      const key = field.path.slice('endpoints.*.'.length);
+      if (!key.includes('.') && field.default !== undefined) endpoint[key] = structuredClone(field.default);
+    }
+    setPath(doc.value, `endpoints.${trimmed}`, endpoint);
+    validateSoon();
+    return null;
+  }
+
+  /** Removes an endpoint, and the whole block with the last one (an empty block says nothing). */
+  function removeEndpoint(name: string): void {
+    const endpoints = { ...((doc.value.endpoints as Record<string, unknown>) ?? {}) };
+    delete endpoints[name];
+    if (Object.keys(endpoints).length) doc.value.endpoints = endpoints;
+    else delete doc.value.endpoints;
+    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`endpoints.${name}.`)));
+    validateSoon();
+  }
+
+  /**
+   * Runs `marsrl config validate --probe`'s checks (validation, API key variables, each endpoint
+   * asked what it serves); the findings become the form's issues, each at its field, until the
+   * next edit revalidates.
+   */
+  async function checkEndpoints(): Promise<EndpointCheckResult | null> {
+    checkingEndpoints.value = true;
+    error.value = null;
+    try {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      ++validation;
+      const result = await studioClient().checkEndpoints(plain(doc.value));
+      issues.value = result.issues;
+      validated.value = true;
+      endpointCheck.value = result;
+      return result;
+    } catch (caught) {
+      error.value = errorMessage(caught);
+      return null;
+    } finally {
+      checkingEndpoints.value = false;
+    }
   }
 
   /** Validates, then launches; returns the new run's id, or null when the form has problems. */
@@ -209,6 +275,9 @@ export const useNewRunStore = defineStore('newRun', () => {
     changed,
     policyIds,
     policyFields,
+    endpointIds,
+    endpointCheck,
+    checkingEndpoints,
     loading,
     launching,
     error,
@@ -216,10 +285,14 @@ export const useNewRunStore = defineStore('newRun', () => {
     valueAt,
     textAt,
     setText,
+    setList,
     setValue,
     addPolicy,
     fitModelToKind,
     removePolicy,
+    addEndpoint,
+    removeEndpoint,
+    checkEndpoints,
     validateNow,
     launch,
   };
