@@ -244,6 +244,31 @@ describe.each(['llama', 'qwen3'] as const)('the Hugging Face family (%s) on webg
     model.dispose();
   });
 
+  it('the decoding calls one by one: prefill, a step, rows kept by selectCacheRows, a step (logits as cpu’s)', async () => {
+    const { rows, leftPad } = { rows: PROMPTS.map((p) => [...new Array<number>(6 - p.length).fill(p[0]), ...p]), leftPad: PROMPTS.map((p) => 6 - p.length) };
+    const run = async (m: HfModel) => {
+      const p = await m.prefillAsync(rows, leftPad, 9);
+      const s1 = await m.decodeStepAsync(new Int32Array([5, 6, 7, 8]), new Int32Array(leftPad.map((l) => 6 - l)), p.cache);
+      const kept = m.selectCacheRows(s1.cache, [3, 1]);
+      const s2 = await m.decodeStepAsync(new Int32Array([9, 10]), new Int32Array([leftPad[3], leftPad[1]].map((l) => 7 - l)), kept);
+      m.disposeCache(s2.cache);
+      return [p.logits, s1.logits, s2.logits];
+    };
+    const ref = await on('cpu', async () => {
+      const m = make();
+      const r = await run(m);
+      m.dispose();
+      return r;
+    });
+    const model = make();
+    const before = tf.memory().numTensors;
+    const got = await run(model);
+    expect(tf.memory().numTensors).toBe(before);
+    got.forEach((g, i) => expect(maxAbsDiff(g, ref[i]), `call ${i}`).toBeLessThan(1e-4));
+    expect(got[2]).toHaveLength(2 * V);
+    model.dispose();
+  });
+
   it('segment resume: a decode paused and resumed equals an uninterrupted one, and new weights rebuild the cache', async () => {
     const opts = { maxNewTokens: 10, temperature: 1, stopTokens: [0], seed: 17 };
     const model = make();
