@@ -45,7 +45,9 @@
 #       cache) on the GPU through WebGPU, the wasm baseline on the host CPU, and PyTorch eager FP32
 #       on the same GPU, interleaved, with ratios. Output: $OUT/model-webgpu.txt and .json. ~3 min.
 #   and $OUT/env.txt (GPU, driver, Vulkan ICDs, and the doctor's report of the WebGPU adapter:
-#   vendor, architecture, limits, f16).
+#   vendor, architecture, limits, f16). MARSRL_DEVICE_ONLY=hf or =model runs one of the two (a
+#   rerun within the session's 15 device minutes).
+#   bench.mjs is the code as it was at `pack`: pack again after any change to the benches or the engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -130,7 +132,7 @@ device() {
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
   # The Vulkan loader only where the machine has none (a development machine keeps its own).
-  if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
+  if ! ldconfig -p | grep 'libvulkan\.so\.1' >/dev/null; then # no -q: an early exit would SIGPIPE ldconfig under pipefail
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
   fi
@@ -158,10 +160,11 @@ device() {
     hf_args=(--prompt 8 --new 4 --batches 1,2 --seconds 1 --baseline wasm)
     model_args=(--seconds 1 --rounds 1)
   fi
-  (cd /tmp && MARSRL_BENCH_DIR=/tmp /tmp/marsrl-node "$bench" hf --backend webgpu --shape "$shape" --no-llama --no-load --rl-modes lora \
+  local only=${MARSRL_DEVICE_ONLY:-}
+  [ "$only" = model ] || (cd /tmp && MARSRL_BENCH_DIR=/tmp /tmp/marsrl-node "$bench" hf --backend webgpu --shape "$shape" --no-llama --no-load --rl-modes lora \
     --peer-device "$peer" --python "$python" "${hf_args[@]}" --json-out "$out/hf-webgpu.json") 2>&1 | grep -v '^Warning: max' | tee "$out/hf-webgpu.txt" \
     || { echo "hf bench failed (exit ${PIPESTATUS[0]}); the model bench runs anyway" | tee -a "$out/hf-webgpu.txt"; status=1; }
-  (cd /tmp && /tmp/marsrl-node "$bench" model --backend webgpu --baseline wasm --peer-device "$peer" --python "$python" \
+  [ "$only" = hf ] || (cd /tmp && /tmp/marsrl-node "$bench" model --backend webgpu --baseline wasm --peer-device "$peer" --python "$python" \
     "${model_args[@]}" --no-plain --json-out "$out/model-webgpu.json") 2>&1 | grep -v '^Warning: max' | tee "$out/model-webgpu.txt" \
     || { echo "model bench failed" | tee -a "$out/model-webgpu.txt"; status=1; }
   return "${status:-0}"
