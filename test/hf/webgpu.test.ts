@@ -336,8 +336,9 @@ describe.each(['llama', 'qwen3'] as const)('the Hugging Face family (%s) on webg
       value.dispose();
       const g = await flatGrads(lora, grads);
       const samples = sample(lora, PROMPTS, sampleOpts);
+      const peft = lora.loraWeights();
       lora.dispose();
-      return { last, prefill: p.logits, step: step.logits, baseLast, g, samples };
+      return { last, prefill: p.logits, step: step.logits, baseLast, g, samples, peft };
     });
     const { lora, base } = withAdapters('webgpu');
     const last = await lora.lastLogitsAsync(rows, leftPad);
@@ -359,6 +360,14 @@ describe.each(['llama', 'qwen3'] as const)('the Hugging Face family (%s) on webg
     expect(maxAbsDiff(g, ref.g)).toBeLessThan(1e-4 * Math.max(...Array.from(ref.g, Math.abs)));
     expectSameSamples(await sampleAsync(lora, PROMPTS, sampleOpts), ref.samples);
     expect(maxAbsDiff(await lora.getWeightsAsync(), randomArray(new Rng(adapterSeed, 'hf-webgpu-lora'), lora.numParams, 0.3))).toBe(0);
+    // The adapters in PEFT's layout (what a PEFT adapter folder is written from): read asynchronously here.
+    expect(() => lora.loraWeights()).toThrow(/loraWeightsAsync/);
+    const peft = await lora.loraWeightsAsync();
+    expect([...peft.keys()]).toEqual([...ref.peft.keys()]);
+    for (const [name, w] of peft) {
+      expect(maxAbsDiff(w.a, ref.peft.get(name)!.a), name).toBe(0);
+      expect(maxAbsDiff(w.b, ref.peft.get(name)!.b), name).toBe(0);
+    }
     lora.dispose();
   });
 });

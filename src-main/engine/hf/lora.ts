@@ -25,7 +25,7 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { Rng } from '../util/rng';
 import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
-import { takeAsync } from '../model/readback';
+import { readSync, takeAsync } from '../model/readback';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import type { HfArchConfig } from './config';
 import { OutputExistsError } from './export';
@@ -310,6 +310,13 @@ export class LoraHfModel implements PolicyModel<HfCache> {
   getWeightsAsync(): Promise<Float32Array> {
     return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
   }
+
+  /** `loraWeights` for every backend, WebGPU included (for writing a PEFT adapter from a webgpu run). */
+  async loraWeightsAsync(): Promise<LoraWeights> {
+    const values = new Map<tf.Variable, Float32Array>();
+    for (const v of this.variables) values.set(v, (await v.data()) as Float32Array);
+    return this.loraWeights((v) => values.get(v)!);
+  }
   // --- end of the asynchronous twins ----------------------------------------------------------
 
 
@@ -318,8 +325,11 @@ export class LoraHfModel implements PolicyModel<HfCache> {
   }
 
 
-  /** The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. */
-  loraWeights(): LoraWeights {
+  /**
+   * The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. `read` gives a
+   * variable's values (synchronously by default; loraWeightsAsync passes values read before).
+   */
+  loraWeights(read: (v: tf.Variable) => Float32Array = (v) => readSync(v, 'loraWeightsAsync')): LoraWeights {
     const out: LoraWeights = new Map();
     if (!this.settings) return out;
     const r = this.settings.rank;
@@ -328,8 +338,8 @@ export class LoraHfModel implements PolicyModel<HfCache> {
       const [layer, m] = key.split('/') as [string, HfLinearModule];
       const { inDim, outDim } = shapes[m];
       out.set(hfModuleName(this.config, Number(layer), m), {
-        a: transpose(pair.a.dataSync() as Float32Array, inDim, r),
-        b: transpose(pair.b.dataSync() as Float32Array, r, outDim),
+        a: transpose(read(pair.a), inDim, r),
+        b: transpose(read(pair.b), r, outDim),
         inDim,
         outDim,
       });
