@@ -323,8 +323,8 @@ export async function run(argv: string[]): Promise<void> {
     args: argv,
     options: {
       seconds: { type: 'string', default: '3' },
-      prompt: { type: 'string', default: '128' },
-      new: { type: 'string', default: '32' },
+      prompt: { type: 'string' },
+      new: { type: 'string' },
       backend: { type: 'string', default: 'auto' },
       shape: { type: 'string' },
       batches: { type: 'string' },
@@ -354,8 +354,10 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (values.shape !== undefined && !(values.shape in HF_BENCH_SHAPES)) throw new Error(`--shape must be one of ${Object.keys(HF_BENCH_SHAPES).join(', ')}, got ${values.shape}`);
   const seconds = Number(values.seconds);
-  const P = Number(values.prompt);
-  const N = Number(values.new);
+  // On a software adapter (see below) the defaults are smaller: it decodes at a few tokens/s.
+  const softwareDefaults = backend === 'webgpu' && values.prompt === undefined && values.new === undefined;
+  let P = Number(values.prompt ?? 128);
+  let N = Number(values.new ?? 32);
   if (!(seconds > 0)) throw new Error(`--seconds must be a positive number, got ${values.seconds}`);
   const context = Math.min(...Object.values(HF_BENCH_SHAPES).map((x) => x.context!));
   if (!Number.isInteger(P) || P < 2 || !Number.isInteger(N) || N < 1 || P + N > context) throw new Error(`--prompt (≥ 2) and --new (≥ 1) must be integers with prompt + new ≤ ${context}`);
@@ -374,6 +376,7 @@ export async function run(argv: string[]): Promise<void> {
   // most 128 MiB per buffer (the bench shape's embedding is 148 MiB): there the default is tiny.
   const software = info.name === 'webgpu' && info.adapter?.software === true;
   const shape = (values.shape ?? (software ? 'tiny' : 'bench')) as HfBenchShape;
+  if (software && softwareDefaults) [P, N] = [32, 8];
   const model0 = HF_BENCH_SHAPES[shape];
   const largest = model0.hidden * model0.vocabSize! * 4;
   const binding = info.name === 'webgpu' ? info.adapter?.limits.maxStorageBufferBindingSize : undefined;
@@ -391,6 +394,7 @@ export async function run(argv: string[]): Promise<void> {
   if (info.adapter && info.name === 'webgpu') out(`adapter: ${adapterLabel(info.adapter)}${info.adapter.software ? ' — a software adapter (CPU): expect it slower than wasm' : ''}`);
   if (baseline) out(`baseline: ${baseline}, the same workloads in this process, interleaved call by call`);
   if (software && values.shape === undefined) out('shape: tiny, the default on a software adapter (pass --shape to choose)');
+  if (software && softwareDefaults) out('prompt 32, new 8: the defaults on a software adapter (pass --prompt and --new to choose)');
   const { dir, gguf } = await benchFolder(shape, !values['no-llama']);
   const { readHfConfig, loadHfWeights } = await import('../engine/hf/load');
   const { config } = readHfConfig(dir);
