@@ -14,8 +14,15 @@ Usage:
                                        log-softmax of every position of every prompt (each run
                                        alone, unpadded), rows in prompt order, [positions, V];
                                        computed in float64. Prints {"ok": true, "rows": N, "vocab": V}.
-  hf_torch.py bench DIR --threads 1 --prompt P --new N --batch B --seconds S
+  hf_torch.py bench DIR --threads 1 --prompt P --new N --batch B --seconds S [--device cpu|cuda]
                                        float32 prefill and KV-cached greedy decode timings.
+  hf_torch.py rlstep DIR --batch B --prompt P --new N --steps S --rank R --alpha A [--device cpu|cuda]
+                                       one MarsRL-style RL step with LoRA adapters on every linear,
+                                       as src-main/bench/hf-rl-step.ts does it: a rollout (KV cache,
+                                       temperature 1, N tokens per row), then −advantage·log π over
+                                       the response tokens, one backward pass, one AdamW step on the
+                                       adapters. Prints the best rollout and update times.
+On cuda, TF32 is switched off (torch.backends.cuda.matmul.allow_tf32 = False): eager FP32.
 """
 import json
 import math
@@ -92,10 +99,31 @@ def inv_freq(cfg, hd):
     return inv
 
 
+LORA_TARGETS = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')
+
+
+def pick_device(name):
+    import torch
+    if name == 'cuda':
+        if not torch.cuda.is_available():
+            raise SystemExit(json.dumps({'ok': False, 'reason': 'torch.cuda.is_available() is False'}))
+        torch.backends.cuda.matmul.allow_tf32 = False  # eager FP32, not TF32 (PyTorch's default since 1.12, set to be sure)
+        torch.backends.cudnn.allow_tf32 = False
+    return torch.device(name)
+
+
+def sync(device):
+    import torch
+    if device.type == 'cuda':
+        torch.cuda.synchronize()
+
+
 class Model:
-    def __init__(self, d, dtype):
+    def __init__(self, d, dtype, device=None):
         import torch
         self.torch = torch
+        self.device = device or torch.device('cpu')
+        self.lora = None  # {name: (A [r, in], B [out, r])} and the scaling, set by add_lora
         with open(os.path.join(d, 'config.json')) as f:
             cfg = json.load(f)
         self.cfg = cfg
@@ -107,10 +135,30 @@ class Model:
         self.eps = cfg.get('rms_norm_eps', 1e-6)
         self.qk_norm = cfg['model_type'] == 'qwen3'
         raw = read_folder(d)
-        self.w = {k: torch.from_numpy(np.ascontiguousarray(v)).to(dtype) for k, v in raw.items()}
+        self.w = {}
+        for k in list(raw.keys()):
+            self.w[k] = torch.from_numpy(np.ascontiguousarray(raw.pop(k))).to(dtype).to(self.device)
         self.head = self.w['model.embed_tokens.weight'] if cfg.get('tie_word_embeddings') else self.w['lm_head.weight']
-        self.inv = torch.tensor(inv_freq(cfg, self.hd), dtype=torch.float64)
+        self.inv = torch.tensor(inv_freq(cfg, self.hd), dtype=torch.float64, device=self.device)
         self.dtype = dtype
+
+    def add_lora(self, rank, alpha, seed=0):
+        """LoRA (Hu et al. 2021) on every linear of LORA_TARGETS: A Kaiming-uniform U(±1/√in), B = 0,
+        as PEFT initialises them; returns the trainable parameters."""
+        torch = self.torch
+        g = torch.Generator().manual_seed(seed)
+        self.lora = {}
+        self.lora_scaling = alpha / rank
+        params = []
+        for i in range(self.L):
+            for m in LORA_TARGETS:
+                name = f'model.layers.{i}.' + ('mlp.' if m in ('gate_proj', 'up_proj', 'down_proj') else 'self_attn.') + m
+                out_dim, in_dim = self.w[name + '.weight'].shape
+                a = ((torch.rand(rank, in_dim, generator=g) * 2 - 1) / math.sqrt(in_dim)).to(self.dtype).to(self.device).requires_grad_()
+                b = torch.zeros(out_dim, rank, dtype=self.dtype, device=self.device, requires_grad=True)
+                self.lora[name] = (a, b)
+                params += [a, b]
+        return params
 
     def rms(self, x, g):
         return x * self.torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps) * g
@@ -128,6 +176,9 @@ class Model:
         y = x @ self.w[name + '.weight'].T
         if bias and (name + '.bias') in self.w:
             y = y + self.w[name + '.bias']
+        if self.lora is not None and name in self.lora:
+            a, b = self.lora[name]
+            y = y + self.lora_scaling * ((x @ a.T) @ b.T)
         return y
 
     def forward(self, ids, pos, past=None, last_only=False):
@@ -139,7 +190,7 @@ class Model:
         G = self.H // self.KV
         new = []
         Lp = 0 if past is None else past[0][0].shape[2]
-        causal = torch.ones(T, Lp + T, dtype=torch.bool).tril(Lp)
+        causal = torch.ones(T, Lp + T, dtype=torch.bool, device=self.device).tril(Lp)
         for i in range(self.L):
             p = f'model.layers.{i}.'
             h = self.rms(x, self.w[p + 'input_layernorm.weight'])
@@ -192,11 +243,12 @@ def cmd_bench(d, args):
     threads = int(args.get('--threads', 1))
     torch.set_num_threads(threads)
     P, N, B, seconds = int(args['--prompt']), int(args['--new']), int(args['--batch']), float(args.get('--seconds', 3))
-    m = Model(d, torch.float32)
+    device = pick_device(args.get('--device', 'cpu'))
+    m = Model(d, torch.float32, device)
     V = m.head.shape[0]
     g = torch.Generator().manual_seed(0)
-    prompts = torch.randint(0, min(V, 100000), (B, P), generator=g)
-    pos = torch.arange(P)[None, :].expand(B, P)
+    prompts = torch.randint(0, min(V, 100000), (B, P), generator=g).to(device)
+    pos = torch.arange(P, device=device)[None, :].expand(B, P)
 
     def timed(fn):
         times = []
@@ -204,6 +256,7 @@ def cmd_bench(d, args):
         while not times or time.perf_counter() < end:
             t0 = time.perf_counter()
             fn()
+            sync(device)
             times.append(time.perf_counter() - t0)
         times.sort()
         return {'best_ms': times[0] * 1000, 'median_ms': times[len(times) // 2] * 1000, 'calls': len(times)}
@@ -216,11 +269,13 @@ def cmd_bench(d, args):
     def decode():
         with torch.no_grad():
             logits, past = prefill()
+            sync(device)
             t0 = time.perf_counter()
             for j in range(N):
                 nxt = logits.argmax(-1)[:, None]
-                logits, past = m.forward(nxt, torch.full((B, 1), P + j), past, last_only=True)
+                logits, past = m.forward(nxt, torch.full((B, 1), P + j, device=device), past, last_only=True)
                 logits = logits[:, -1]
+            nxt = logits.argmax(-1).cpu()  # the last token read back, as the Studio's sampler reads every step's
             return time.perf_counter() - t0
 
     pre = timed(lambda: prefill())
@@ -230,9 +285,64 @@ def cmd_bench(d, args):
         dec_times.append(decode())
     dec_times.sort()
     print(json.dumps({
-        'ok': True, 'torch': torch.__version__, 'threads': threads,
+        'ok': True, 'torch': torch.__version__, 'threads': threads, 'device': str(device),
+        'gpu': torch.cuda.get_device_name(0) if device.type == 'cuda' else None,
         'prefill': {**pre, 'tokens_per_call': B * P},
         'decode': {'best_ms': dec_times[0] * 1000, 'median_ms': dec_times[len(dec_times) // 2] * 1000, 'calls': len(dec_times), 'tokens_per_call': B * N},
+    }))
+
+
+def cmd_rlstep(d, args):
+    import torch
+    device = pick_device(args.get('--device', 'cpu'))
+    if device.type == 'cpu':
+        torch.set_num_threads(int(args.get('--threads', 1)))
+    B, P, N, steps = int(args['--batch']), int(args['--prompt']), int(args['--new']), int(args.get('--steps', 2))
+    m = Model(d, torch.float32, device)
+    for w in m.w.values():
+        w.requires_grad_(False)
+    params = m.add_lora(int(args.get('--rank', 8)), float(args.get('--alpha', 16)))
+    opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.999), weight_decay=0.01)
+    V = m.head.shape[0]
+    g = torch.Generator().manual_seed(7)
+    best_roll, best_upd = float('inf'), float('inf')
+    for step in range(steps):
+        prompts = torch.randint(0, min(V, 150000), (B, P), generator=g).to(device)
+        sync(device)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            logits, past = m.forward(prompts, torch.arange(P, device=device)[None, :].expand(B, P), last_only=True)
+            out = []
+            for j in range(N):
+                probs = torch.softmax(logits[:, -1], -1)
+                nxt = torch.multinomial(probs, 1)
+                out.append(nxt)
+                nxt_host = nxt.cpu()  # the sampled token goes back to the host every step, as in the Studio
+                del nxt_host
+                if j + 1 < N:
+                    logits, past = m.forward(nxt, torch.full((B, 1), P + j, device=device), past, last_only=True)
+            response = torch.cat(out, 1)
+        sync(device)
+        best_roll = min(best_roll, time.perf_counter() - t0)
+        adv = (torch.randint(0, 2, (B, 1), generator=g).to(device) * 2 - 1).to(torch.float32)
+        t0 = time.perf_counter()
+        seq = torch.cat([prompts, response], 1)
+        T = P + N
+        logits, _ = m.forward(seq[:, :-1], torch.arange(T - 1, device=device)[None, :].expand(B, T - 1))
+        logp = torch.log_softmax(logits, -1).gather(-1, seq[:, 1:, None])[..., 0]  # [B, T-1]
+        loss = -(adv * logp[:, P - 1:]).sum() / (B * N)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        loss_value = float(loss)  # read back, as the Studio reads the loss and the gradient norm
+        sync(device)
+        best_upd = min(best_upd, time.perf_counter() - t0)
+    print(json.dumps({
+        'ok': True, 'torch': torch.__version__, 'device': str(device),
+        'gpu': torch.cuda.get_device_name(0) if device.type == 'cuda' else None,
+        'trainable': sum(p.numel() for p in params), 'rollout_ms': best_roll * 1000, 'update_ms': best_upd * 1000,
+        'loss': loss_value,
     }))
 
 
@@ -243,9 +353,9 @@ def main():
     cmd, d = sys.argv[1], sys.argv[2]
     if cmd == 'logprobs':
         cmd_logprobs(d, sys.argv[3])
-    elif cmd == 'bench':
+    elif cmd in ('bench', 'rlstep'):
         rest = sys.argv[3:]
-        cmd_bench(d, {rest[i]: rest[i + 1] for i in range(0, len(rest) - 1, 2)})
+        (cmd_bench if cmd == 'bench' else cmd_rlstep)(d, {rest[i]: rest[i + 1] for i in range(0, len(rest) - 1, 2)})
     else:
         print(f'unknown command {cmd}', file=sys.stderr)
         sys.exit(2)

@@ -9,12 +9,14 @@
  * activations; the wasm heap keeps its high-water mark). At this size both modes are dominated by
  * the 151,936-row tied LM head, whose chunked custom gradient (model.ts chunkedHeadStats) also
  * forms d(head) [D, V] when the head is frozen, as it is under LoRA.
+ * On webgpu (issue #15) the rollout and the update use the asynchronous forms (sampleAsync,
+ * Adam.stepAsync): the update's time ends with the gradient norm read back, so GPU work is counted.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, type BackendPreference } from '../engine/model/backend';
+import { canReadSync } from '../engine/model/readback';
 import type { PolicyModel } from '../engine/model/policy-model';
 import { Rng } from '../engine/util/rng';
 
@@ -39,12 +41,22 @@ function vm(field: 'VmHWM' | 'VmRSS'): number {
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
+/** VmHWM := the current RSS (Linux); where /proc refuses it, the peaks then include the load. */
+function resetPeakRss(): void {
+  try {
+    fs.writeFileSync('/proc/self/clear_refs', '5');
+  } catch {
+    // a container without write access to /proc: peaks stay process-wide
+  }
+}
+
 /** The child: load, then `steps` RL steps; prints an RlStepResult (best times) as JSON. */
 export async function rlStepChild(dir: string, mode: RlStepMode, backend: BackendPreference, opts: { batch: number; prompt: number; newTokens: number; steps: number }): Promise<void> {
   await initBackend(backend);
   tf.enableProdMode();
   const { createOptimizer } = await import('../engine/model/optim');
-  const { sample } = await import('../engine/model/sampling');
+  const { sample, sampleAsync } = await import('../engine/model/sampling');
+  const sync = canReadSync();
   let model: PolicyModel;
   if (mode === 'lora') {
     const { loadLoraHfModel } = await import('../engine/hf/lora');
@@ -56,7 +68,7 @@ export async function rlStepChild(dir: string, mode: RlStepMode, backend: Backen
   const optimizer = createOptimizer(model, { lr: 1e-4, beta1: 0.9, beta2: 0.999, weight_decay: 0.01, grad_clip: 1 });
   const afterLoadRss = vm('VmRSS');
   const loadPeak = vm('VmHWM');
-  fs.writeFileSync('/proc/self/clear_refs', '5'); // VmHWM := current RSS
+  resetPeakRss();
   const rng = new Rng(7, 'bench/rl-step');
   const { batch: B, prompt: P, newTokens: N } = opts;
   let rolloutMs = Infinity;
@@ -64,7 +76,8 @@ export async function rlStepChild(dir: string, mode: RlStepMode, backend: Backen
   for (let s = 0; s < opts.steps; s++) {
     const prompts = Array.from({ length: B }, () => Array.from({ length: P }, () => rng.int(0, 150000)));
     let t0 = performance.now();
-    const seqs = sample(model, prompts, { maxNewTokens: N, temperature: 1, seed: s });
+    const sampleOpts = { maxNewTokens: N, temperature: 1, seed: s };
+    const seqs = sync ? sample(model, prompts, sampleOpts) : await sampleAsync(model, prompts, sampleOpts);
     rolloutMs = Math.min(rolloutMs, performance.now() - t0);
     // Rows right-padded to one length; only response tokens carry the (random ±1) advantage.
     const T = P + N;
@@ -80,7 +93,8 @@ export async function rlStepChild(dir: string, mode: RlStepMode, backend: Backen
       const { stats } = model.nextTokenStatsTimeMajor(rows, { entropy: false });
       return tf.sum(tf.mul(tf.squeeze(tf.slice(stats, [0, 0], [1, -1])), w)) as tf.Scalar;
     }, model.variables);
-    optimizer.step(grads);
+    if (sync) optimizer.step(grads);
+    else await optimizer.stepAsync(grads);
     tf.dispose([value, w, ...Object.values(grads)]);
     updateMs = Math.min(updateMs, performance.now() - t0);
   }
@@ -88,9 +102,12 @@ export async function rlStepChild(dir: string, mode: RlStepMode, backend: Backen
   console.log(JSON.stringify(result));
 }
 
-/** Run one mode in a fresh process (`marsrl bench hf --measure-rl-step DIR --mode MODE`). */
-export function measureRlStep(root: string, dir: string, mode: RlStepMode, backend: string): RlStepResult | { error: string } {
-  const r = spawnSync(process.execPath, [path.join(root, 'bin/marsrl.js'), 'bench', 'hf', '--measure-rl-step', dir, '--mode', mode, '--backend', backend], { encoding: 'utf8', maxBuffer: 1 << 20 });
+/**
+ * Run one mode in a fresh process: `childArgs` start the hf bench (`bin/marsrl.js bench hf` here,
+ * the bundled bench on a GPU machine), given `--measure-rl-step DIR --mode MODE --backend B`.
+ */
+export function measureRlStep(childArgs: readonly string[], dir: string, mode: RlStepMode, backend: string): RlStepResult | { error: string } {
+  const r = spawnSync(process.execPath, [...childArgs, '--measure-rl-step', dir, '--mode', mode, '--backend', backend], { encoding: 'utf8', maxBuffer: 1 << 20 });
   try {
     return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as RlStepResult;
   } catch {
@@ -98,16 +115,18 @@ export function measureRlStep(root: string, dir: string, mode: RlStepMode, backe
   }
 }
 
-/** The lines the bench prints for both modes. */
-export function formatRlStep(lora: RlStepResult | { error: string }, full: RlStepResult | { error: string }, shape: string, steps: number): string[] {
+/** The lines the bench prints for the modes measured (null: not asked for). */
+export function formatRlStep(lora: RlStepResult | { error: string } | null, full: RlStepResult | { error: string } | null, shape: string, steps: number): string[] {
   const RL_STEPS_NOTE = `${steps} steps`;
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
   const line = (r: RlStepResult | { error: string }, name: string) =>
     'error' in r
       ? `  ${name}: not measured (${r.error})`
       : `  ${name.padEnd(22)} ${r.trainableParams.toLocaleString('en-US').padStart(11)} trainable  rollout ${r.rolloutMs.toFixed(0).padStart(6)} ms  update ${r.updateMs.toFixed(0).padStart(6)} ms  step ${(r.rolloutMs + r.updateMs).toFixed(0).padStart(6)} ms  peak RSS ${mib(r.peakRss)} (step: +${mib(r.stepPeakRss - r.afterLoadRss)} over ${mib(r.afterLoadRss)} after loading)`;
-  const out = [`RL step (${shape}; fresh process each, best of ${RL_STEPS_NOTE}):`, line(lora, `LoRA r${SETTINGS.rank}, all linears`), line(full, 'full fine-tuning')];
-  if (!('error' in lora) && !('error' in full)) {
+  const out = [`RL step (${shape}; fresh process each, best of ${RL_STEPS_NOTE}):`];
+  if (lora) out.push(line(lora, `LoRA r${SETTINGS.rank}, all linears`));
+  if (full) out.push(line(full, 'full fine-tuning'));
+  if (lora && full && !('error' in lora) && !('error' in full)) {
     out.push(`  LoRA / full: step time ${((lora.rolloutMs + lora.updateMs) / (full.rolloutMs + full.updateMs)).toFixed(2)}×, update ${(lora.updateMs / full.updateMs).toFixed(2)}×, peak RSS ${(lora.peakRss / full.peakRss).toFixed(2)}×`);
   }
   return out;

@@ -24,12 +24,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { Rng } from '../util/rng';
-import { assignFlatWeights, readFlatWeights } from '../model/flat-weights';
+import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { readSync, takeAsync } from '../model/readback';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import type { HfArchConfig } from './config';
 import { OutputExistsError } from './export';
 import { hfModelIdentity, loadHfWeights, readHfConfig, type HfNamedTensors } from './load';
-import type { HfCache, HfLinearAdapter, HfLinearModule, HfModel, HfModelOptions } from './model';
+import type { HfCache, HfLinearAdapter, HfLinearModule, HfModel, HfModelOptions, HfStaged } from './model';
 import { checkLoraSettings, hfModuleName, loraModuleShapes, loraSettingsProblems, peftTensorNames, type LoraSettings } from './lora-settings';
 import { HfFormatError, openSafetensors, readTensorF32, writeSafetensors } from './safetensors';
 
@@ -279,14 +280,56 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return readFlatWeights(this.variables, this.specs, this.numParams);
   }
 
+  // --- asynchronous twins (issue #15: WebGPU in Node reads back only asynchronously) ----------
+  // The hook is set only while the staged call builds its tensors (withAdapters is synchronous):
+  // an await inside it would leave the adapters on the shared base for whatever else runs then.
+
+  /** Build a staged call with the adapters in the hook, then read its logits outside it. */
+  private async staged<R>(build: (m: HfModel) => HfStaged<R>): Promise<R> {
+    const run = this.withAdapters(build);
+    return run.finish(await takeAsync(run.logits));
+  }
+
+  async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {
+    if (this.base.model.decodeMode === 'js') return this.prefill(rows, leftPad, capacity);
+    const version = this.version;
+    const out = await this.staged((m) => m.prefillStaged(rows, leftPad));
+    return { cache: { ...out.cache, version }, logits: out.logits };
+  }
+
+  async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): Promise<{ cache: HfCache; logits: Float32Array }> {
+    if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
+    return this.staged((m) => m.decodeStepStaged(tokens, positions, cache));
+  }
+
+  async lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array> {
+    if (this.base.model.decodeMode === 'js') return this.lastLogits(rows, leftPad);
+    return takeAsync(this.withAdapters((m) => m.lastLogitsTensor(rows, leftPad)));
+  }
+
+  getWeightsAsync(): Promise<Float32Array> {
+    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
+  }
+
+  /** `loraWeights` for every backend, WebGPU included (for writing a PEFT adapter from a webgpu run). */
+  async loraWeightsAsync(): Promise<LoraWeights> {
+    const values = new Map<tf.Variable, Float32Array>();
+    for (const v of this.variables) values.set(v, (await v.data()) as Float32Array);
+    return this.loraWeights((v) => values.get(v)!);
+  }
+  // --- end of the asynchronous twins ----------------------------------------------------------
+
 
   setWeights(flat: Float32Array): void {
     assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the adapters have');
   }
 
 
-  /** The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. */
-  loraWeights(): LoraWeights {
+  /**
+   * The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. `read` gives a
+   * variable's values (synchronously by default; loraWeightsAsync passes values read before).
+   */
+  loraWeights(read: (v: tf.Variable) => Float32Array = (v) => readSync(v, 'loraWeightsAsync')): LoraWeights {
     const out: LoraWeights = new Map();
     if (!this.settings) return out;
     const r = this.settings.rank;
@@ -295,8 +338,8 @@ export class LoraHfModel implements PolicyModel<HfCache> {
       const [layer, m] = key.split('/') as [string, HfLinearModule];
       const { inDim, outDim } = shapes[m];
       out.set(hfModuleName(this.config, Number(layer), m), {
-        a: transpose(pair.a.dataSync() as Float32Array, inDim, r),
-        b: transpose(pair.b.dataSync() as Float32Array, r, outDim),
+        a: transpose(read(pair.a), inDim, r),
+        b: transpose(read(pair.b), r, outDim),
         inDim,
         outDim,
       });

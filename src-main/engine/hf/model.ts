@@ -24,17 +24,22 @@
  * Decoding has two cache modes, as the GPT's (gpt.ts): 'js' (wasm, cpu) keeps keys and values in
  * JavaScript arrays and computes attention, RoPE and the Qwen3 q/k norm of the new positions in
  * plain loops between the tensor matMuls; 'concat' (other backends) keeps them as tensors grown
- * by concatenation and runs the same tensor forward pass as training.
+ * by concatenation and runs the same tensor forward pass as training. On webgpu (issue #15) only
+ * 'concat' runs: WebGPU in Node reads tensors back asynchronously only (model/readback.ts), so
+ * every call that returns values has an `…Async` twin, built on a staged form (HfStaged) that
+ * does the tensor work at once and reads back afterwards; the embedding's gradient stays on the
+ * device there (embedColumns).
  *
  * Trainable parameters: all weights (full fine-tuning). LoRA (a later issue) adds adapter
  * variables beside these; its KL reference is this forward pass with the adapters off.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { batchMajorStats, timeMajorBatch } from '../model/batch-layout';
-import { assignFlatWeights, readFlatWeights } from '../model/flat-weights';
+import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
 import type { DecodeCache, ParamSpec, PolicyModel } from '../model/policy-model';
+import { canReadSync, takeAsync, takeSync } from '../model/readback';
 import type { HfArchConfig } from './config';
 
 // ---------------------------------------------------------------------------------------------
@@ -132,6 +137,17 @@ export interface HfCache extends DecodeCache {
   layers: Array<{ k: tf.Tensor4D; v: tf.Tensor4D }>;
 }
 
+/**
+ * A decoding call split at its readback (issue #15): `logits` is the tensor to read (the caller
+ * reads and disposes it, synchronously on wasm/cpu, with `await` on webgpu) and `finish` completes
+ * the call with its values. No tensor work is left for `finish`, so a LoRA hook set while the
+ * staged call is made covers the whole call.
+ */
+export interface HfStaged<R> {
+  logits: tf.Tensor;
+  finish: (data: Float32Array) => R;
+}
+
 let modelCounter = 0;
 /** Weights versions, shared with no other family: offset so they never collide with the GPT's. */
 let weightsVersionSeq = 1 << 30;
@@ -209,9 +225,13 @@ function applyRope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tenso
 
 /**
  * Token embedding: columns of embT [D, V] for time-major ids [N] → [N, D]. The gradient is
- * scattered in JavaScript (tfjs-backend-wasm has no UnsortedSegmentSum, the gather gradient).
+ * scattered in JavaScript (tfjs-backend-wasm has no UnsortedSegmentSum, the gather gradient),
+ * except where tensors cannot be read synchronously (WebGPU in Node, issue #15; readback.ts):
+ * there tfjs's own gather gradient (UnsortedSegmentSum, which tfjs-backend-webgpu has) keeps the
+ * scatter on the device.
  */
 function embedColumns(embT: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
+  if (!canReadSync()) return tf.tidy(() => tf.transpose(tf.gather(embT, tf.tensor1d(ids, 'int32'), 1)) as tf.Tensor2D);
   const [D, V] = embT.shape;
   const N = ids.length;
   const f = customOp<tf.Tensor2D>(([w]) => {
@@ -556,44 +576,87 @@ export class HfModel implements PolicyModel<HfCache> {
   // Incremental decoding
 
   prefill(rows: number[][], leftPad: number[], capacity: number): { cache: HfCache; logits: Float32Array } {
-    const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
-    const version = this.version;
-    const base = { version, length: T, leftPad: [...leftPad] };
     if (this.decodeMode === 'concat') {
-      const capture: HfCache['layers'] = [];
-      const lg = tf.tidy(() => {
-        const x = this.hiddenTensors(tm, pos, T, B, leftPad, undefined, capture);
-        return this.headLogits(tf.slice(x, [(T - 1) * B, 0], [B, this.config.hiddenSize]));
-      });
-      const logits = lg.dataSync() as Float32Array;
-      lg.dispose();
-      return { cache: { ...base, mode: 'concat', capacity: T, js: [], layers: capture }, logits };
+      const run = this.prefillStaged(rows, leftPad);
+      return run.finish(takeSync(run.logits, 'prefillAsync'));
     }
+    const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const cap = Math.max(capacity, T);
     const { numKvHeads: KV, headDim: d } = this.config;
     const js = this.layers.map(() => ({ k: new Float32Array(B * KV * cap * d), v: new Float32Array(B * KV * cap * d) }));
-    const cache: HfCache = { ...base, length: 0, mode: 'js', capacity: cap, js, layers: [] };
+    const cache: HfCache = { version: this.version, length: 0, leftPad: [...leftPad], mode: 'js', capacity: cap, js, layers: [] };
     const logits = this.forwardJs(tm, pos, T, B, cache);
     return { cache: { ...cache, length: T }, logits };
   }
 
+  /**
+   * `prefill` for every backend, WebGPU included (issue #15: its readback is asynchronous). The
+   * 'js' cache reads projections back mid-pass, which only wasm/cpu do, synchronously.
+   */
+  async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {
+    if (this.decodeMode === 'js') return this.prefill(rows, leftPad, capacity);
+    const run = this.prefillStaged(rows, leftPad);
+    return run.finish(await takeAsync(run.logits));
+  }
+
+  /**
+   * The 'concat'-mode prefill up to its readback: the last position's logits [B, V] (to be read and
+   * disposed by the caller) and the rest of the call once they are read. All tensor work happens
+   * in this call, so a LoRA hook set around it (lora.ts) applies; `finish` runs none.
+   */
+  prefillStaged(rows: number[][], leftPad: number[]): HfStaged<{ cache: HfCache; logits: Float32Array }> {
+    const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
+    const base = { version: this.version, length: T, leftPad: [...leftPad] };
+    const capture: HfCache['layers'] = [];
+    const logits = tf.tidy(() => {
+      const x = this.hiddenTensors(tm, pos, T, B, leftPad, undefined, capture);
+      return this.headLogits(tf.slice(x, [(T - 1) * B, 0], [B, this.config.hiddenSize]));
+    });
+    return { logits, finish: (data) => ({ cache: { ...base, mode: 'concat', capacity: T, js: [], layers: capture }, logits: data }) };
+  }
+
   decodeStep(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): { cache: HfCache; logits: Float32Array } {
+    if (cache.mode === 'js') {
+      this.checkDecodeTokens(tokens, cache);
+      if (cache.length >= cache.capacity) throw new Error(`KV cache is full (${cache.capacity} positions)`);
+      const logits = this.forwardJs(tokens, positions, 1, tokens.length, cache, live);
+      return { cache: { ...cache, length: cache.length + 1 }, logits };
+    }
+    const run = this.decodeStepStaged(tokens, positions, cache);
+    return run.finish(takeSync(run.logits, 'decodeStepAsync'));
+  }
+
+  /** `decodeStep` for every backend, WebGPU included (issue #15; see prefillAsync). */
+  async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): Promise<{ cache: HfCache; logits: Float32Array }> {
+    if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
+    const run = this.decodeStepStaged(tokens, positions, cache);
+    return run.finish(await takeAsync(run.logits));
+  }
+
+  /**
+   * A 'concat'-mode decoding step up to its readback (see prefillStaged). Every row is computed
+   * (finished rows too: one batched pass costs no more). The old cache's tensors are released in
+   * `finish`, after the readback, so no queued GPU work reads a buffer already handed back.
+   */
+  decodeStepStaged(tokens: Int32Array, positions: Int32Array, cache: HfCache): HfStaged<{ cache: HfCache; logits: Float32Array }> {
+    this.checkDecodeTokens(tokens, cache);
+    const capture: HfCache['layers'] = [];
+    const logits = tf.tidy(() => this.headLogits(this.hiddenTensors(tokens, positions, 1, tokens.length, cache.leftPad, cache.layers, capture)));
+    return {
+      logits,
+      finish: (data) => {
+        cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
+        return { cache: { ...cache, layers: capture, length: cache.length + 1 }, logits: data };
+      },
+    };
+  }
+
+  private checkDecodeTokens(tokens: Int32Array, cache: HfCache): void {
     const B = tokens.length;
     if (B !== cache.leftPad.length) throw new Error(`decodeStep: ${B} tokens for a cache of ${cache.leftPad.length} rows`);
     for (let b = 0; b < B; b++) {
       if (tokens[b] < 0 || tokens[b] >= this.config.vocabSize) throw new Error(`token id ${tokens[b]} of row ${b} is outside the vocabulary (size ${this.config.vocabSize})`);
     }
-    if (cache.mode === 'js') {
-      if (cache.length >= cache.capacity) throw new Error(`KV cache is full (${cache.capacity} positions)`);
-      const logits = this.forwardJs(tokens, positions, 1, B, cache, live);
-      return { cache: { ...cache, length: cache.length + 1 }, logits };
-    }
-    const capture: HfCache['layers'] = [];
-    const lg = tf.tidy(() => this.headLogits(this.hiddenTensors(tokens, positions, 1, B, cache.leftPad, cache.layers, capture)));
-    const logits = lg.dataSync() as Float32Array;
-    lg.dispose();
-    cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
-    return { cache: { ...cache, layers: capture, length: cache.length + 1 }, logits };
   }
 
   /**
@@ -750,11 +813,19 @@ export class HfModel implements PolicyModel<HfCache> {
       this.disposeCache(cache);
       return logits;
     }
+    return takeSync(this.lastLogitsTensor(rows, leftPad), 'lastLogitsAsync');
+  }
+
+  /** `lastLogits` for every backend, WebGPU included (issue #15). */
+  async lastLogitsAsync(rows: number[][], leftPad: number[]): Promise<Float32Array> {
+    if (this.decodeMode === 'js') return this.lastLogits(rows, leftPad);
+    return takeAsync(this.lastLogitsTensor(rows, leftPad));
+  }
+
+  /** Next-token logits [B, V] of each row's last position through the tensor forward pass (no cache kept). */
+  lastLogitsTensor(rows: number[][], leftPad: number[]): tf.Tensor2D {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
-    const lg = tf.tidy(() => this.headLogits(tf.slice(this.hiddenTensors(tm, pos, T, B, leftPad), [(T - 1) * B, 0], [B, this.config.hiddenSize])));
-    const data = lg.dataSync() as Float32Array;
-    lg.dispose();
-    return data;
+    return tf.tidy(() => this.headLogits(tf.slice(this.hiddenTensors(tm, pos, T, B, leftPad), [(T - 1) * B, 0], [B, this.config.hiddenSize])));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -762,6 +833,11 @@ export class HfModel implements PolicyModel<HfCache> {
 
   getWeights(): Float32Array {
     return readFlatWeights(this.variables, this.specs, this.numParams);
+  }
+
+  /** `getWeights` for every backend, WebGPU included (issue #15). */
+  getWeightsAsync(): Promise<Float32Array> {
+    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
   }
 
 
