@@ -21,6 +21,7 @@ import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
 import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
 import { HfTokenizer } from './tokenizer';
 import { fileSha256 } from '../util/file-hash';
+import { readSync } from '../model/readback';
 
 /** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */
 export type HfNamedTensors = Array<{ name: string; shape: number[]; data: () => Float32Array }>;
@@ -198,18 +199,21 @@ export function loadHfWeights(dir: string, config: HfArchConfig, opts: HfModelOp
   );
 }
 
-/** The model's current weights under Hugging Face names and shapes (the inverse of loading), for export. */
+/**
+ * The model's current weights under Hugging Face names and shapes (the inverse of loading), for
+ * export. Read through `readSync`, so on webgpu a caller wraps the writer in `withReadAhead`.
+ */
 export function hfNamedTensors(model: HfModel): HfNamedTensors {
   const byName = new Map(model.specs.map((s, i) => [s.name, model.variables[i]]));
   return hfParamSpecs(model.config).map((s) => {
     const v = byName.get(s.name)!;
-    if (s.shape.length === 1) return { name: s.name, shape: s.shape, data: () => (v.dataSync() as Float32Array).slice() };
+    if (s.shape.length === 1) return { name: s.name, shape: s.shape, data: () => readSync(v, 'withReadAhead around the export').slice() };
     const [inDim, outDim] = s.shape;
     return {
       name: s.name,
       shape: [outDim, inDim],
       data: () => {
-        const src = v.dataSync() as Float32Array;
+        const src = readSync(v, 'withReadAhead around the export');
         const out = new Float32Array(src.length);
         for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * inDim + i] = src[i * outDim + o];
         return out;

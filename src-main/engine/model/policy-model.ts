@@ -87,8 +87,8 @@ export interface PolicyModel<C extends DecodeCache = DecodeCache> {
   lastLogits(rows: number[][], leftPad: number[]): Float32Array;
   /**
    * Asynchronous twins of the calls that read values back (issue #15): WebGPU in Node has no
-   * synchronous readback (see readback.ts), so the sampler uses these there. A family without
-   * them (the Hugging Face family, for now) reads back synchronously and so cannot run on webgpu.
+   * synchronous readback (see readback.ts), so the sampler uses these there. Both families have
+   * them; a family without them reads back synchronously and is refused on webgpu by name.
    */
   prefillAsync?(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: C; logits: Float32Array }>;
   decodeStepAsync?(tokens: Int32Array, positions: Int32Array, cache: C, live?: boolean[]): Promise<{ cache: C; logits: Float32Array }>;
