@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HfFormatError } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer, hfPolicyTokenizer } from '../../src-main/engine/hf/tokenizer';
+import { chatMessagesOf, templatedFormat } from '../../src-main/engine/agents/prompts';
 import { tempDir } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 
@@ -95,6 +96,27 @@ describe('Qwen3 tokenizer', () => {
     expect(qwen.decode(policy.promptTokens('solver', 'x'))).toBe('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
     expect(policy.targetTokens('ok')).toEqual([qwenVocab.ok, 151645]);
     expect(policy.responseText([qwenVocab.ok, 151645])).toBe('ok');
+  });
+
+  it('renders a templated (math) prompt as its own system and user messages, not under the role\'s character-task system prompt', () => {
+    const templates = {
+      solver: { system: 'Solve it. End with \\boxed{answer}.', user: 'Problem: {question}' },
+      verifier: { system: '', user: 'Check: {question}\n{solution}' },
+      corrector: { system: 'Fix it.', user: '{question}|{solution}|{report}' },
+    };
+    const format = templatedFormat(templates);
+    const policy = hfPolicyTokenizer(qwen, { solver: 'A:<answer> on the last line.', verifier: 'V:ok or V:no.' }, { enableThinking: false });
+    const solverText = format.solverPrompt({ question: 'What is 2 + 3?' });
+    expect(chatMessagesOf(solverText)).toEqual([{ role: 'system', content: 'Solve it. End with \\boxed{answer}.' }, { role: 'user', content: 'Problem: What is 2 + 3?' }]);
+    expect(qwen.decode(policy.promptTokens('solver', solverText))).toBe(
+      '<|im_start|>system\nSolve it. End with \\boxed{answer}.<|im_end|>\n<|im_start|>user\nProblem: What is 2 + 3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
+    );
+    // An empty system template sends no system message, and the role's default is not added.
+    const verifierText = format.verifierPrompt({ question: '2 + 3' }, 'It is \\boxed{5}.');
+    expect(qwen.decode(policy.promptTokens('verifier', verifierText))).toBe('<|im_start|>user\nCheck: 2 + 3\nIt is \\boxed{5}.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+    // Text no templated format made (a character task's prompt) keeps the role's system prompt.
+    expect(chatMessagesOf('sort 312')).toBeNull();
+    expect(qwen.decode(policy.promptTokens('solver', 'sort 312'))).toContain('<|im_start|>system\nA:<answer> on the last line.<|im_end|>');
   });
 });
 

@@ -144,6 +144,31 @@ export function flattenMessages(messages: readonly ChatMessage[]): string {
   return messages.map((m) => m.content).join('\n\n');
 }
 
+/**
+ * The chat messages behind a templated prompt's flattened text. Prompts travel through rollout,
+ * evaluation and warm start as one text (what a text policy reads, what a turn stores); a policy
+ * that renders a chat template (the Hugging Face family, a served model) asks for the messages
+ * back with `chatMessagesOf`, so its system message is the template's system message and not
+ * part of the user message. Every templated prompt is recorded when it is made and read right
+ * after, in the same batch; the record keeps the newest RECENT_CHATS_LIMIT prompts, far more than
+ * one batch of any run makes. Text that no templated format made (the character tasks) has none.
+ */
+const RECENT_CHATS_LIMIT = 32_768;
+const recentChats = new Map<string, ChatMessage[]>();
+
+function recordChat(messages: ChatMessage[]): string {
+  const text = flattenMessages(messages);
+  recentChats.delete(text);
+  recentChats.set(text, messages);
+  if (recentChats.size > RECENT_CHATS_LIMIT) recentChats.delete(recentChats.keys().next().value!);
+  return text;
+}
+
+/** The messages a templated format flattened into `promptText`, or null for any other text. */
+export function chatMessagesOf(promptText: string): ChatMessage[] | null {
+  return recentChats.get(promptText) ?? null;
+}
+
 export const VERDICT_APPROVE = 'correct';
 export const VERDICT_REJECT = 'incorrect';
 
@@ -224,9 +249,9 @@ export function templatedFormat(templates: Readonly<Record<Role, PromptTemplates
       chatPrompt(templates.corrector, { question: problem.question, solution: solution.trim(), report: (report ?? verdictLine('reject')).trim() }),
   };
   return {
-    solverPrompt: (problem) => flattenMessages(chat.solver(problem)),
-    verifierPrompt: (problem, solution) => flattenMessages(chat.verifier(problem, solution)),
-    correctorPrompt: (problem, solution, report) => flattenMessages(chat.corrector(problem, solution, report)),
+    solverPrompt: (problem) => recordChat(chat.solver(problem)),
+    verifierPrompt: (problem, solution) => recordChat(chat.verifier(problem, solution)),
+    correctorPrompt: (problem, solution, report) => recordChat(chat.corrector(problem, solution, report)),
     parseSolution: parseBoxedSolution,
     parseVerdict: parseStrictVerdict,
     verdictText: verdictLine,

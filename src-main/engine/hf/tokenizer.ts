@@ -15,6 +15,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { ChatMessage, PolicyTokenizer } from '../model/policy-model';
 import { HfFormatError } from './safetensors';
+import { chatMessagesOf } from '../agents/prompts';
 
 export const TOKENIZER_JSON = 'tokenizer.json';
 export const TOKENIZER_CONFIG = 'tokenizer_config.json';
@@ -237,10 +238,15 @@ export function hfPolicyTokenizer(tok: HfTokenizer, systemPrompts: Partial<Recor
     padId: tok.padId,
     stopTokens,
     promptTokens(role, promptText) {
-      const messages: ChatMessage[] = [];
-      const system = systemPrompts[role];
-      if (system !== undefined && system !== '') messages.push({ role: 'system', content: system });
-      messages.push({ role: 'user', content: promptText });
+      // A templated prompt (the math family) brings its own system and user messages; the
+      // character tasks' text gets the role's system prompt here.
+      let messages = chatMessagesOf(promptText);
+      if (!messages) {
+        messages = [];
+        const system = systemPrompts[role];
+        if (system !== undefined && system !== '') messages.push({ role: 'system', content: system });
+        messages.push({ role: 'user', content: promptText });
+      }
       return tok.encode(tok.renderChat(messages, { addGenerationPrompt: true, enableThinking: opts.enableThinking }), { addSpecialTokens: false });
     },
     targetTokens(responseText) {

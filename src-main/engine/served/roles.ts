@@ -3,6 +3,7 @@
  * rollout's `ServedRole` on the pool. The Studio's policies never see the endpoint; the rollout
  * asks the role for replies and judges them like its own.
  */
+import { chatMessagesOf } from '../agents/prompts';
 import type { Role, RunConfig } from '../config/schema';
 import type { SegmentRecord, ServedRole } from '../training/rollout';
 import type { EndpointSampling } from './client';
@@ -46,7 +47,7 @@ export function servedRole(pool: EndpointPool, config: RunConfig, role: Role): S
             deltas = 0;
             startedAt = endedAt;
           };
-          const result = await pool.chat(agent, [{ role: 'user', content: r.promptText }], {
+          const result = await pool.chat(agent, chatMessagesOf(r.promptText) ?? [{ role: 'user', content: r.promptText }], {
             sampling: callSampling(config, role, r.temperature, r.seed),
             onChunk: (c) => {
               if (c.restart) {

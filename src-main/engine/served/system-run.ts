@@ -33,7 +33,7 @@
 import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import type { Verdict } from '../agents';
-import { textFormatOf } from '../agents/prompts';
+import { chatMessagesOf, textFormatOf } from '../agents/prompts';
 import { initBackend } from '../model/backend';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import type { TurnView } from '../store';
@@ -106,7 +106,7 @@ class StoppedError extends Error {}
 
 function servedCaller(pool: EndpointPool, config: RunConfig, role: Role): AgentCaller {
   return async (spec, sink) => {
-    const result = await pool.chat(spec.agent, [{ role: 'user', content: spec.prompt }], {
+    const result = await pool.chat(spec.agent, chatMessagesOf(spec.prompt) ?? [{ role: 'user', content: spec.prompt }], {
       sampling: callSampling(config, role, spec.temperature, spec.seed),
       onChunk: (c) => (c.restart ? sink.restart() : c.index === 0 && c.delta ? sink.delta(c.delta) : undefined),
     });

@@ -181,9 +181,11 @@ function hfSourceConfig(dir: string): HfArchConfig {
 }
 
 /**
- * What each role of a Hugging Face policy is told in its system message: its job and the exact
- * output format the Studio parses (agents/formats.ts: `A:<answer>` on the last line, `V:ok` /
- * `V:no`); the user message is the role's prompt text, as the GPT family reads it.
+ * What each role of a Hugging Face policy is told in its system message on the character tasks:
+ * its job and the exact output format the Studio parses (agents/formats.ts: `A:<answer>` on the
+ * last line, `V:ok` / `V:no`); the user message is the role's prompt text, as the GPT family reads
+ * it. A templated prompt (the math family's `prompts.<role>`) brings its own system and user
+ * messages instead (agents/prompts.ts `chatMessagesOf`), so these never reach a math prompt.
  */
 export const DEFAULT_SYSTEM_PROMPTS: Record<Role, string> = {
   solver:
