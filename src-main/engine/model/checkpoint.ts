@@ -341,6 +341,22 @@ export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfChe
   );
   const weightsFile = path.join(dir, HF_WEIGHTS_FILE);
   const files: HfCheckpointManifest['files'] = { [HF_WEIGHTS_FILE]: { sha256: fileSha256(weightsFile), bytes: fs.statSync(weightsFile).size } };
+  return finishHfCheckpoint(dir, args, files, HF_WEIGHTS_FILE);
+}
+
+/**
+ * The rest of an hf checkpoint once its weights file is written and listed in `files`: Adam's
+ * state, the tokenizer copy and the manifest (written last, so a checkpoint without one is
+ * unfinished). Full weights and LoRA adapters differ only in `weights` and `lora`.
+ */
+function finishHfCheckpoint(
+  dir: string,
+  args: Omit<SaveHfCheckpointArgs, 'model'> & { model: HfModel | LoraHfModel },
+  files: HfCheckpointManifest['files'],
+  weights: HfCheckpointManifest['model']['weights'],
+  lora?: HfCheckpointManifest['lora'],
+): HfCheckpointManifest {
+  const { model } = args;
   const optimizer = saveOptimizer(dir, args.optimizer, files);
   copyTokenizer(dir, args.tokenizerDir, files);
   const manifest: HfCheckpointManifest = {
@@ -355,9 +371,10 @@ export function saveHfCheckpoint(dir: string, args: SaveHfCheckpointArgs): HfChe
       params: model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
       numParams: model.numParams,
       dtype: 'float32',
-      weights: HF_WEIGHTS_FILE,
+      weights,
     },
     tokenizer: { kind: 'hf', dir: HF_TOKENIZER_DIR, prompts: args.prompts },
+    ...(lora ? { lora } : {}),
     config: args.config ?? null,
     optimizer,
     files,
@@ -547,31 +564,7 @@ export function saveLoraCheckpoint(dir: string, args: SaveLoraCheckpointArgs): H
   }
   // A full-weights file from an earlier save in this folder would otherwise sit beside the adapters.
   fs.rmSync(path.join(dir, HF_WEIGHTS_FILE), { force: true });
-  const optimizer = saveOptimizer(dir, args.optimizer, files);
-  copyTokenizer(dir, args.tokenizerDir, files);
-  const manifest: HfCheckpointManifest = {
-    format: 'marsrl-checkpoint',
-    version: 1,
-    family: 'hf',
-    step: args.step,
-    savedAt: new Date().toISOString(),
-    model: {
-      base: { ...args.base },
-      config: { ...model.config },
-      params: model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
-      numParams: model.numParams,
-      dtype: 'float32',
-      weights: PEFT_WEIGHTS,
-    },
-    tokenizer: { kind: 'hf', dir: HF_TOKENIZER_DIR, prompts: args.prompts },
-    lora: { settings: { ...model.settings, targets: [...model.settings.targets] }, base: { ...args.loraBase } },
-    config: args.config ?? null,
-    optimizer,
-    files,
-    extra: args.extra,
-  };
-  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
-  return manifest;
+  return finishHfCheckpoint(dir, args, files, PEFT_WEIGHTS, { settings: { ...model.settings, targets: [...model.settings.targets] }, base: { ...args.loraBase } });
 }
 
 /**
