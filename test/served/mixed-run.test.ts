@@ -4,8 +4,10 @@
  * manager trains the quick Solver and Corrector locally against it, in sync mode and in pipeline
  * mode (whose rollout worker makes its own pool). The served Verifier is frozen: its turns are in
  * the store with rewards and advantages, but nothing of it is built, trained or checkpointed; the
- * pool's metrics are in the run's; the API key is in no database file, log or export.
+ * pool's metrics are in the run's; the API key is in no database file, log or export. A run whose
+ * endpoint goes away fails naming it and resumes from its checkpoint once it is back.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,15 +40,16 @@ afterAll(async () => {
   await server?.close();
 });
 
-function mixedConfig(mode: 'sync' | 'pipeline'): Record<string, unknown> {
+function mixedConfig(mode: 'sync' | 'pipeline', baseUrl = server.baseUrl, changes: Record<string, unknown> = {}): Record<string, unknown> {
   return deepMerge(presetDocument('quick'), {
     task: { train_size: 200, test_size: 8 },
     pipeline: { mode, segment_tokens: 16, max_staleness: 1 },
     rollout: { problems_per_step: 4, solver_group: 4, select_k: 2, verifier_group: 2, corrector_group: 2, rounds: 1, selection: 'balanced' },
     optimization: { steps: STEPS, minibatch_size: 16, checkpoint_every: 1 },
     eval: { every: 0, k: 2, problems: 4 },
-    endpoints: { judge: { base_url: server.baseUrl, model: 'verifier', api_key_env: KEY_ENV, concurrency: 4 } },
+    endpoints: { judge: { base_url: baseUrl, model: 'verifier', api_key_env: KEY_ENV, concurrency: 4, retries: 1, timeout_s: 5 } },
     policies: { verifier: { endpoint: 'judge' } },
+    ...changes,
   }) as Record<string, unknown>;
 }
 
@@ -123,12 +126,66 @@ describe.each(['sync', 'pipeline'] as const)('an RL run with a served Verifier (
     // The key is in no database file, run folder file (logs, checkpoints, config snapshots), worker message or export.
     const out = path.join(path.dirname(databasePath), `mixed-${mode}-export.jsonl`);
     await runExport(store, { runs: [runId], format: 'trajectories', container: 'jsonl', out, filters: { correct: 'any', formatValid: 'any' } });
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
-    const searched = filesUnder(path.dirname(databasePath));
-    expect(searched).toContain(out);
-    expect(searched).toContain(databasePath);
-    for (const file of searched) expect(fs.readFileSync(file).includes(Buffer.from(KEY)), file).toBe(false);
+    // Searched from another process: opening and closing the database file here would drop this
+    // process's SQLite locks on it (POSIX advisory locks are per process), and a worker then reads
+    // the WAL as abandoned. A control file holding the key shows that the search sees what it should.
+    const root = path.dirname(databasePath);
+    const control = path.join(root, `control-${mode}.txt`);
+    fs.writeFileSync(control, `the key is ${KEY}\n`);
+    expect(filesUnder(root)).toEqual(expect.arrayContaining([databasePath, out]));
+    const found = spawnSync('grep', ['-rlF', KEY, root], { encoding: 'utf8' });
+    fs.rmSync(control);
+    expect(found.stdout.trim().split('\n')).toEqual([control]);
     expect(logs.join('\n')).not.toContain(KEY);
     expect(JSON.stringify(store.runs.get(runId))).not.toContain(KEY);
+  }, 120_000);
+});
+
+describe('an RL run whose served Verifier goes away', () => {
+  it('fails with the endpoint named (never its key), and resumes from its checkpoint once the endpoint is back', async () => {
+    const { store, databasePath } = database;
+    const policies = [loadCheckpointPolicy(path.join(QUICK, 'verifier'))];
+    let judge: ModelServer | null = await createModelServer({ policies, token: KEY, log: () => {} });
+    const port = Number(new URL(judge.baseUrl).port);
+    const config = mixedConfig('sync', judge.baseUrl, { optimization: { steps: 6, minibatch_size: 16, checkpoint_every: 1 } });
+    let closing: Promise<void> | null = null;
+    const manager = createRunManager({
+      store,
+      databasePath,
+      onWorkerMessage: (m) => {
+        // Once step 0 is done (its checkpoint follows without the endpoint), the endpoint goes away.
+        if (m.type === 'progress' && m.progress.phase === 'rl' && m.progress.step >= 1 && judge && !closing) closing = judge.close().then(() => void (judge = null));
+      },
+    });
+    const { runId } = await manager.start({ config, name: 'mixed, endpoint lost' });
+    await manager.waitForExit(runId);
+    await closing;
+    expect(store.runs.get(runId)!.status, JSON.stringify(store.db.prepare('SELECT kind, message FROM events WHERE run_id = ?').all(runId))).toBe('failed');
+    const failure = store.db.prepare("SELECT * FROM events WHERE run_id = ? AND level = 'error' ORDER BY id").all(runId) as { kind: string; message: string }[];
+    expect(failure.map((e) => e.message).join('\n')).toMatch(/endpoint judge/);
+    expect(JSON.stringify(failure)).not.toContain(KEY);
+    // The pool's own events (retries, the failure) name the endpoint.
+    const served = store.db.prepare("SELECT kind, data_json AS data FROM events WHERE run_id = ? AND kind LIKE 'served/%'").all(runId) as { kind: string; data: string }[];
+    expect(served.length).toBeGreaterThan(0);
+    expect(served.every((e) => (JSON.parse(e.data) as { endpoint: string }).endpoint === 'judge')).toBe(true);
+    const checkpointSteps = (store.db.prepare('SELECT DISTINCT step FROM checkpoints WHERE run_id = ?').all(runId) as { step: number }[]).map((r) => r.step);
+    expect(checkpointSteps.length).toBeGreaterThan(0);
+    expect(Math.max(...checkpointSteps)).toBeLessThan(5);
+
+    // The endpoint is back on its address: the run resumes from its newest checkpoint and finishes.
+    judge = await createModelServer({ policies, token: KEY, port, log: () => {} });
+    try {
+      await manager.resume(runId);
+      await manager.waitForExit(runId);
+      expect(store.runs.get(runId)!.status).toBe('done');
+      expect(store.events.latestOfKind(runId, 'resumed')?.message).toMatch(new RegExp(`resumed from the checkpoint of step ${Math.max(...checkpointSteps)}`));
+      const live = store.db.prepare("SELECT COUNT(*) AS n FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE t.run_id = ? AND e.split = 'train' AND t.agent = 'verifier1' AND t.superseded_by IS NULL").get(runId) as { n: number };
+      // One attempt's Verifier turns per step: none lost, none duplicated.
+      expect(live.n).toBe(6 * 4 * 2 * 2);
+      const events = store.db.prepare('SELECT * FROM events WHERE run_id = ?').all(runId);
+      expect(JSON.stringify(events)).not.toContain(KEY);
+    } finally {
+      await judge.close();
+    }
   }, 120_000);
 });
