@@ -165,6 +165,7 @@ async function main(): Promise<number> {
 async function rolloutMain(args: WorkerArgs, store: Store, config: ReturnType<typeof resolveConfig>, signal: AbortSignal, endpoint: RolloutEndpoint): Promise<number> {
   post({ type: 'started', runId: args.runId, pid: process.pid, role: 'rollout' });
   const writer = store.writer({ maxPending: 2000, flushIntervalMs: 500 });
+  const runStart = store.runs.get(args.runId)?.startedAt ?? Date.now();
   let code = 0;
   try {
     await initBackend(config.runtime.backend);
@@ -174,6 +175,11 @@ async function rolloutMain(args: WorkerArgs, store: Store, config: ReturnType<ty
       worker: `rollout-${process.pid}`,
       signal,
       timeline: (span) => writer.timelineSpan({ ...span, runId: args.runId }),
+      // This process's own pool of served models (issue #16): its events and metrics go into the run's.
+      onEvent: (e) => store.events.log(args.runId, e.level, e.kind, e.message, e.data),
+      poolMetrics: (step, metrics) => {
+        for (const [key, value] of Object.entries(metrics)) writer.metric({ runId: args.runId, step, wallTime: (Date.now() - runStart) / 1000, key, value });
+      },
     });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -23,7 +23,7 @@ import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
-import { decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
+import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps, type ServedRole } from './rollout';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
 
@@ -48,8 +48,10 @@ export interface EvalChain {
 
 export interface EvalContext {
   family: TaskFamily;
-  /** Each role's policy, with its own model and tokenizer. */
+  /** Each role's policy, with its own model and tokenizer (a served role has none). */
   policies: Record<Role, PolicyRuntime>;
+  /** Roles played by served models (issue #16): their decodes go through the pool. */
+  served?: Partial<Record<Role, ServedRole>>;
   config: RunConfig;
 }
 
@@ -63,6 +65,13 @@ function settle<T>(steps: RolloutSteps<T>): Promise<T> {
 }
 
 function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): RolloutSteps<string[]> {
+  const served = ctx.served?.[role];
+  if (served) {
+    if (prompts.length === 0) return [];
+    // Seeded per request as the rollout seeds a served role's calls; greedy at temperature 0.
+    const replies = yield* awaitIn(served.generate(role, prompts.map((promptText, i) => ({ promptText, seed: (seed + i) >>> 0, temperature }))), `the served ${role} in evaluation`);
+    return replies.map((r) => r.text);
+  }
   const policy = ctx.policies[role];
   const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: policy.tokenizer.promptTokens(role, promptText), streamId: i }));
   if (requests.length === 0) return [];

@@ -88,6 +88,8 @@ export type RolloutToTrainer =
       step: number;
       problemKeys: string[];
       episodes: EpisodeSummary[];
+      /** The turns of served, frozen agents (issue #16): scored and stored like the others, never trained (no batch). */
+      servedTurns: BatchTurn[];
       /**
        * Wall time of the step's rollout, the part of it spent waiting for newer weights, and the
        * parts spent on the trainer's evaluation and gradient requests.

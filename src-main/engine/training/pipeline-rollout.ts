@@ -23,7 +23,11 @@
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
  */
-import type { RunConfig } from '../config/schema';
+import type { Role, RunConfig } from '../config/schema';
+import { poolFromConfig, usedEndpoints } from '../served/config';
+import type { ServedEventSink } from '../served/events';
+import type { EndpointPool } from '../served/pool';
+import { servedRole } from '../served/roles';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
 import { syncWhereReadable } from '../model/readback';
@@ -32,7 +36,7 @@ import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout 
 import { buildPolicyModel, PolicyRuntime, rolePolicies } from './policies';
 import { flattenGradients, flattenGradientsAsync, ppoPartGradients, ppoPartGradientsAsync } from './ppo';
 import { plannedUpdates, scoringScope, StalenessPlanner } from './queues';
-import { drive, rolloutSteps, type RolloutContext, type DriverPause } from './rollout';
+import { drive, rolloutSteps, type RolloutContext, type DriverPause, type ServedRole } from './rollout';
 import { evaluationSet, loadTaskData, stepProblems, yieldToEventLoop } from './run-support';
 
 export interface RolloutLoopOptions {
@@ -43,6 +47,15 @@ export interface RolloutLoopOptions {
   signal?: AbortSignal;
   /** Receives this process's timeline spans (segment decodes and staleness waits). */
   timeline?: (span: Omit<TimelineRow, 'id' | 'runId'>) => void;
+  /**
+   * The pool of served models (issue #16) when the rollout shares the trainer's process; absent,
+   * a config with served roles gets a pool of this process's own (closed at the end).
+   */
+  pool?: EndpointPool | null;
+  /** Receives the own pool's events (retries, failures, replicas down), named by endpoint, never by key. */
+  onEvent?: ServedEventSink;
+  /** Receives the own pool's metrics after each step. */
+  poolMetrics?: (step: number, metrics: Record<string, number>) => void;
 }
 
 /** The run ended (trainer said stop, or this process was stopped): leave quietly. */
@@ -99,8 +112,14 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     copy.adoptWeights(p.weights, p.version);
     return copy;
   };
+  let ownPool: EndpointPool | null = null;
   try {
     const data = loadTaskData(config);
+    const servedEndpoints = usedEndpoints(config);
+    const pool = options.pool ?? (servedEndpoints.size > 0 ? (ownPool = poolFromConfig(config, { onEvent: options.onEvent })) : null);
+    // Served, frozen roles: answered by the pool, never sent as batches (nothing to train).
+    const served: Partial<Record<Role, ServedRole>> = {};
+    if (pool) for (const roles of servedEndpoints.values()) for (const role of roles) served[role] = servedRole(pool, config, role);
     endpoint.send({ type: 'hello', worker: options.worker, pid: process.pid });
     while (!init) {
       receive();
@@ -124,13 +143,13 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       while (evaluations.length > 0) {
         const request = evaluations.shift()!;
         for (const p of request.policies) copyWith(p);
-        const ctx = { family: data.family, policies: rolePolicies(config, evalPolicies), config };
+        const ctx = { family: data.family, policies: rolePolicies(config, evalPolicies), served, config };
         const startedAt = Date.now();
         const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
         for (const part of request.parts) chains[part] = await evaluatePartAsync(ctx, evalSet.problems, evalSet.seed, part);
         const fixedMetrics = request.fixed ? await fixedSetMetricsAsync(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
         evalMs += Date.now() - startedAt;
-        options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver.version, startedAt, endedAt: Date.now(), tokens: 0 });
+        options.timeline?.({ kind: 'eval', agent: 'system', worker: options.worker, step: request.at, policyVersion: ctx.policies.solver?.version ?? 0, startedAt, endedAt: Date.now(), tokens: 0 });
         endpoint.send({ type: 'evaluated', at: request.at, chains, fixedMetrics });
         await endpoint.flush?.();
       }
@@ -202,6 +221,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
       const ctx: RolloutContext = {
         family: data.family,
         policies: roles,
+        served,
         config,
         onSegment: (s) => options.timeline?.({ kind: 'segment', agent: s.agent, worker: options.worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),
       };
@@ -253,11 +273,13 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
         step,
         problemKeys: problems.map((p) => p.key),
         episodes: episodes.map((e) => ({ finalAnswer: e.finalAnswer, correct: e.correct, rounds: e.rounds, chains: e.chains })),
+        servedTurns: episodes.flatMap((e, episode) => e.turns.filter((turn) => served[turn.role]).map((turn) => ({ episode, turn }))),
         rolloutMs: Date.now() - stepStart,
         waitMs,
         evalMs: evalMs - evalBefore,
         gradientMs: gradientMs - gradientBefore,
       });
+      if (ownPool) options.poolMetrics?.(step, ownPool.metrics());
     }
     // Everything is sent; stay until the trainer ends the run (it may still be training).
     for (;;) {
@@ -272,5 +294,6 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
     signal?.removeEventListener('abort', onAbort);
     for (const p of policies.values()) p.dispose();
     for (const p of evalPolicies.values()) p.dispose();
+    ownPool?.close();
   }
 }

@@ -27,6 +27,7 @@ import type { PpoRemotePart } from './ppo';
 import { runRolloutLoop } from './pipeline-rollout';
 import { readWeights } from '../model/readback';
 import type { PolicyRuntime } from './policies';
+import type { EndpointPool } from '../served/pool';
 import { scoringScope, TrainingQueues } from './queues';
 import type { RolloutEpisode } from './rollout';
 import {
@@ -56,6 +57,10 @@ export interface PipelineRun extends RunContext {
   recordEvaluation: (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => Promise<unknown>;
   /** The run's fixed judged set, once the first evaluation has made it. */
   fixedSet: () => FixedSolution[] | null;
+  /** The run's pool of served models (issue #16), lent to a rollout in this process; null when no role is served. */
+  pool: EndpointPool | null;
+  /** Write the pool's metrics at a step. */
+  poolMetrics: (at: number) => void;
   onStep: (step: number, metrics: Record<string, number>) => void;
 }
 
@@ -93,6 +98,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       endpoint: rolloutEnd,
       worker: `${run.worker}/rollout`,
       signal,
+      pool: run.pool,
       timeline: (span) => writer.timelineSpan({ ...span, runId }),
     }).catch((error: unknown) => rolloutEnd.send({ type: 'failed', message: error instanceof Error ? error.message : String(error) }));
   }
@@ -126,6 +132,8 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
         for (const { episode, turn } of m.turns) s.episodes[episode].turns[turn.index] = turn;
         queues.push(m);
       } else if (m.type === 'step-done') {
+        const s = stateOf(m.step);
+        for (const { episode, turn } of m.servedTurns) s.episodes[episode].turns[turn.index] = turn;
         stepDone.set(m.step, m);
         queues.stepComplete(m.step);
       } else if (m.type === 'failed') failure = m.message;
@@ -269,6 +277,8 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     const s = stateOf(step);
     if (!s.scoredWhole) completeEpisodes(step, s);
     const done = stepDone.get(step)!;
+    // Served agents send no batch; with agent-local scoring their turns are scored here.
+    if (scope === 'agent' && done.servedTurns.length > 0) scoreAgentTurns(config, s.episodes, done.servedTurns, s.scored);
     const metrics = rolloutMetrics(config, s.episodes, s.scored);
     Object.assign(metrics, s.metrics);
     logEpisodes(writer, run.problemIds, runId, step, s.episodes, s.scored, rolloutWorker ?? run.worker, config);
@@ -286,6 +296,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
     metrics['pipeline/queued_batches'] = queues.depth();
     idleMs = 0;
     for (const [key, value] of Object.entries(metrics)) writer.metric({ runId, step, wallTime: run.wallTime(), key, value });
+    run.poolMetrics(step);
     writer.flush();
     states.delete(step);
     stepDone.delete(step);

@@ -198,9 +198,15 @@ export const DEFAULT_SYSTEM_PROMPTS: Record<Role, string> = {
 
 export type RolePolicies = Record<Role, PolicyRuntime>;
 
+/**
+ * Each role's policy. A role whose policy names an endpoint (issue #16, served and frozen) has no
+ * entry: nothing is built for it, and the rollout and evaluation reach it through their `served`
+ * roles instead.
+ */
 export function rolePolicies(config: RunConfig, byId: Map<string, PolicyRuntime>): RolePolicies {
   const out = {} as RolePolicies;
   for (const role of ROLES) {
+    if (isServedPolicy(config, config.agents[role])) continue;
     const policy = byId.get(config.agents[role]);
     if (!policy) throw new Error(`agents.${role} uses policy "${config.agents[role]}", which was not created`);
     out[role] = policy;
@@ -211,6 +217,16 @@ export function rolePolicies(config: RunConfig, byId: Map<string, PolicyRuntime>
 /** Policy ids actually used by some role (a config may define spares). */
 export function usedPolicyIds(config: RunConfig): string[] {
   return [...new Set(ROLES.map((role) => config.agents[role]))];
+}
+
+/** A policy played by a served model (`endpoint`): no model, optimizer or checkpoint of it in a run. */
+export function isServedPolicy(config: RunConfig, policyId: string): boolean {
+  return config.policies[policyId]?.endpoint !== undefined;
+}
+
+/** The used policies a run builds, trains and checkpoints: all but the served ones. */
+export function trainedPolicyIds(config: RunConfig): string[] {
+  return usedPolicyIds(config).filter((id) => !isServedPolicy(config, id));
 }
 
 /** Roles a policy plays. */
@@ -417,7 +433,8 @@ export function loadPolicies(dir: string, config: RunConfig): { policies: Map<st
   const policies = new Map<string, PolicyRuntime>();
   let step = -1;
   let extra: unknown = null;
-  for (const id of usedPolicyIds(config)) {
+  // A served policy has no checkpoint (its weights are the endpoint's).
+  for (const id of trainedPolicyIds(config)) {
     const manifest = readAnyCheckpointManifest(path.join(dir, id));
     if (manifest.family === 'hf' && manifest.lora) {
       const loaded = loadLoraCheckpoint(path.join(dir, id), { seed: (config.seed ^ hashString(`policy:${id}`)) >>> 0 });

@@ -355,9 +355,9 @@ function newTurn(
 }
 
 /**
- * Parse a served turn's text and judge it against its problem (an answer) or the solution it
- * judged (a verdict), exactly as `runAgent` judges a decoded turn inline (kept inline there while
- * the decode turns asynchronous, issue #15; one place once that lands).
+ * Parse a turn's text and judge it against its problem (an answer) or the solution it judged (a
+ * verdict). One place for decoded and served turns alike (issue #16), so a served agent's turns
+ * are judged, and then rewarded, exactly as the Studio's own.
  */
 function judgeTurn(ctx: RolloutContext, episode: RolloutEpisode, p: PendingTurn, turn: RolloutTurn): void {
   if (p.role === 'verifier') {
@@ -419,42 +419,8 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
     const result = results[i];
     const text = policy.tokenizer.responseText(result.responseTokens);
     const [vMin, vMax] = versionsOf(result.segments, policy.version);
-    const turn: RolloutTurn = {
-      index: episode.turns.length,
-      agent,
-      role,
-      round,
-      policyId: policy.id,
-      groupId: p.groupId,
-      sampleIndex: p.sampleIndex,
-      parent: p.parent,
-      repairs: p.repairs,
-      promptText: p.promptText,
-      promptTokens: requests[i].promptTokens,
-      responseTokens: result.responseTokens,
-      behaviourLogProbs: result.behaviourLogProbs,
-      text,
-      answer: null,
-      verdict: null,
-      formatValid: false,
-      correct: false,
-      segments: result.segments,
-      policyVersionMin: vMin,
-      policyVersionMax: vMax,
-    };
-    if (role === 'verifier') {
-      const parsed = textFormatOf(ctx.family).parseVerdict(text);
-      const judged = episode.turns[p.parent!];
-      turn.verdict = parsed.verdict;
-      turn.formatValid = parsed.formatValid;
-      // An unparseable verdict is never right: it neither approves nor rejects.
-      turn.correct = parsed.verdict !== null && (parsed.verdict === 'approve') === judged.correct;
-    } else {
-      const parsed = textFormatOf(ctx.family).parseSolution(text);
-      turn.answer = parsed.answer;
-      turn.formatValid = parsed.formatValid;
-      turn.correct = ctx.family.checkAnswer(episode.problem, parsed.answer);
-    }
+    const turn = newTurn(episode, p, agent, policy.id, requests[i].promptTokens, text, result.segments, result.responseTokens, [vMin, vMax], result.behaviourLogProbs);
+    judgeTurn(ctx, episode, p, turn);
     episode.turns.push(turn);
     return turn;
   });

@@ -26,9 +26,12 @@ import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetricsAsync, t
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { loadNewestUsableCheckpoint } from './resume';
-import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from './policies';
+import { createPolicy, rolePolicies, trainedPolicyIds, type PolicyRuntime } from './policies';
+import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from '../served/config';
+import type { EndpointPool } from '../served/pool';
+import { servedRole } from '../served/roles';
+import { rolloutEpisodesAsync, type RolloutTurn, type ServedRole } from './rollout';
 import { pretrainPolicy, sampleSolverSolutionsAsync } from './pretrain';
-import { rolloutEpisodesAsync, type RolloutTurn } from './rollout';
 import {
   evaluationSet,
   loadTaskData,
@@ -98,6 +101,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
   const wallTime = () => (Date.now() - runStart) / 1000;
   const policies = new Map<string, PolicyRuntime>();
   const cursor = { step: 0 };
+  let pool: EndpointPool | null = null;
   try {
     progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message: 'choosing a backend' });
     const backend: BackendInfo = await initBackend(config.runtime.backend);
@@ -108,6 +112,16 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
     const data = loadTaskData(config);
     const problemIds = new ProblemIds(store, runId);
+    // Served, frozen roles (issue #16): played through the pool, never built, trained or saved.
+    const served: Partial<Record<Role, ServedRole>> = {};
+    const endpoints = usedEndpoints(config);
+    if (endpoints.size > 0) {
+      pool = poolFromConfig(config, { probePrompt: runProbePrompt(config), onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data, cursor.step) });
+      progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message: `probing ${endpoints.size} endpoint${endpoints.size === 1 ? '' : 's'}` });
+      const issues = probeIssues(await pool.probe());
+      if (issues.length > 0) throw new Error(issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+      for (const roles of endpoints.values()) for (const role of roles) served[role] = servedRole(pool, config, role);
+    }
     const checkpointRoot = path.join(options.runDir, 'checkpoints');
 
     if (options.resume) {
@@ -127,7 +141,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       );
     } else {
       const needWarmStart: PolicyRuntime[] = [];
-      for (const id of usedPolicyIds(config)) {
+      for (const id of trainedPolicyIds(config)) {
         const { policy, fromCheckpoint } = createPolicy(id, config.policies[id], data.tokenizer, config.seed);
         policies.set(id, policy);
         if (fromCheckpoint) store.events.log(runId, 'info', 'init_checkpoint', `policy ${id} starts from ${fromCheckpoint}`, { policy: id, path: fromCheckpoint });
@@ -167,12 +181,12 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     );
 
     const evalSet = evaluationSet(config, data);
-    const evalContext = { family: data.family, policies: roles, config };
+    const evalContext = { family: data.family, policies: roles, served, config };
     // The fixed judged set (evaluate.ts): made by the run's first evaluation, kept in the store so
     // that a resumed run judges the same answers.
     let fixedSet = (store.events.latestOfKind(runId, FIXED_SET_EVENT)?.data?.solutions as FixedSolution[] | undefined) ?? null;
     const evalSpan = (at: number, startedAt: number, endedAt: number) =>
-      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver.version, startedAt, endedAt, tokens: 0 });
+      writer.timelineSpan({ runId, kind: 'eval', agent: 'system', worker, step: at, policyVersion: roles.solver?.version ?? 0, startedAt, endedAt, tokens: 0 });
     /** Store an evaluation at step `at` (its metrics, its greedy chains, the span this process spent). */
     const recordEvaluation = async (at: number, result: EvaluationResult, startedAt: number, endedAt: number, fixedMetrics?: Record<string, number>) => {
       if (fixedMetrics) Object.assign(result.metrics, fixedMetrics);
@@ -198,6 +212,10 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       const result = await evaluateAsync(evalContext, evalSet.problems, evalSet.seed);
       return recordEvaluation(at, result, t0, Date.now());
     };
+    /** The pool's queue, in-flight requests, latency and errors (`pool/<endpoint>/…`) at a step. */
+    const poolMetrics = (at: number) => {
+      if (pool) for (const [key, value] of Object.entries(pool.metrics())) writer.metric({ runId, step: at, wallTime: wallTime(), key, value });
+    };
     const update: UpdateContext = { store, runId, config, writer, worker, injectNanLossFromStep: options.injectNanLossFromStep, skips: { consecutive: 0 } };
 
     if (config.pipeline.mode === 'pipeline') {
@@ -206,6 +224,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
         evaluatePart: (part) => evaluatePartAsync(evalContext, evalSet.problems, evalSet.seed, part),
         recordEvaluation,
         fixedSet: () => fixedSet,
+        pool,
+        // A rollout in its own process writes its own pool's metrics at each step (worker.ts).
+        poolMetrics: options.rollout ? () => undefined : poolMetrics,
         startStep: cursor.step,
         endpoint: options.rollout ?? null,
         onStep: (at, metrics) => progress({ phase: 'rl', step: at + 1, totalSteps: config.optimization.steps, metrics }),
@@ -213,7 +234,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       if (outcome.status === 'interrupted') return finishInterrupted(store, runId, outcome.step, outcome.reason, writer);
     } else {
       if (cursor.step === 0) await runEvaluation(0);
-      const interrupted = await trainSync({ store, runId, config, writer, worker, data, problemIds, policies, roles, checkpointRoot, signal, update, wallTime, runEvaluation, cursor, progress });
+      const interrupted = await trainSync({ store, runId, config, writer, worker, data, problemIds, policies, roles, served, checkpointRoot, signal, update, wallTime, runEvaluation, cursor, progress, poolMetrics });
       if (interrupted) return interrupted;
       if (config.optimization.steps > 0 || cursor.step === 0) await runEvaluation(config.optimization.steps);
     }
@@ -234,6 +255,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     }
     return { status: 'failed', step: cursor.step, reason };
   } finally {
+    pool?.close();
     setMemoryBudget(null);
     for (const p of policies.values()) p.dispose();
   }
@@ -241,6 +263,9 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
 interface SyncRun extends RunContext {
   roles: Record<Role, PolicyRuntime>;
+  /** Roles played by served models: in the rollout, never in the update loop. */
+  served: Partial<Record<Role, ServedRole>>;
+  poolMetrics: (at: number) => void;
   runEvaluation: (at: number) => Promise<unknown>;
   progress: (p: TrainProgress) => void;
 }
@@ -260,6 +285,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
       {
         family: data.family,
         policies: roles,
+        served: run.served,
         config,
         onSegment: (s) => writer.timelineSpan({ runId, kind: 'segment', agent: s.agent, worker, step, policyVersion: s.policyVersion, startedAt: s.startedAt, endedAt: s.endedAt, tokens: s.tokens }),
       },
@@ -283,6 +309,8 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     );
     for (const [agent, items] of byAgent) {
       if (signal?.aborted) break;
+      // A served agent is frozen: its turns are scored and stored, never trained.
+      if (run.served[items[0].turn.role]) continue;
       Object.assign(metrics, await updateAgent(run.update, agent, roles[items[0].turn.role], items, step));
     }
     const updateMs = Date.now() - updateStart;
@@ -292,6 +320,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     metrics['perf/tokens_per_s'] = stepTokens / Math.max((rolloutMs + updateMs) / 1000, 1e-3);
     metrics['pipeline/staleness'] = 0;
     for (const [key, value] of Object.entries(metrics)) writer.metric({ runId, step, wallTime: run.wallTime(), key, value });
+    run.poolMetrics(step);
     writer.flush();
     run.progress({ phase: 'rl', step: step + 1, totalSteps: config.optimization.steps, metrics });
 
@@ -326,7 +355,7 @@ async function warmStart(
   const ordered = [...targets].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
   let globalStep = 0;
   for (const policy of ordered) {
-    if (policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
+    if (roles.solver && policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
       const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
       const texts = await sampleSolverSolutionsAsync(roles.solver, sampleProblems, config, config.seed + 3, data.family);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
