@@ -13,8 +13,10 @@
  * the client count, for scale. Sides are interleaved in `rounds` rounds and each side's best round
  * counts (the machines this runs on are shared; the load average is printed).
  *
- * The clients run in the server's process, so their JSON work competes with decoding for the
- * same cores; a client on another machine would cost the server less.
+ * The server runs as its own `marsrl serve-model` process, as a user runs it, and the clients in
+ * the bench's process (their requests, JSON and HTTP cost the server nothing, as a client on
+ * another machine would not). `--inline-server` runs the server in the bench's process instead,
+ * where the clients' JSON work competes with decoding for the same thread.
  *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
  * a `system` run (the unrolled chain, greedy and k = 4 sampled chains per problem, no controls) of
@@ -22,6 +24,7 @@
  * of the same checkpoints on the same problems (the same chains, batched by the sampler), both
  * in chains/s; every call of the served run is a stored turn, so the store's writes are in it.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,7 +33,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, type BackendPreference } from '../engine/model/backend';
 import type { GPT } from '../engine/model/gpt';
 import { sample } from '../engine/model/sampling';
-import { resourcesDir } from '../engine/resources';
+import { projectRoot, resourcesDir } from '../engine/resources';
 import { deepMerge, presetDocument, resolveConfig } from '../engine/config/load';
 import { EndpointClient } from '../engine/served/client';
 import { systemRun } from '../engine/served/system-run';
@@ -102,6 +105,39 @@ function samplerRound(policy: ServedPolicy, work: Work[][], maxTokens: number): 
   return { ms: performance.now() - t0, requests: work.flat().length, tokens };
 }
 
+interface BenchServer {
+  baseUrl: string;
+  /** The server's own batch counters (inline only: a child process keeps its own). */
+  stats: (() => { batches: number; rows: number }) | null;
+  close(): Promise<void>;
+}
+
+/** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
+async function childModelServer(dir: string, backend: string): Promise<BenchServer> {
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      const m = /Serving on (http:\/\/\S+?) /.exec(output);
+      if (m) resolve(m[1]);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`marsrl serve-model exited (${code}) before serving:\n${output}`)));
+  });
+  return {
+    baseUrl,
+    stats: null,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGINT');
+      }),
+  };
+}
+
 function best(ms: Measure[]): Measure {
   return ms.reduce((a, b) => (b.ms < a.ms ? b : a));
 }
@@ -118,6 +154,7 @@ export async function run(argv: string[]): Promise<void> {
       backend: { type: 'string', default: 'auto' },
       'system-problems': { type: 'string', default: '24' },
       json: { type: 'boolean', default: false },
+      'inline-server': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -138,11 +175,16 @@ export async function run(argv: string[]): Promise<void> {
   };
   const dir = values.checkpoint ?? path.join(resourcesDir(), 'checkpoints', 'quick', 'solver');
   const policy = loadCheckpointPolicy(dir);
-  const server = await createModelServer({ policies: [policy], batchWindowMs: 2, log: () => {} });
+  let server: BenchServer;
+  if (values['inline-server']) {
+    const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, log: () => {} });
+    server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
+  } else server = await childModelServer(dir, info.name);
   const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2 });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
   out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
+  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}`);
   out('');
   out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead   sampler tok/s');
   const results: Array<Record<string, number>> = [];
@@ -154,7 +196,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     for (const clients of levels) {
       const work = questions(clients, perClient);
-      const before = { served: { ...server.batchers.get(policy.id)!.stats }, local: { ...batcher.stats } };
+      const before = { served: server.stats ? { ...server.stats() } : null, local: { ...batcher.stats } };
       const served: Measure[] = [];
       const local: Measure[] = [];
       const plain: Measure[] = [];
@@ -169,11 +211,14 @@ export async function run(argv: string[]): Promise<void> {
         }
         plain.push(samplerRound(policy, work, maxTokens));
       }
-      const sb = server.batchers.get(policy.id)!.stats;
-      const batchesServed = sb.batches - before.served.batches;
       const batchesLocal = batcher.stats.batches - before.local.batches;
-      // Same batches on both sides means the comparison measures serving, not batch composition.
-      out(`        batches: served ${batchesServed} of ${((sb.rows - before.served.rows) / batchesServed).toFixed(1)} rows, in-process ${batchesLocal} of ${((batcher.stats.rows - before.local.rows) / batchesLocal).toFixed(1)}`);
+      const localBatches = `in-process ${batchesLocal} of ${((batcher.stats.rows - before.local.rows) / batchesLocal).toFixed(1)} rows`;
+      if (server.stats && before.served) {
+        const sb = server.stats();
+        const batchesServed = sb.batches - before.served.batches;
+        // Same batches on both sides means the comparison measures serving, not batch composition.
+        out(`        batches: served ${batchesServed} of ${((sb.rows - before.served.rows) / batchesServed).toFixed(1)} rows, ${localBatches}`);
+      } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);
       const p = best(plain);
