@@ -83,6 +83,7 @@ describe('endpoints in the run config', () => {
           wrongmodel: { base_url: server.baseUrl, model: 'qwen3-32b', api_key_env: 'JUDGE_KEY' },
           down: { base_url: 'http://127.0.0.1:9/v1', model: 'm', timeout_s: 1 },
           badkey: { base_url: server.baseUrl, model: 'fault-model', api_key_env: 'OTHER_KEY' },
+          unset: { base_url: server.baseUrl, model: 'fault-model', api_key_env: 'MARSRL_TEST_KEY_NEVER_SET' },
         },
         policies: { solver: {}, judge: { endpoint: 'judges' } },
         agents: { verifier: 'judge', corrector: 'judge' },
@@ -93,7 +94,8 @@ describe('endpoints in the run config', () => {
       expect(() => pool.endpointOf('solver')).toThrow(/no endpoint/);
       expect((await pool.chat('verifier1', [{ role: 'user', content: 'hi' }])).choices[0].text).toBe('hello world');
       const issues = probeIssues(await pool.probe());
-      expect(issues.map((i) => i.path).sort()).toEqual(['endpoints.badkey.api_key_env', 'endpoints.down.base_url', 'endpoints.wrongmodel.model']);
+      expect(issues.map((i) => i.path).sort()).toEqual(['endpoints.badkey.api_key_env', 'endpoints.down.base_url', 'endpoints.unset.api_key_env', 'endpoints.wrongmodel.model']);
+      expect(issues.find((i) => i.path === 'endpoints.unset.api_key_env')?.message).toMatch(/MARSRL_TEST_KEY_NEVER_SET/);
       expect(issues.find((i) => i.path === 'endpoints.wrongmodel.model')?.message).toMatch(/model "qwen3-32b" is not served/);
       expect(JSON.stringify(issues)).not.toContain('stale-key');
     } finally {

@@ -75,7 +75,9 @@ export function probeIssues(reports: readonly ProbeReport[]): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const r of reports) {
     if (r.error === null) continue;
-    const field = !r.reachable ? 'base_url' : /API key|api_key_env/.test(r.error) ? 'api_key_env' : r.models.length > 0 && !r.modelServed ? 'model' : 'base_url';
+    // The key first: a probe that stops at a missing or refused key never reached the server, and
+    // reads as unreachable; the fix is the key variable, not the URL.
+    const field = /API key|api_key_env/.test(r.error) ? 'api_key_env' : !r.reachable ? 'base_url' : r.models.length > 0 && !r.modelServed ? 'model' : 'base_url';
     issues.push({ path: `endpoints.${r.endpoint}.${field}`, message: r.error });
   }
   return issues;
