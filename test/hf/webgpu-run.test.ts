@@ -15,25 +15,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import { PEFT_WEIGHTS } from '../../src-main/engine/hf/lora';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
-import { initBackend } from '../../src-main/engine/model/backend';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tinyConfig } from '../training/tiny';
+import { requireWebGpu } from '../helpers/webgpu';
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let baseDir: string;
 
 beforeAll(async () => {
-  const info = await initBackend('webgpu');
-  if (info.name !== 'webgpu') {
-    throw new Error(
-      `no WebGPU adapter, so the Hugging Face webgpu run test cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
-        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
-    );
-  }
+  await requireWebGpu('the Hugging Face webgpu run test');
   tmp = tempDir('marsrl-hf-webgpu-run-');
   store = openStore(path.join(tmp.dir, 'runs.db'));
   baseDir = writeTinyQwen3Model(path.join(tmp.dir, 'base'));

@@ -20,7 +20,6 @@ import type { HfArchConfig } from '../../src-main/engine/hf/config';
 import { acquireHfBase, LoraHfModel } from '../../src-main/engine/hf/lora';
 import { hfModelFromFlat, hfParamSpecs, type HfModel } from '../../src-main/engine/hf/model';
 import { randomHfConfig } from '../../src-main/engine/hf/random-model';
-import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
 import { createOptimizer } from '../../src-main/engine/model/optim';
 import type { PolicyModel } from '../../src-main/engine/model/policy-model';
 import { decodeSegmentAsync, disposeDecodeState, sample, sampleAsync, startDecode, type SampledSequence } from '../../src-main/engine/model/sampling';
@@ -28,6 +27,7 @@ import { supervisedLoss, supervisedStep, supervisedStepAsync, type SupervisedBat
 import { Rng } from '../../src-main/engine/util/rng';
 import { FAMILIES } from './fixtures';
 import { maxAbsDiff, randomArray, randomTokens } from '../model/helpers';
+import { onBackend, requireWebGpu } from '../helpers/webgpu';
 
 /** Embedding rows: small, so every logits row is short on llvmpipe (the architectures are the fixtures'). */
 const V = 96;
@@ -58,27 +58,11 @@ function flatWeights(config: HfArchConfig, seed: number): Float32Array {
   return flat;
 }
 
-let info: BackendInfo;
-
 beforeAll(async () => {
-  info = await initBackend('webgpu');
-  if (info.name !== 'webgpu') {
-    throw new Error(
-      `no WebGPU adapter, so the webgpu tests cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
-        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
-    );
-  }
+  await requireWebGpu('the webgpu tests');
 });
 
-/** Run `f` on the given backend (the other one stays registered and keeps its own tensors). */
-async function on<R>(backend: 'cpu' | 'webgpu', f: () => Promise<R> | R): Promise<R> {
-  await tf.setBackend(backend);
-  try {
-    return await f();
-  } finally {
-    await tf.setBackend('webgpu');
-  }
-}
+const on = onBackend;
 
 /** Every gradient in `specs` order as one flat buffer, read asynchronously (webgpu) and disposed. */
 async function flatGrads(model: PolicyModel, grads: tf.NamedTensorMap): Promise<Float32Array> {

@@ -25,7 +25,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunConfig } from '../../src-main/engine/config/schema';
-import { initBackend } from '../../src-main/engine/model/backend';
 import { loadCheckpoint } from '../../src-main/engine/model/checkpoint';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
@@ -36,6 +35,7 @@ import { tempDir } from '../helpers/tmp';
 import type { PolicyRuntime } from '../../src-main/engine/training/policies';
 import { decodeInSegmentsAsync } from '../../src-main/engine/training/rollout';
 import { tinyConfig } from '../training/tiny';
+import { requireWebGpu } from '../helpers/webgpu';
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;
@@ -43,13 +43,7 @@ let store: Store;
 const database = runsDatabase();
 
 beforeAll(async () => {
-  const info = await initBackend('webgpu');
-  if (info.name !== 'webgpu') {
-    throw new Error(
-      `no WebGPU adapter, so the webgpu run tests cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
-        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
-    );
-  }
+  await requireWebGpu('the webgpu run tests');
   tmp = tempDir('marsrl-webgpu-run-');
   store = openStore(path.join(tmp.dir, 'runs.db'));
 });

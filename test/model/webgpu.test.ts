@@ -15,7 +15,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { existsSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
+import type { BackendInfo } from '../../src-main/engine/model/backend';
 import { createModel, type GPT, type GPTConfig } from '../../src-main/engine/model/gpt';
 import { PLAIN_STRATEGY, strategyForBackend } from '../../src-main/engine/model/ops';
 import { createOptimizer } from '../../src-main/engine/model/optim';
@@ -24,6 +24,7 @@ import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../..
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
 import { dot, maxAbsDiff, randomArray, randomTokens } from './helpers';
+import { onBackend, requireWebGpu } from '../helpers/webgpu';
 
 const CONFIG: GPTConfig = { vocabSize: 13, d_model: 16, n_layers: 2, n_heads: 2, context: 24, mlp_ratio: 2 };
 const OPT = { lr: 1e-2, beta1: 0.9, beta2: 0.999, weight_decay: 0.1, grad_clip: 1 };
@@ -32,24 +33,10 @@ const PROMPTS = [[1, 2, 3], [4], [5, 6], [0, 1, 2, 3, 4]];
 let info: BackendInfo;
 
 beforeAll(async () => {
-  info = await initBackend('webgpu');
-  if (info.name !== 'webgpu') {
-    throw new Error(
-      `no WebGPU adapter, so the webgpu tests cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
-        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
-    );
-  }
+  info = await requireWebGpu('the webgpu tests');
 });
 
-/** Run `f` on the given backend (the other one stays registered and keeps its own tensors). */
-async function on<R>(backend: 'cpu' | 'webgpu', f: () => Promise<R> | R): Promise<R> {
-  await tf.setBackend(backend);
-  try {
-    return await f();
-  } finally {
-    await tf.setBackend('webgpu');
-  }
-}
+const on = onBackend;
 
 function batchOf(rng: Rng, B: number, T: number): SupervisedBatch {
   const tokens = randomTokens(rng, B, T, CONFIG.vocabSize);

@@ -1,0 +1,29 @@
+/**
+ * The webgpu tests' shared setup (issue #15). They run on a real adapter where there is one and on
+ * Mesa's llvmpipe elsewhere; a machine without any adapter FAILS them (CI installs Mesa 25 from
+ * bookworm-backports), so the WebGPU path is never silently untested.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
+
+/** Make webgpu the backend, or throw saying why there is no adapter and how to get one. */
+export async function requireWebGpu(what: string): Promise<BackendInfo> {
+  const info = await initBackend('webgpu');
+  if (info.name !== 'webgpu') {
+    throw new Error(
+      `no WebGPU adapter, so ${what} cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
+        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
+    );
+  }
+  return info;
+}
+
+/** Run `f` on the given backend (the other one stays registered and keeps its own tensors), then return to webgpu. */
+export async function onBackend<R>(backend: 'cpu' | 'webgpu', f: () => Promise<R> | R): Promise<R> {
+  await tf.setBackend(backend);
+  try {
+    return await f();
+  } finally {
+    await tf.setBackend('webgpu');
+  }
+}
