@@ -419,6 +419,19 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
     if (t.shape.join(',') !== spec.shape.join(',')) throw new Error(`${path.join(dir, HF_WEIGHTS_FILE)}: ${spec.name} has shape [${t.shape.join(', ')}], expected [${spec.shape.join(', ')}]`);
     return tf.tensor(readTensorF32(t), spec.shape, 'float32');
   });
+  try {
+    return { model, ...restoreHfCheckpointState(dir, manifest, model) };
+  } catch (error) {
+    model.dispose();
+    throw error;
+  }
+}
+
+/**
+ * What an hf checkpoint restores besides its weights (full or adapters): Adam's state over the
+ * model's trainable parameters, the checkpoint's tokenizer copy and the manifest's fields.
+ */
+function restoreHfCheckpointState(dir: string, manifest: HfCheckpointManifest, model: HfModel | LoraHfModel): Omit<LoadedHfCheckpoint, 'model'> {
   let optimizer: Adam | null = null;
   try {
     if (manifest.optimizer) {
@@ -428,7 +441,6 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
     }
     const tokenizerDir = path.join(dir, manifest.tokenizer.dir);
     return {
-      model,
       optimizer,
       tokenizer: HfTokenizer.fromFolder(tokenizerDir),
       tokenizerDir,
@@ -440,7 +452,6 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
       manifest,
     };
   } catch (error) {
-    model.dispose();
     optimizer?.dispose();
     throw error;
   }
@@ -579,7 +590,6 @@ export function loadLoraCheckpoint(dir: string, opts: { seed?: number } = {}): L
   for (const name of Object.keys(manifest.files)) checkFile(dir, name, manifest);
   const { lora } = manifest;
   const model = new LoraHfModel(acquireLoraBase(lora.base), lora.settings, { seed: opts.seed ?? 0 });
-  let optimizer: Adam | null = null;
   try {
     if (model.config.hiddenSize !== manifest.model.config.hiddenSize || model.config.numLayers !== manifest.model.config.numLayers) {
       throw new Error(`${dir}: the adapters were saved for a ${manifest.model.config.numLayers}-layer model of width ${manifest.model.config.hiddenSize}, but the base ${lora.base.path} is another architecture`);
@@ -591,28 +601,9 @@ export function loadLoraCheckpoint(dir: string, opts: { seed?: number } = {}): L
     if (!same) throw new Error(`checkpoint in ${dir} has an adapter layout this version of the LoRA model does not match`);
     const adapter = readPeftAdapter(dir, model.config);
     model.setLoraWeights(adapter.weights);
-    if (manifest.optimizer) {
-      const both = readFloats(dir, OPTIMIZER_FILE, manifest, 2 * manifest.model.numParams);
-      optimizer = createOptimizer(model, manifest.optimizer.config, manifest.optimizer.schedule);
-      optimizer.setState({ step: manifest.optimizer.step, m: both.subarray(0, manifest.model.numParams), v: both.subarray(manifest.model.numParams) });
-    }
-    const tokenizerDir = path.join(dir, manifest.tokenizer.dir);
-    return {
-      model,
-      optimizer,
-      tokenizer: HfTokenizer.fromFolder(tokenizerDir),
-      tokenizerDir,
-      prompts: manifest.tokenizer.prompts,
-      base: manifest.model.base,
-      lora,
-      config: manifest.config,
-      step: manifest.step,
-      extra: manifest.extra,
-      manifest,
-    };
+    return { model, lora, ...restoreHfCheckpointState(dir, manifest, model) };
   } catch (error) {
     model.dispose();
-    optimizer?.dispose();
     throw error;
   }
 }
