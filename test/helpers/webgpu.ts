@@ -27,3 +27,21 @@ export async function onBackend<R>(backend: 'cpu' | 'webgpu', f: () => Promise<R
     await tf.setBackend('webgpu');
   }
 }
+
+/** What recomputedLogProbs needs of a model: both families (the GPT, HfModel) have it. */
+interface SequenceScorer {
+  sequenceLogProbs(tokens: number[][]): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D };
+}
+
+/**
+ * Each decoded sequence's per-token log-probabilities recomputed by `model` without a cache (the
+ * reference a resumed decode is checked against), from the position that predicts the first response token.
+ */
+export function recomputedLogProbs(model: SequenceScorer, sequences: ReadonlyArray<{ prompt: readonly number[]; tokens: readonly number[] }>): number[][] {
+  return sequences.map((s) => {
+    const { logProbs, entropy } = model.sequenceLogProbs([[...s.prompt, ...s.tokens]]);
+    const lp = Array.from(logProbs.dataSync() as Float32Array).slice(s.prompt.length - 1);
+    tf.dispose([logProbs, entropy]);
+    return lp;
+  });
+}

@@ -27,7 +27,7 @@ import { supervisedLoss, supervisedStep, supervisedStepAsync, type SupervisedBat
 import { Rng } from '../../src-main/engine/util/rng';
 import { FAMILIES } from './fixtures';
 import { maxAbsDiff, randomArray, randomTokens } from '../model/helpers';
-import { onBackend, requireWebGpu } from '../helpers/webgpu';
+import { onBackend, recomputedLogProbs, requireWebGpu } from '../helpers/webgpu';
 
 /** Embedding rows: small, so every logits row is short on llvmpipe (the architectures are the fixtures'). */
 const V = 96;
@@ -278,12 +278,7 @@ describe.each(['llama', 'qwen3'] as const)('the Hugging Face family (%s) on webg
     await decodeSegmentAsync(model, resumed, 4);
     const ref = await on('cpu', () => {
       const m = hfModelFromFlat(config, newer);
-      const lps = resumed.sequences.map((s) => {
-        const { logProbs, entropy } = m.sequenceLogProbs([[...s.prompt, ...s.tokens]]);
-        const lp = Array.from(logProbs.dataSync()).slice(s.prompt.length - 1);
-        tf.dispose([logProbs, entropy]);
-        return lp;
-      });
+      const lps = recomputedLogProbs(m, resumed.sequences);
       m.dispose();
       return lps;
     });

@@ -24,7 +24,7 @@ import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../..
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
 import { dot, maxAbsDiff, randomArray, randomTokens } from './helpers';
-import { onBackend, requireWebGpu } from '../helpers/webgpu';
+import { onBackend, recomputedLogProbs, requireWebGpu } from '../helpers/webgpu';
 
 const CONFIG: GPTConfig = { vocabSize: 13, d_model: 16, n_layers: 2, n_heads: 2, context: 24, mlp_ratio: 2 };
 const OPT = { lr: 1e-2, beta1: 0.9, beta2: 0.999, weight_decay: 0.1, grad_clip: 1 };
@@ -185,12 +185,7 @@ describe('the GPT on webgpu equals the cpu backend', () => {
     const ref = await on('cpu', () => {
       const m = createModel(CONFIG, 0);
       m.setWeights(newerWeights);
-      const out = resumed.sequences.map((s) => {
-        const { logProbs, entropy } = m.sequenceLogProbs([[...s.prompt, ...s.tokens]]);
-        const lp = Array.from(logProbs.dataSync()).slice(s.prompt.length - 1);
-        tf.dispose([logProbs, entropy]);
-        return lp;
-      });
+      const out = recomputedLogProbs(m, resumed.sequences);
       m.dispose();
       return out;
     });
