@@ -42,7 +42,7 @@ import { evaluatePart, type EvalPart } from '../engine/training/evaluate';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../engine/training/policies';
 import { evaluationSet, loadTaskData } from '../engine/training/run-support';
 import { Rng } from '../engine/util/rng';
-import { RequestBatcher } from '../server/openai/batcher';
+import { RequestBatcher, type BatcherStats } from '../server/openai/batcher';
 import { loadCheckpointPolicy, type ServedPolicy } from '../server/openai/policy';
 import { createModelServer } from '../server/openai/server';
 
@@ -108,7 +108,7 @@ function samplerRound(policy: ServedPolicy, work: Work[][], maxTokens: number): 
 interface BenchServer {
   baseUrl: string;
   /** The server's own batch counters (inline only: a child process keeps its own). */
-  stats: (() => { batches: number; rows: number }) | null;
+  stats: (() => BatcherStats) | null;
   close(): Promise<void>;
 }
 
@@ -211,13 +211,11 @@ export async function run(argv: string[]): Promise<void> {
         }
         plain.push(samplerRound(policy, work, maxTokens));
       }
-      const batchesLocal = batcher.stats.batches - before.local.batches;
-      const localBatches = `in-process ${batchesLocal} of ${((batcher.stats.rows - before.local.rows) / batchesLocal).toFixed(1)} rows`;
+      const batchesOf = (now: BatcherStats, then: BatcherStats) => `${now.batches - then.batches} started, ${now.joined - then.joined} requests joined running ones, ${((now.rows - then.rows) / (now.steps - then.steps)).toFixed(2)} rows/step`;
+      const localBatches = `in-process ${batchesOf(batcher.stats, before.local)}`;
       if (server.stats && before.served) {
-        const sb = server.stats();
-        const batchesServed = sb.batches - before.served.batches;
         // Same batches on both sides means the comparison measures serving, not batch composition.
-        out(`        batches: served ${batchesServed} of ${((sb.rows - before.served.rows) / batchesServed).toFixed(1)} rows, ${localBatches}`);
+        out(`        batches: served ${batchesOf(server.stats(), before.served)}; ${localBatches}`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);

@@ -11,31 +11,47 @@ beforeAll(async () => {
 });
 
 const params = (seed: number): DecodeParams => ({ maxTokens: 8, temperature: 1, topP: 1, seed, n: 1, stop: [], topLogprobs: 0 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('RequestBatcher scheduling', () => {
-  it('after a batch of J requests waits (up to maxWaitMs) for J to come back, then lowers J when fewer come', async () => {
-    const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, maxWaitMs: 300 });
-    const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 12' }]);
-    await Promise.all([0, 1, 2].map((i) => b.submit({ prompt, params: params(i) })));
+  it('requests sent together start one batch; a request sent while it decodes joins it, and each answer is the one it gets alone', async () => {
+    const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2 });
+    const prompts = ['sort 12', 'sort 53819072', 'sort 9081726354'].map((q) => policy.tokenizer.chatPrompt([{ role: 'user', content: q }]));
+    const long = (seed: number) => ({ ...params(seed), maxTokens: 40 });
+    const alone = async (prompt: number[], p: DecodeParams) => {
+      const solo = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 0 });
+      return (await solo.submit({ prompt, params: p }))[0];
+    };
+    const first = [b.submit({ prompt: prompts[0], params: long(1) }), b.submit({ prompt: prompts[1], params: long(2) })];
+    // Sent once the batch has decoded some steps: it must join, not wait for the batch to end.
+    while (b.stats.steps < 3) await new Promise((r) => setImmediate(r));
+    const stepsBefore = b.stats.steps;
+    const late = b.submit({ prompt: prompts[2], params: long(3) });
+    const [a1, a2, a3] = await Promise.all([...first, late]);
     expect(b.stats.batches).toBe(1);
-    // The three come back 10 ms apart, wider than the 2 ms quiet window: still one batch.
-    const again: Array<Promise<unknown>> = [];
-    for (let i = 0; i < 3; i++) {
-      again.push(b.submit({ prompt, params: params(10 + i) }));
-      await sleep(10);
-    }
-    await Promise.all(again);
+    expect(b.stats.joined).toBe(1);
+    expect(b.stats.rows).toBe(3);
+    expect(b.stats.steps).toBeGreaterThan(stepsBefore);
+    expect(a1[0].text).toBe((await alone(prompts[0], long(1))).text);
+    expect(a2[0].text).toBe((await alone(prompts[1], long(2))).text);
+    const solo3 = await alone(prompts[2], long(3));
+    expect(a3[0].ids).toEqual(solo3.ids);
+    expect(a3[0].tokens.map((t) => t.logprob)).toEqual(solo3.tokens.map((t) => expect.closeTo(t.logprob, 5) as unknown as number));
+    // Once it is idle, the next request starts a batch of its own.
+    await b.submit({ prompt: prompts[0], params: params(4) });
     expect(b.stats.batches).toBe(2);
-    expect(b.stats.rows).toBe(6);
-    // Only one comes back: it waits out maxWaitMs once, then J is 1 and the next starts at once.
-    let t = Date.now();
-    await b.submit({ prompt, params: params(20) });
-    expect(Date.now() - t).toBeGreaterThanOrEqual(250);
-    t = Date.now();
-    await b.submit({ prompt, params: params(21) });
-    expect(Date.now() - t).toBeLessThan(250);
-    expect(b.stats.batches).toBe(4);
+  });
+
+  it('a batch at maxRows admits more only as rows finish', async () => {
+    const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, maxRows: 2 });
+    const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 4404' }]);
+    const answers = await Promise.all([0, 1, 2, 3, 4].map((i) => b.submit({ prompt, params: { ...params(i), maxTokens: 6 + 6 * i } })));
+    expect(b.stats.largestBatch).toBe(2);
+    expect(b.stats.rows).toBe(5);
+    // The first two start the batch; the others join it as rows leave (or start the next one).
+    expect(b.stats.joined).toBeGreaterThanOrEqual(1);
+    expect(b.stats.joined + b.stats.batches).toBeLessThanOrEqual(4);
+    const solo = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 0 });
+    for (let i = 0; i < 5; i++) expect(answers[i][0].ids).toEqual((await solo.submit({ prompt, params: { ...params(i), maxTokens: 6 + 6 * i } }))[0].ids);
   });
 
   it('stop sequences are held back while they may still begin, and cut where they occur', async () => {

@@ -268,6 +268,10 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return this.base.model.selectCacheRows(cache, rows);
   }
 
+  joinCaches(caches: HfCache[], capacity: number): HfCache {
+    return this.base.model.joinCaches(caches, capacity);
+  }
+
   disposeCache(cache: HfCache): void {
     this.base.model.disposeCache(cache);
   }

@@ -83,6 +83,13 @@ export interface PolicyModel<C extends DecodeCache = DecodeCache> {
   selectCacheRows(cache: C, rows: number[]): C;
   /** Release a cache's tensors / buffers. */
   disposeCache(cache: C): void;
+  /**
+   * Join caches row-wise (rows in order) into one, right-aligned on the shortest time axis that
+   * holds them (kv-join.ts), with room for `capacity` positions; the inputs are consumed. What
+   * continuous batching joins a running batch with (issue #16); a family without it is served
+   * one batch at a time.
+   */
+  joinCaches?(caches: C[], capacity: number): C;
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */
   lastLogits(rows: number[][], leftPad: number[]): Float32Array;
   /**

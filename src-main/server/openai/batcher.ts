@@ -1,7 +1,12 @@
 /**
- * Batching of concurrent requests for `marsrl serve-model` (issue #16): requests arriving within
- * `windowMs` of each other (and up to `maxRows` choices in all) are decoded as one batch through
- * the policy seam's batched decode (prefill once, then one decodeStep per token for every row).
+ * Continuous batching of concurrent requests for `marsrl serve-model` (issue #16): requests that
+ * arrive within `windowMs` of each other start a batch together (prefill once, then one
+ * decodeStep per token for every row), and requests that arrive while it decodes join it at the
+ * next step (their prompts prefilled on their own, the caches joined: PolicyModel.joinCaches,
+ * kv-join.ts), up to `maxRows` choices in all. A finished row leaves at once; nobody waits for the
+ * batch's longest answer. This is what keeps serving overhead low in a closed loop (a reasoning
+ * system's agents, clients that send their next request when the last one returns): the next
+ * request's HTTP round trip overlaps the other rows' decoding instead of delaying a new batch.
  *
  * Why not the sampler's DecodeState (engine/model/sampling.ts) as is: one state has one
  * temperature, top_p, seed and stop list, while concurrent API requests each bring their own, and
@@ -10,15 +15,16 @@
  *  - the token for choice i, position j is drawn by `sampleFromLogits` with the uniform number
  *    `new Rng(seed, "tok:" + i + ":" + j)` (the sampler's per-stream rule, stream id = choice
  *    index), so `seed` + `n` reproduce `sample(model, n × [prompt], { seed, temperature, topP })`
- *    whatever else shares the batch;
+ *    whatever else shares the batch, and whenever the request joined it;
  *  - left padding, positions after the padding, and compaction of the cache once half the rows
  *    are finished, as the sampler does.
  * Log-probabilities reported are log softmax(logits) at temperature 1 (the sampler's
  * `rawLogProbs`, vLLM's default `raw_logprobs`): the policy's own probability of the token.
  *
  * The loop yields to the event loop between steps, so streamed tokens go out as they are made
- * and new requests are accepted (they join the next batch).
+ * and new requests are accepted.
  */
+import { joinLayout } from '../../engine/model/kv-join';
 import type { PolicyModel, DecodeCache } from '../../engine/model/policy-model';
 import { sampleFromLogits } from '../../engine/model/sampling';
 import { Rng } from '../../engine/util/rng';
@@ -96,11 +102,23 @@ interface PendingJob extends DecodeJob {
 }
 
 export interface BatcherStats {
+  /** Batches started on an idle model (each prefilled from scratch). */
   batches: number;
   rows: number;
+  /** Requests admitted into a batch that was already decoding (continuous batching). */
+  joined: number;
   steps: number;
   largestBatch: number;
   queued: number;
+}
+
+/** The running batch: cache row r decodes `slots[r]` (null once finished, until compacted away). */
+interface Running {
+  cache: DecodeCache | null;
+  slots: Array<Row | null>;
+  /** Next-token logits of every cache row, [slots.length · V], not yet sampled. */
+  logits: Float32Array;
+  jobs: PendingJob[];
 }
 
 export class RequestBatcher {
@@ -108,9 +126,7 @@ export class RequestBatcher {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
   private firstQueuedAt = 0;
-  /** Requests in the last batch: how many to wait for before the next one starts. */
-  private expectedJobs = 0;
-  readonly stats: BatcherStats = { batches: 0, rows: 0, steps: 0, largestBatch: 0, queued: 0 };
+  readonly stats: BatcherStats = { batches: 0, rows: 0, joined: 0, steps: 0, largestBatch: 0, queued: 0 };
 
   constructor(
     private readonly model: PolicyModel,
@@ -128,12 +144,11 @@ export class RequestBatcher {
   }
 
   /**
-   * When a batch starts. Callers that were answered together tend to come back together (a
-   * reasoning loop's agents, clients in a closed loop), but their next requests arrive spread
-   * over a few ms of HTTP handling: so after a batch of J requests the next one waits, up to
-   * `maxWaitMs` from its first arrival, until J requests are queued. Otherwise (no batch yet, or
-   * J reached) the window is a quiet period: each arrival restarts it, capped by `maxWaitMs`.
-   * A wait that times out short lowers J to what came, so open-loop traffic stops waiting.
+   * When an idle model starts a batch: after a quiet window (each arrival restarts it, capped by
+   * `maxWaitMs` from the first), so requests sent together are prefilled together. While a batch
+   * is decoding nothing waits: the loop admits what queued at its next step (`admit`), so a client
+   * whose answer came back early is not held until the batch's longest row finishes, and the
+   * milliseconds its next request spends in HTTP overlap other rows' decoding.
    */
   private schedule(): void {
     if (this.running) return;
@@ -142,121 +157,160 @@ export class RequestBatcher {
     else this.firstQueuedAt = now;
     const windowMs = this.opts.windowMs ?? 2;
     const maxWaitMs = this.opts.maxWaitMs ?? Math.max(20, 10 * windowMs);
-    const left = Math.max(0, this.firstQueuedAt + maxWaitMs - now);
-    const waitingForReturns = this.queue.length < this.expectedJobs;
-    const wait = waitingForReturns ? left : Math.min(windowMs, left);
+    const wait = Math.min(windowMs, Math.max(0, this.firstQueuedAt + maxWaitMs - now));
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (waitingForReturns) this.expectedJobs = this.queue.length;
       void this.drain();
     }, wait);
   }
 
   private async drain(): Promise<void> {
     this.running = true;
-    const maxRows = this.opts.maxRows ?? 64;
-    const batch: PendingJob[] = [];
-    let rows = 0;
-    while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0].params.n <= maxRows)) {
-      const job = this.queue.shift()!;
-      rows += job.params.n;
-      batch.push(job);
-    }
-    this.stats.queued = this.queue.length;
-    this.expectedJobs = batch.length;
+    const run: Running = { cache: null, slots: [], logits: new Float32Array(0), jobs: [] };
     try {
-      await this.decode(batch);
+      await this.decode(run);
     } catch (error) {
-      for (const job of batch) job.reject(error as Error);
+      for (const job of run.jobs) job.reject(error as Error);
     } finally {
+      if (run.cache) this.model.disposeCache(run.cache);
       this.running = false;
     }
     if (this.queue.length > 0) this.schedule();
   }
 
-  private async decode(batch: PendingJob[]): Promise<void> {
+  /**
+   * Move queued requests into the batch, up to `maxRows` choices: prefill their prompts on their
+   * own and join that cache to the running one (PolicyModel.joinCaches), finished rows dropped.
+   * Without a running batch (or a model that cannot join caches) this is the batch's start.
+   */
+  private admit(run: Running): void {
+    const model = this.model;
+    if (run.cache !== null && !model.joinCaches) return;
+    const maxRows = this.opts.maxRows ?? 64;
+    let rows = run.slots.filter((x) => x !== null).length;
+    const jobs: PendingJob[] = [];
+    while (this.queue.length > 0 && (rows === 0 || rows + this.queue[0].params.n <= maxRows)) {
+      const job = this.queue.shift()!;
+      rows += job.params.n;
+      jobs.push(job);
+    }
+    this.stats.queued = this.queue.length;
+    if (jobs.length === 0) return;
+    const fresh: Row[] = [];
+    for (const job of jobs) {
+      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null }));
+      fresh.push(...job.rows);
+    }
+    run.jobs.push(...jobs);
+    this.stats.rows += fresh.length;
+    const T = Math.max(...fresh.map((r) => r.job.prompt.length));
+    const leftPad = fresh.map((r) => T - r.job.prompt.length);
+    const padded = fresh.map((r, i) => [...new Array<number>(leftPad[i]).fill(r.job.prompt[0]), ...r.job.prompt]);
+    // Positions the cache must still hold for a row: what it may yet generate.
+    const remaining = (r: Row) => Math.max(0, Math.min(r.job.params.maxTokens, model.context - r.job.prompt.length) - r.ids.length);
+    if (run.cache === null) {
+      const out = model.prefill(padded, leftPad, T + Math.max(...fresh.map(remaining)));
+      run.cache = out.cache;
+      run.logits = out.logits;
+      run.slots = fresh;
+      this.stats.batches++;
+    } else {
+      const V = model.vocabSize;
+      const keep = run.slots.flatMap((x, r) => (x !== null ? [r] : []));
+      if (keep.length < run.slots.length) {
+        run.cache = model.selectCacheRows(run.cache, keep);
+        const logits = new Float32Array(keep.length * V);
+        keep.forEach((r, i) => logits.set(run.logits.subarray(r * V, (r + 1) * V), i * V));
+        run.logits = logits;
+        run.slots = keep.map((r) => run.slots[r]);
+      }
+      const out = model.prefill(padded, leftPad, T);
+      const kept = run.slots as Row[];
+      const length = joinLayout([run.cache, out.cache]).length;
+      run.cache = model.joinCaches!([run.cache, out.cache], length + Math.max(...[...kept, ...fresh].map(remaining)));
+      const logits = new Float32Array(run.logits.length + out.logits.length);
+      logits.set(run.logits);
+      logits.set(out.logits, run.logits.length);
+      run.logits = logits;
+      run.slots = [...kept, ...fresh];
+      this.stats.joined += jobs.length;
+    }
+    this.stats.largestBatch = Math.max(this.stats.largestBatch, run.slots.length);
+  }
+
+  private async decode(run: Running): Promise<void> {
     const model = this.model;
     const V = model.vocabSize;
     const stopIds = new Set(this.tokenizer.stopTokens);
-    const all: Row[] = [];
-    for (const job of batch) {
-      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null }));
-      all.push(...job.rows);
-    }
-    this.stats.batches++;
-    this.stats.rows += all.length;
-    this.stats.largestBatch = Math.max(this.stats.largestBatch, all.length);
-    const T = Math.max(...all.map((r) => r.job.prompt.length));
-    const leftPad = all.map((r) => T - r.job.prompt.length);
-    const padded = all.map((r, i) => [...new Array<number>(leftPad[i]).fill(r.job.prompt[0]), ...r.job.prompt]);
-    const room = Math.max(...all.map((r) => Math.min(r.job.params.maxTokens, model.context - r.job.prompt.length)));
-    let { cache, logits } = model.prefill(padded, leftPad, T + room);
-    // Cache row r holds all[rowOf[r]]; −1 marks a finished row kept until compaction.
-    let rowOf = all.map((_, i) => i);
-    try {
-      for (;;) {
-        for (let r = 0; r < rowOf.length; r++) {
-          if (rowOf[r] < 0) continue;
-          const row = all[rowOf[r]];
-          const p = row.job.params;
-          if (row.job.signal?.aborted) {
-            row.finished = 'length';
-            rowOf[r] = -1;
-            continue;
-          }
-          const rowLogits = logits.subarray(r * V, (r + 1) * V);
-          const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
-          const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
-          // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
-          const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
-          row.ids.push(token);
-          if (stopIds.has(token)) {
+    for (;;) {
+      this.admit(run);
+      if (run.cache === null) return;
+      const { slots, logits } = run;
+      for (let r = 0; r < slots.length; r++) {
+        const row = slots[r];
+        if (row === null) continue;
+        const p = row.job.params;
+        if (row.job.signal?.aborted) {
+          row.finished = 'length';
+          slots[r] = null;
+          continue;
+        }
+        const rowLogits = logits.subarray(r * V, (r + 1) * V);
+        const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
+        const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
+        // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
+        const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
+        row.ids.push(token);
+        if (stopIds.has(token)) {
+          row.finished = 'stop';
+        } else {
+          const text = this.tokenizer.responseText(row.ids);
+          row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
+          row.ends.push(text.length);
+          row.text = text;
+          const cut = earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)));
+          if (cut >= 0) {
+            row.text = text.slice(0, cut);
             row.finished = 'stop';
-          } else {
-            const text = this.tokenizer.responseText(row.ids);
-            row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
-            row.ends.push(text.length);
-            row.text = text;
-            const cut = earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)));
-            if (cut >= 0) {
-              row.text = text.slice(0, cut);
-              row.finished = 'stop';
-            } else if (row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context) {
-              row.finished = 'length';
-            }
-          }
-          this.report(row);
-          if (row.finished) rowOf[r] = -1;
-        }
-        this.stats.steps++;
-        for (const job of batch) {
-          if (job.rows.length > 0 && job.rows.every((x) => x.finished)) {
-            job.resolve(job.rows.map((x) => ({ index: x.choice, text: x.text, tokens: x.tokens.slice(0, x.reported), ids: x.ids, finishReason: x.finished! })));
-            job.rows = [];
+          } else if (row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context) {
+            row.finished = 'length';
           }
         }
-        const live = rowOf.flatMap((s, r) => (s >= 0 ? [r] : []));
-        if (live.length === 0) break;
-        if (2 * live.length <= rowOf.length) {
-          cache = model.selectCacheRows(cache, live);
-          rowOf = live.map((r) => rowOf[r]);
-        }
-        const tokens = new Int32Array(rowOf.length);
-        const positions = new Int32Array(rowOf.length);
-        rowOf.forEach((s, r) => {
-          if (s < 0) return;
-          const row = all[s];
-          tokens[r] = row.ids[row.ids.length - 1];
-          positions[r] = row.job.prompt.length + row.ids.length - 1;
-        });
-        const out = model.decodeStep(tokens, positions, cache, rowOf.map((s) => s >= 0));
-        cache = out.cache;
-        logits = out.logits;
-        // Let finished responses and streamed chunks go out, and new requests queue up.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        this.report(row);
+        if (row.finished) slots[r] = null;
       }
-    } finally {
-      model.disposeCache(cache as DecodeCache);
+      this.stats.steps++;
+      run.jobs = run.jobs.filter((job) => {
+        if (!job.rows.every((x) => x.finished)) return true;
+        job.resolve(job.rows.map((x) => ({ index: x.choice, text: x.text, tokens: x.tokens.slice(0, x.reported), ids: x.ids, finishReason: x.finished! })));
+        job.rows = [];
+        return false;
+      });
+      const live = slots.flatMap((x, r) => (x !== null ? [r] : []));
+      if (live.length === 0) {
+        model.disposeCache(run.cache);
+        run.cache = null;
+        run.slots = [];
+        // Requests that queued during the batch start the next one at once (they waited already).
+        if (this.queue.length === 0) return;
+        continue;
+      }
+      if (2 * live.length <= slots.length) {
+        run.cache = model.selectCacheRows(run.cache, live);
+        run.slots = live.map((r) => slots[r]);
+      }
+      const tokens = new Int32Array(run.slots.length);
+      const positions = new Int32Array(run.slots.length);
+      run.slots.forEach((row, r) => {
+        if (row === null) return;
+        tokens[r] = row.ids[row.ids.length - 1];
+        positions[r] = row.job.prompt.length + row.ids.length - 1;
+      });
+      const out = model.decodeStep(tokens, positions, run.cache, run.slots.map((x) => x !== null));
+      run.cache = out.cache;
+      run.logits = out.logits;
+      // Let finished responses and streamed chunks go out, and new requests queue up.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
