@@ -104,6 +104,33 @@ describe('endpoints in the run config', () => {
   });
 });
 
+describe("a run's pool checks its replicas in the background", () => {
+  it('at health_check_s: a replica that stops answering is taken out before any request meets it; a probe-only pool never checks', async () => {
+    const server = await startFaultServer();
+    const dead = await startFaultServer();
+    try {
+      const config = resolveConfig({
+        endpoints: { judges: { base_url: server.baseUrl, replicas: [dead.baseUrl], model: 'fault-model', health_check_s: 0.02, timeout_s: 1 } },
+        policies: { solver: {}, judge: { endpoint: 'judges' } },
+        agents: { verifier: 'judge', corrector: 'judge' },
+      });
+      expect(resolveConfig(served()).endpoints!.judges.health_check_s).toBe(30);
+      const run = poolFromConfig(config, { healthChecks: true });
+      const probeOnly = poolFromConfig(config);
+      await dead.close();
+      for (let i = 0; i < 100 && run.replicas('judges')[1].up; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(run.replicas('judges').map((r) => r.up)).toEqual([true, false]);
+      // No request was sent to either replica: the checks found it.
+      expect(server.seen.filter((x) => x.method === 'POST')).toHaveLength(0);
+      expect(probeOnly.replicas('judges').map((r) => r.up)).toEqual([true, true]);
+      run.close();
+      probeOnly.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('marsrl config validate with endpoints', () => {
   it('fails on an unset key variable, and --probe reports what the server serves', async () => {
     const server = await startFaultServer({ key: 'probe-key-0123456789', ignoreN: true });

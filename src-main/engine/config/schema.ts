@@ -124,6 +124,7 @@ export const EndpointSchema = z.strictObject({
   concurrency: z.number().int().min(1).max(4096).default(8).describe('Most requests in flight at once over all replicas; more wait in a queue.'),
   timeout_s: z.number().gt(0).max(3600).default(120).describe('Seconds without an answer (or a streamed byte) before a request is abandoned and retried.'),
   retries: z.number().int().min(0).max(20).default(3).describe('Attempts after the first on 429, 5xx, timeouts and cut streams (exponential backoff with jitter, Retry-After honoured).'),
+  health_check_s: z.number().min(0).max(3600).default(30).describe('Seconds between background health checks of every replica (GET /models) during a run, so a replica that stopped answering is taken out before a request meets it; 0 turns them off (a failed replica is still checked before it gets requests again).'),
   sampling: EndpointSamplingSchema.prefault({}).describe('Sampling parameters sent with every request.'),
 }).describe('One served model: where it is, its name, its key’s environment variable and how to call it.');
 export type EndpointConfig = z.infer<typeof EndpointSchema>;

@@ -63,11 +63,20 @@ export function poolSpecs(config: RunConfig, probePrompt?: string): PoolEndpoint
 }
 
 /** A pool for the config's served policies: each role whose policy names an endpoint maps to it. */
-export function poolFromConfig(config: RunConfig, opts: { env?: NodeJS.ProcessEnv; onEvent?: ServedEventSink; probePrompt?: string } & Partial<PoolOptions> = {}): EndpointPool {
+/**
+ * `healthChecks`: a run's pool checks its replicas in the background (`health_check_s`); a pool
+ * made only to probe does not.
+ */
+export function poolFromConfig(config: RunConfig, opts: { env?: NodeJS.ProcessEnv; onEvent?: ServedEventSink; probePrompt?: string; healthChecks?: boolean } & Partial<PoolOptions> = {}): EndpointPool {
   const agents: Record<string, string> = {};
   for (const [endpoint, roles] of usedEndpoints(config)) for (const role of roles) agents[role] = endpoint;
-  const { probePrompt, ...poolOpts } = opts;
-  return new EndpointPool({ ...poolOpts, endpoints: poolSpecs(config, probePrompt), agents });
+  const { probePrompt, healthChecks, ...poolOpts } = opts;
+  const pool = new EndpointPool({ ...poolOpts, endpoints: poolSpecs(config, probePrompt), agents });
+  // One timer checks every replica: at the shortest interval an endpoint in use asks for.
+  const used = new Set(Object.values(agents));
+  const intervals = Object.entries(config.endpoints ?? {}).flatMap(([name, e]) => (used.has(name) && e.health_check_s > 0 ? [e.health_check_s] : []));
+  if (healthChecks && intervals.length > 0) pool.startHealthChecks(Math.min(...intervals) * 1000);
+  return pool;
 }
 
 /** The probe's findings as config issues on the field to fix (empty when every endpoint is usable). */

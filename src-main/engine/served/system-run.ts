@@ -193,6 +193,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
       pool = poolFromConfig(config, {
         ...options.pool,
         env: options.env,
+        healthChecks: true,
         probePrompt: runProbePrompt(config),
         onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data),
       });

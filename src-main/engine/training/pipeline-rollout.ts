@@ -116,7 +116,7 @@ export async function runRolloutLoop(options: RolloutLoopOptions): Promise<void>
   try {
     const data = loadTaskData(config);
     const servedEndpoints = usedEndpoints(config);
-    const pool = options.pool ?? (servedEndpoints.size > 0 ? (ownPool = poolFromConfig(config, { onEvent: options.onEvent })) : null);
+    const pool = options.pool ?? (servedEndpoints.size > 0 ? (ownPool = poolFromConfig(config, { onEvent: options.onEvent, healthChecks: true })) : null);
     // Served, frozen roles: answered by the pool, never sent as batches (nothing to train).
     const served: Partial<Record<Role, ServedRole>> = {};
     if (pool) for (const roles of servedEndpoints.values()) for (const role of roles) served[role] = servedRole(pool, config, role);

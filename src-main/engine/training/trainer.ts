@@ -116,7 +116,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     const served: Partial<Record<Role, ServedRole>> = {};
     const endpoints = usedEndpoints(config);
     if (endpoints.size > 0) {
-      pool = poolFromConfig(config, { probePrompt: runProbePrompt(config), onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data, cursor.step) });
+      pool = poolFromConfig(config, { healthChecks: true, probePrompt: runProbePrompt(config), onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data, cursor.step) });
       progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message: `probing ${endpoints.size} endpoint${endpoints.size === 1 ? '' : 's'}` });
       const issues = probeIssues(await pool.probe());
       if (issues.length > 0) throw new Error(issues.map((i) => `${i.path}: ${i.message}`).join('; '));
