@@ -109,6 +109,10 @@ interface BenchServer {
   baseUrl: string;
   /** The server's own batch counters (inline only: a child process keeps its own). */
   stats: (() => BatcherStats) | null;
+  /** The server thread's event-loop time, busy and idle, ms (a child server only). */
+  busy?: () => { idle: number; active: number };
+  /** Re-read the counters where they live in another process. */
+  refresh?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -126,9 +130,21 @@ async function childModelServer(dir: string, backend: string): Promise<BenchServ
     child.stderr.on('data', onData);
     child.once('exit', (code) => reject(new Error(`marsrl serve-model exited (${code}) before serving:\n${output}`)));
   });
+  // The child's batcher counters, from its /metrics (a user's server answers the same).
+  let stats: BatcherStats | null = null;
+  let loop = { idle: 0, active: 0 };
+  const refresh = async () => {
+    const r = await fetch(baseUrl.replace(/\/v1$/, '/metrics'));
+    const body = (await r.json()) as { models: Record<string, BatcherStats>; eventLoop: { idle: number; active: number } };
+    stats = Object.values(body.models)[0];
+    loop = body.eventLoop;
+  };
+  await refresh();
   return {
     baseUrl,
-    stats: null,
+    stats: () => stats!,
+    busy: () => ({ ...loop }),
+    refresh,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -196,26 +212,45 @@ export async function run(argv: string[]): Promise<void> {
     }
     for (const clients of levels) {
       const work = questions(clients, perClient);
+      await server.refresh?.();
       const before = { served: server.stats ? { ...server.stats() } : null, local: { ...batcher.stats } };
       const served: Measure[] = [];
+      // How busy the server's thread is while it serves: near 100% means decoding and HTTP
+      // compete for it; well below means the clients' round trips leave it waiting.
+      const loop = { active: 0, idle: 0 };
+      const servedOnce = async (w: Work[][]) => {
+        await server.refresh?.();
+        const b0 = server.busy?.();
+        const m = await servedRound(client, w, maxTokens);
+        await server.refresh?.();
+        const b1 = server.busy?.();
+        if (b0 && b1) {
+          loop.active += b1.active - b0.active;
+          loop.idle += b1.idle - b0.idle;
+        }
+        return m;
+      };
       const local: Measure[] = [];
       const plain: Measure[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so neither always meets the machine in the same state.
         if (r % 2 === 0) {
-          served.push(await servedRound(client, work, maxTokens));
+          served.push(await servedOnce(work));
           local.push(await inProcessRound(batcher, policy, work, maxTokens));
         } else {
           local.push(await inProcessRound(batcher, policy, work, maxTokens));
-          served.push(await servedRound(client, work, maxTokens));
+          served.push(await servedOnce(work));
         }
         plain.push(samplerRound(policy, work, maxTokens));
       }
-      const batchesOf = (now: BatcherStats, then: BatcherStats) => `${now.batches - then.batches} started, ${now.joined - then.joined} requests joined running ones, ${((now.rows - then.rows) / (now.steps - then.steps)).toFixed(2)} rows/step`;
+      const batchesOf = (now: BatcherStats, then: BatcherStats) =>
+        `${now.batches - then.batches} started, ${now.joined - then.joined} requests joined running ones, ${now.prefills - then.prefills} prefills, ${((now.rowSteps - then.rowSteps) / (now.steps - then.steps)).toFixed(2)} rows/step`;
       const localBatches = `in-process ${batchesOf(batcher.stats, before.local)}`;
+      await server.refresh?.();
       if (server.stats && before.served) {
         // Same batches on both sides means the comparison measures serving, not batch composition.
         out(`        batches: served ${batchesOf(server.stats(), before.served)}; ${localBatches}`);
+        if (loop.active + loop.idle > 0) out(`        server thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);

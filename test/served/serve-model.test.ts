@@ -62,6 +62,18 @@ describe('marsrl serve-model through the official openai client', () => {
     expect((error as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
   });
 
+  it('GET /metrics gives each policy’s batching counters, behind the token', async () => {
+    const metrics = `${server.url}/metrics`;
+    expect((await fetch(metrics)).status).toBe(401);
+    const before = server.batchers.get('solver')!.stats.rows;
+    await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 0, max_tokens: 4 });
+    const body = (await (await fetch(metrics, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { models: Record<string, { rows: number; prefills: number }>; eventLoop: { active: number } };
+    expect(Object.keys(body.models)).toEqual(['solver', 'verifier']);
+    expect(body.models.solver.rows).toBe(before + 1);
+    expect(body.models.solver.prefills).toBeGreaterThan(0);
+    expect(body.eventLoop.active).toBeGreaterThan(0);
+  });
+
   it('chat: greedy answer equals in-process greedy decoding; usage counts tokens', async () => {
     const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 0, max_tokens: 64 });
     const prompt = solver.tokenizer.chatPrompt([{ role: 'user', content: QUESTION }]);

@@ -107,7 +107,11 @@ export interface BatcherStats {
   rows: number;
   /** Requests admitted into a batch that was already decoding (continuous batching). */
   joined: number;
+  /** Prefill calls: batch starts and joins (each prefills every request it admits at once). */
+  prefills: number;
   steps: number;
+  /** Rows decoded, summed over steps (÷ steps: the mean batch). */
+  rowSteps: number;
   largestBatch: number;
   queued: number;
 }
@@ -126,7 +130,7 @@ export class RequestBatcher {
   private running = false;
   private timer: NodeJS.Timeout | null = null;
   private firstQueuedAt = 0;
-  readonly stats: BatcherStats = { batches: 0, rows: 0, joined: 0, steps: 0, largestBatch: 0, queued: 0 };
+  readonly stats: BatcherStats = { batches: 0, rows: 0, joined: 0, prefills: 0, steps: 0, rowSteps: 0, largestBatch: 0, queued: 0 };
 
   constructor(
     private readonly model: PolicyModel,
@@ -196,6 +200,7 @@ export class RequestBatcher {
     }
     this.stats.queued = this.queue.length;
     if (jobs.length === 0) return;
+    this.stats.prefills++;
     const fresh: Row[] = [];
     for (const job of jobs) {
       job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null }));
@@ -306,6 +311,7 @@ export class RequestBatcher {
         tokens[r] = row.ids[row.ids.length - 1];
         positions[r] = row.job.prompt.length + row.ids.length - 1;
       });
+      this.stats.rowSteps += live.length;
       const out = model.decodeStep(tokens, positions, run.cache, run.slots.map((x) => x !== null));
       run.cache = out.cache;
       run.logits = out.logits;

@@ -6,6 +6,7 @@
  *   POST /v1/chat/completions       chat (messages rendered by the policy's chat template)
  *   POST /v1/completions            raw text continued
  *   GET  /health                    200 when serving (for pools' health checks; no token needed)
+ *   GET  /metrics                   each policy's batching counters (batcher.ts BatcherStats), JSON
  *
  * Streaming is Server-Sent Events, `data: {chunk}` per event and `data: [DONE]` last, as the
  * OpenAI API streams. Concurrent requests to one policy are batched (batcher.ts).
@@ -87,6 +88,10 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     if (token !== null && !tokensMatch(presentedToken(headers, port), token)) {
       throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer TOKEN" with the token marsrl serve-model printed', 'invalid_request_error', null, 'invalid_api_key');
     }
+    if (req.method === 'GET' && url.pathname === '/metrics') {
+      // Event-loop utilization since start: near 1 when decoding and HTTP keep the one thread busy.
+      return sendJson(res, 200, { eventLoop: performance.eventLoopUtilization(), models: Object.fromEntries([...served].map(([id, s]) => [id, { ...s.batcher.stats }])) });
+    }
     if (req.method === 'GET' && url.pathname === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: [...served.values()].map((s) => modelCard(s.policy)) });
     }
@@ -102,7 +107,7 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
       const body = await readJson(req, maxBody);
       return generate(chat, body, req, res);
     }
-    throw new ApiError(404, `no route ${req.method} ${url.pathname}; this server has /v1/models, /v1/chat/completions and /v1/completions`, 'invalid_request_error', null, 'not_found');
+    throw new ApiError(404, `no route ${req.method} ${url.pathname}; this server has /v1/models, /v1/chat/completions, /v1/completions, /health and /metrics`, 'invalid_request_error', null, 'not_found');
   }
 
   async function generate(chat: boolean, body: unknown, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
