@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
- *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--json]`
+ *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--one-thread]
+ *                        [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
  * HTTP with the Studio's endpoint client) with 1, 8 and 32 concurrent clients, against the same
@@ -15,7 +16,8 @@
  *
  * The server runs as its own `marsrl serve-model` process, as a user runs it, and the clients in
  * the bench's process (their requests, JSON and HTTP cost the server nothing, as a client on
- * another machine would not). `--inline-server` runs the server in the bench's process instead,
+ * another machine would not), decoding in its engine thread as serve-model does by default
+ * (`--one-thread`: in its HTTP thread). `--inline-server` runs the server in the bench's process instead,
  * where the clients' JSON work competes with decoding for the same thread.
  *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
@@ -117,8 +119,9 @@ interface BenchServer {
 }
 
 /** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
-async function childModelServer(dir: string, backend: string): Promise<BenchServer> {
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function childModelServer(dir: string, backend: string, oneThread: boolean): Promise<BenchServer> {
+  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, ...(oneThread ? ['--one-thread'] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const onData = (d: Buffer) => {
@@ -171,6 +174,7 @@ export async function run(argv: string[]): Promise<void> {
       'system-problems': { type: 'string', default: '24' },
       json: { type: 'boolean', default: false },
       'inline-server': { type: 'boolean', default: false },
+      'one-thread': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -195,12 +199,12 @@ export async function run(argv: string[]): Promise<void> {
   if (values['inline-server']) {
     const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, log: () => {} });
     server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
-  } else server = await childModelServer(dir, info.name);
+  } else server = await childModelServer(dir, info.name, values['one-thread']);
   const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2 });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
   out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
-  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}`);
+  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}, decoding ${values['one-thread'] ? 'in its HTTP thread (--one-thread)' : 'in its engine thread'}`);
   out('');
   out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead   sampler tok/s');
   const results: Array<Record<string, number>> = [];

@@ -5,6 +5,7 @@ import { initBackend, type BackendPreference } from '../../engine/model/backend'
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore } from '../../engine/store';
 import { loadCheckpointPolicy, type ServedPolicy } from '../../server/openai/policy';
+import { ThreadEngine } from '../../server/openai/engine';
 import { createModelServer } from '../../server/openai/server';
 import { checkTokenStrength, generateToken, isLoopbackHost } from '../../server/security';
 import { intFlag, parseCommand, UsageError } from '../args';
@@ -15,12 +16,13 @@ const DEFAULT_PORT = 8000;
 const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
-                         [--token TOKEN] [--role ROLE] [--batch-window MS] [--backend NAME]
+                         [--token TOKEN] [--role ROLE] [--batch-window MS] [--backend NAME] [--one-thread]
 
 Serves Studio policies on the OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions
 and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any OpenAI client —
 MarsRL's reasoning system, a notebook, another Studio's endpoint policy — can call them.
-Concurrent requests are decoded together in one batch.
+Concurrent requests are decoded together (continuous batching: a request that arrives while a batch
+decodes joins it at the next step).
 
   FOLDER[=ID]        a Studio checkpoint folder of either family (checkpoint.json: resources/checkpoints/quick/solver,
                      or a run's checkpoints/step-…/solver) or a Hugging Face model folder (config.json,
@@ -36,6 +38,9 @@ Concurrent requests are decoded together in one batch.
                      when given it is required on loopback too
   --batch-window MS  how long the first request of a batch waits for others (default 2)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
+  --one-thread       decode in the HTTP server's thread; by default decoding has a thread of its own,
+                     so parsing and answering requests never delays a decode step (it loads its own
+                     copy of each policy)
 
 Example: marsrl serve-model resources/checkpoints/quick/solver resources/checkpoints/quick/verifier
 then:    curl http://127.0.0.1:${DEFAULT_PORT}/v1/chat/completions -H 'content-type: application/json' \\
@@ -57,6 +62,7 @@ export const serveModelCommand: Command = {
         role: { type: 'string' },
         'batch-window': { type: 'string' },
         backend: { type: 'string' },
+        'one-thread': { type: 'boolean' },
       },
       usage,
     );
@@ -91,7 +97,17 @@ export const serveModelCommand: Command = {
       if (!fs.existsSync(dir)) throw new UsageError(`${dir}: no such folder`, usage);
       return loadCheckpointPolicy(dir, { id, role: values.role as Role | undefined });
     });
-    const server = await createModelServer({ policies, host, port, token, batchWindowMs, log: ctx.err });
+    let engine: ThreadEngine | null = null;
+    if (!values['one-thread']) {
+      engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role: values.role as Role | undefined })), backend: info.name, windowMs: batchWindowMs });
+      // The HTTP thread keeps only the tokenizers and each model's context length.
+      for (const p of policies) p.model.dispose();
+    }
+    const engines = engine ? new Map(policies.map((p) => [p.id, engine!.engineFor(p.id)])) : undefined;
+    const server = await createModelServer({ policies, host, port, token, batchWindowMs, engines, log: ctx.err }).catch(async (error: unknown) => {
+      await engine?.close();
+      throw error;
+    });
     const lines = [
       `Serving on ${server.baseUrl} (OpenAI-compatible; backend ${info.name}):`,
       ...policies.map((p) => `  ${p.id.padEnd(12)} ${p.source}  (context ${p.model.context} tokens)`),
@@ -101,7 +117,8 @@ export const serveModelCommand: Command = {
     ctx.out(lines.join('\n'));
     await untilStopped(ctx);
     await server.close();
-    for (const p of policies) p.model.dispose();
+    if (engine) await engine.close();
+    else for (const p of policies) p.model.dispose();
     ctx.err('Stopped.');
     return 0;
   },

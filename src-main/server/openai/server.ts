@@ -17,9 +17,11 @@
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import { checkTokenStrength, hostAllowed, isLoopbackHost, isWildcardHost, originAllowed, presentedToken, tokensMatch, type RequestHeaders } from '../security';
 import { RequestBatcher, type ChoiceUpdate, type DecodedChoice, type TokenInfo } from './batcher';
+import type { DecodeEngine } from './engine';
 import { ApiError, badRequest, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './protocol';
 import { PromptError, type ServedPolicy } from './policy';
 
@@ -32,6 +34,11 @@ export interface ModelServerOptions {
   batchWindowMs?: number;
   /** Most choices decoded in one batch (default 64). */
   maxBatchRows?: number;
+  /**
+   * Decoders by policy id, e.g. a ThreadEngine's (engine.ts); a policy without one is decoded by
+   * a RequestBatcher in the server's own thread.
+   */
+  engines?: ReadonlyMap<string, DecodeEngine>;
   maxBodyBytes?: number;
   log?: (line: string) => void;
 }
@@ -42,13 +49,13 @@ export interface ModelServer {
   baseUrl: string;
   host: string;
   port: number;
-  batchers: Map<string, RequestBatcher>;
+  batchers: Map<string, DecodeEngine>;
   close(): Promise<void>;
 }
 
 interface Served {
   policy: ServedPolicy;
-  batcher: RequestBatcher;
+  batcher: DecodeEngine;
 }
 
 export async function createModelServer(opts: ModelServerOptions): Promise<ModelServer> {
@@ -65,7 +72,9 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     if (ids.has(p.id)) throw new Error(`two policies are served as ${JSON.stringify(p.id)}; give them distinct ids`);
     ids.add(p.id);
   }
-  const served = new Map<string, Served>(opts.policies.map((policy) => [policy.id, { policy, batcher: new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows }) }]));
+  const served = new Map<string, Served>(
+    opts.policies.map((policy) => [policy.id, { policy, batcher: opts.engines?.get(policy.id) ?? new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows }) }]),
+  );
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const maxBody = opts.maxBodyBytes ?? 4 * 1024 * 1024;
   let port = opts.port ?? 0;
