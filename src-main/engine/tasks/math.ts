@@ -37,7 +37,6 @@ import { mathAnswersEqual } from './math-answer';
 import { readMathFile, type MathRecord } from './math-data';
 import {
   GENERATOR_PUNCTUATION,
-  parseSteps,
   runSteps,
   sampleWordProblem,
   stepText,
@@ -62,7 +61,7 @@ export interface MathFamilyOptions {
 }
 
 /** Words and symbols the targets add to what the problems and templates contain. */
-const TARGET_TEXT = `Step: right. not missing, expected Answer is wrong no boxed answer ${verdictLine('approve')} ${verdictLine('reject')} \\boxed{} +-*/= \n`;
+const TARGET_TEXT = `Step: gives right. The solution has Answer is wrong no boxed answer ${verdictLine('approve')} ${verdictLine('reject')} \\boxed{} +-*/= \n`;
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 function boxed(answer: string): string {
@@ -116,22 +115,25 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     return checkAnswer(problem, answer) ? `Answer: ${answer} is right.` : `Answer: ${answer} is wrong.`;
   };
 
+  /**
+   * A generated problem's Verifier works the problem again and then compares: its own steps, its
+   * answer beside the solution's, the verdict. Two choices keep a tiny model from the shortcuts it
+   * otherwise takes (seen on the tiny-qwen warm start, which approved everything):
+   *  - its steps say "a op b gives c", not the solution's "a op b = c": after an "=" that the
+   *    solution also wrote, copying the solution's next number is the easiest thing to learn, and
+   *    it is right exactly when the solution is;
+   *  - the two answers stand side by side in its own text just before the verdict, so deciding is
+   *    comparing two nearby numbers, not one against a number far back in the prompt.
+   * Problems from files (no steps) keep the one-line finding.
+   */
   const verifierTarget = (problem: Problem, solutionText: string): string => {
-    const lines: string[] = [];
     const meta = generatedMeta(problem);
-    if (meta) {
-      const written = parseSteps(solutionText);
-      meta.steps.forEach((step, i) => {
-        const theirs = written[i];
-        if (theirs && theirs.left === step.left && theirs.op === step.op && theirs.operand === step.operand) {
-          lines.push(theirs.result === step.result ? `Step ${i + 1}: ${stepText(step)}, right.` : `Step ${i + 1}: ${stepText(step)}, not ${theirs.result}.`);
-        } else {
-          lines.push(`Step ${i + 1}: expected ${stepText(step)}.`);
-        }
-      });
-    }
-    lines.push(answerFinding(problem, solutionText));
-    lines.push(verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject'));
+    const verdict = verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject');
+    if (!meta) return [answerFinding(problem, solutionText), verdict].join('\n');
+    const { answer } = parseBoxedSolution(solutionText);
+    const lines = meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${step.op} ${step.operand} gives ${step.result}.`);
+    lines.push(`Answer: ${problem.answer}. The solution has ${answer === null ? 'no boxed answer' : answer}.`);
+    lines.push(verdict);
     return lines.join('\n');
   };
 
