@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
  *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--one-thread]
- *                        [--inline-server] [--system-problems P] [--json]`
+ *                        [--join-wait MS] [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
  * HTTP with the Studio's endpoint client) with 1, 8 and 32 concurrent clients, against the same
@@ -119,8 +119,8 @@ interface BenchServer {
 }
 
 /** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
-async function childModelServer(dir: string, backend: string, oneThread: boolean): Promise<BenchServer> {
-  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, ...(oneThread ? ['--one-thread'] : [])];
+async function childModelServer(dir: string, backend: string, oneThread: boolean, joinWaitMs: number): Promise<BenchServer> {
+  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--join-wait', String(joinWaitMs), ...(oneThread ? ['--one-thread'] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
@@ -175,6 +175,7 @@ export async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean', default: false },
       'inline-server': { type: 'boolean', default: false },
       'one-thread': { type: 'boolean', default: false },
+      'join-wait': { type: 'string', default: '0' },
     },
     strict: true,
   });
@@ -186,6 +187,8 @@ export async function run(argv: string[]): Promise<void> {
   for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
     if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
   }
+  const joinWaitMs = Number(values['join-wait']);
+  if (!(Number.isInteger(joinWaitMs) && joinWaitMs >= 0)) throw new Error(`--join-wait must be a non-negative integer (ms), got ${values['join-wait']}`);
   const backend = values.backend as BackendPreference;
   if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
   const info = await initBackend(backend);
@@ -197,10 +200,11 @@ export async function run(argv: string[]): Promise<void> {
   const policy = loadCheckpointPolicy(dir);
   let server: BenchServer;
   if (values['inline-server']) {
-    const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, log: () => {} });
+    const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, joinWaitMs, log: () => {} });
     server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
-  } else server = await childModelServer(dir, info.name, values['one-thread']);
-  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2 });
+  } else server = await childModelServer(dir, info.name, values['one-thread'], joinWaitMs);
+  // The in-process side batches as the server does.
+  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, joinWaitMs });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
   out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);

@@ -41,6 +41,26 @@ describe('RequestBatcher scheduling', () => {
     expect(b.stats.batches).toBe(2);
   });
 
+  it('with joinWaitMs, late requests wait (the batch decoding on) until a quarter of its rows queue, then share one prefill', async () => {
+    const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, joinWaitMs: 10_000 });
+    const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 53819072' }]);
+    const long = (seed: number) => ({ ...params(seed), maxTokens: 100, stop: [] });
+    const running = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => b.submit({ prompt, params: long(i) }));
+    const stepTo = async (n: number) => {
+      while (b.stats.steps < n) await new Promise((r) => setImmediate(r));
+    };
+    await stepTo(2);
+    const late = [b.submit({ prompt, params: long(20) })];
+    const at = b.stats.steps;
+    await stepTo(at + 4);
+    // One queued of the two (a quarter of eight) that make a join due: it waits.
+    expect(b.stats.joined).toBe(0);
+    late.push(b.submit({ prompt, params: long(21) }));
+    await Promise.all([...running, ...late]);
+    expect(b.stats.joined).toBe(2);
+    expect(b.stats.prefills).toBe(2);
+  });
+
   it('a batch at maxRows admits more only as rows finish', async () => {
     const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, maxRows: 2 });
     const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 4404' }]);

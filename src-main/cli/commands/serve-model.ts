@@ -16,7 +16,8 @@ const DEFAULT_PORT = 8000;
 const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
-                         [--token TOKEN] [--role ROLE] [--batch-window MS] [--backend NAME] [--one-thread]
+                         [--token TOKEN] [--role ROLE] [--batch-window MS] [--join-wait MS] [--backend NAME]
+                         [--one-thread]
 
 Serves Studio policies on the OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions
 and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any OpenAI client —
@@ -37,6 +38,8 @@ decodes joins it at the next step).
   --token TOKEN      API key clients must send (Authorization: Bearer TOKEN), at least 16 characters;
                      when given it is required on loopback too
   --batch-window MS  how long the first request of a batch waits for others (default 2)
+  --join-wait MS     how long requests arriving while a batch decodes may wait to join it together,
+                     sharing one prefill (default 0: each joins at the next step)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
   --one-thread       decode in the HTTP server's thread; by default decoding has a thread of its own,
                      so parsing and answering requests never delays a decode step (it loads its own
@@ -61,6 +64,7 @@ export const serveModelCommand: Command = {
         step: { type: 'string' },
         role: { type: 'string' },
         'batch-window': { type: 'string' },
+        'join-wait': { type: 'string' },
         backend: { type: 'string' },
         'one-thread': { type: 'boolean' },
       },
@@ -73,6 +77,7 @@ export const serveModelCommand: Command = {
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
     const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 2;
+    const joinWaitMs = intFlag('join-wait', values['join-wait'], 0, 10_000, usage) ?? 0;
     if (values.role !== undefined && !ROLES.includes(values.role as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`, usage);
     const backends = ['auto', 'tensorflow', 'wasm', 'cpu'];
     if (values.backend !== undefined && !backends.includes(values.backend)) throw new UsageError(`--backend must be one of ${backends.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
@@ -99,12 +104,12 @@ export const serveModelCommand: Command = {
     });
     let engine: ThreadEngine | null = null;
     if (!values['one-thread']) {
-      engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role: values.role as Role | undefined })), backend: info.name, windowMs: batchWindowMs });
+      engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role: values.role as Role | undefined })), backend: info.name, windowMs: batchWindowMs, joinWaitMs });
       // The HTTP thread keeps only the tokenizers and each model's context length.
       for (const p of policies) p.model.dispose();
     }
     const engines = engine ? new Map(policies.map((p) => [p.id, engine!.engineFor(p.id)])) : undefined;
-    const server = await createModelServer({ policies, host, port, token, batchWindowMs, engines, log: ctx.err }).catch(async (error: unknown) => {
+    const server = await createModelServer({ policies, host, port, token, batchWindowMs, joinWaitMs, engines, log: ctx.err }).catch(async (error: unknown) => {
       await engine?.close();
       throw error;
     });

@@ -20,7 +20,7 @@ try {
   const batchers = new Map<string, RequestBatcher>();
   for (const source of data.sources) {
     const policy = loadCheckpointPolicy(source.dir, { id: source.id, role: source.role });
-    batchers.set(policy.id, new RequestBatcher(policy.model, policy.tokenizer, { windowMs: data.windowMs, maxRows: data.maxRows }));
+    batchers.set(policy.id, new RequestBatcher(policy.model, policy.tokenizer, { windowMs: data.windowMs, maxRows: data.maxRows, joinWaitMs: data.joinWaitMs }));
   }
   const aborts = new Map<number, AbortController>();
   port.on('message', (m: ToEngine) => {

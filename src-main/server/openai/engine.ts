@@ -38,6 +38,7 @@ export interface EngineThreadData {
   backend: string;
   windowMs?: number;
   maxRows?: number;
+  joinWaitMs?: number;
 }
 
 export type ToEngine = { type: 'submit'; id: number; policy: string; prompt: number[]; params: DecodeJob['params']; stream: boolean } | { type: 'abort'; id: number };

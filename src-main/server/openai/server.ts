@@ -34,6 +34,8 @@ export interface ModelServerOptions {
   batchWindowMs?: number;
   /** Most choices decoded in one batch (default 64). */
   maxBatchRows?: number;
+  /** How long requests arriving during a batch may wait to join it together (batcher.ts joinDue; default 0). */
+  joinWaitMs?: number;
   /**
    * Decoders by policy id, e.g. a ThreadEngine's (engine.ts); a policy without one is decoded by
    * a RequestBatcher in the server's own thread.
@@ -73,7 +75,7 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     ids.add(p.id);
   }
   const served = new Map<string, Served>(
-    opts.policies.map((policy) => [policy.id, { policy, batcher: opts.engines?.get(policy.id) ?? new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows }) }]),
+    opts.policies.map((policy) => [policy.id, { policy, batcher: opts.engines?.get(policy.id) ?? new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows, joinWaitMs: opts.joinWaitMs }) }]),
   );
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const maxBody = opts.maxBodyBytes ?? 4 * 1024 * 1024;
