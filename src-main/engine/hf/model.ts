@@ -39,7 +39,7 @@ import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../mod
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
 import type { DecodeCache, ParamSpec, PolicyModel } from '../model/policy-model';
-import { joinJsLayers, joinLayout, joinTensorLayers } from '../model/kv-join';
+import { joinModelCaches } from '../model/kv-join';
 import { canReadSync, takeAsync, takeSync } from '../model/readback';
 import type { HfArchConfig } from './config';
 
@@ -803,25 +803,8 @@ export class HfModel implements PolicyModel<HfCache> {
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
   joinCaches(caches: HfCache[], capacity: number): HfCache {
-    const first = caches[0];
-    for (const c of caches) {
-      if (c.mode !== first.mode || c.version !== first.version) throw new Error('joinCaches: the caches differ in mode or weights version');
-    }
-    const layout = joinLayout(caches);
-    if (first.mode === 'concat') {
-      // Keys and values are [B, KV, length, headDim].
-      const layers = first.layers.map((_, l) => ({
-        k: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].k), layout, 0, 2)),
-        v: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].v), layout, 0, 2)),
-      }));
-      caches.forEach((c) => this.disposeCache(c));
-      return { ...first, layers, js: [], length: layout.length, leftPad: layout.leftPad, capacity: layout.length };
-    }
-    const { numKvHeads: KV, headDim: d } = this.config;
-    const cap = Math.max(capacity, layout.length);
-    const parts = (l: number, key: 'k' | 'v') => caches.map((c) => ({ data: c.js[l][key], rows: c.leftPad.length, capacity: c.capacity }));
-    const js = first.js.map((_, l) => ({ k: joinJsLayers(parts(l, 'k'), layout, KV, d, cap), v: joinJsLayers(parts(l, 'v'), layout, KV, d, cap) }));
-    return { ...first, layers: [], js, length: layout.length, leftPad: layout.leftPad, capacity: cap };
+    // Keys and values are [B, KV, length or capacity, headDim] in both kinds of cache.
+    return joinModelCaches(caches, capacity, { heads: this.config.numKvHeads, width: this.config.headDim, batchAxis: 0, timeAxisK: 2, timeAxisV: 2 }, (c) => this.disposeCache(c));
   }
 
   disposeCache(cache: HfCache): void {

@@ -23,7 +23,7 @@ import type { ModelConfig } from '../config/schema';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from './policy-model';
 import { registerMissingGradients } from './gradients';
-import { joinJsLayers, joinLayout, joinTensorLayers } from './kv-join';
+import { joinModelCaches } from './kv-join';
 import { readSync, takeAsync, takeSync } from './readback';
 import {
   attentionDecodeStep,
@@ -628,26 +628,8 @@ export class GPT implements PolicyModel<KVCache> {
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
   joinCaches(caches: KVCache[], capacity: number): KVCache {
-    const first = caches[0];
-    for (const c of caches) {
-      if (c.mode !== first.mode || c.version !== first.version) throw new Error('joinCaches: the caches differ in mode or weights version');
-    }
-    const layout = joinLayout(caches);
-    if (first.mode === 'concat') {
-      const { batchAxis, timeAxisK, timeAxisV } = kvLayout(first.strategy);
-      const layers = first.layers.map((_, l) => ({
-        k: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].k), layout, batchAxis, timeAxisK)),
-        v: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].v), layout, batchAxis, timeAxisV)),
-      }));
-      caches.forEach((c) => disposeCache(c));
-      return { ...first, layers, js: [], length: layout.length, leftPad: layout.leftPad, capacity: layout.length };
-    }
     const H = this.config.n_heads;
-    const E = this.config.d_model / H;
-    const cap = Math.max(capacity, layout.length);
-    const parts = (l: number, key: 'k' | 'v') => caches.map((c) => ({ data: c.js[l][key], rows: c.leftPad.length, capacity: c.capacity }));
-    const js = first.js.map((_, l) => ({ k: joinJsLayers(parts(l, 'k'), layout, H, E, cap), v: joinJsLayers(parts(l, 'v'), layout, H, E, cap) }));
-    return { ...first, layers: [], js, length: layout.length, leftPad: layout.leftPad, capacity: cap };
+    return joinModelCaches(caches, capacity, { heads: H, width: this.config.d_model / H, ...kvLayout(caches[0].strategy) }, disposeCache);
   }
 
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */

@@ -86,3 +86,45 @@ export function joinTensorLayers<T extends tf.Tensor>(tensors: readonly T[], lay
     return (laid.length === 1 ? tf.clone(laid[0]) : tf.concat(laid, batchAxis)) as T;
   });
 }
+
+/** The cache fields both model families share (gpt.ts KVCache, hf/model.ts HfCache). */
+export interface JoinableCache extends JoinablePart {
+  mode: 'js' | 'concat';
+  version: number;
+  capacity: number;
+  leftPad: number[];
+  /** 'concat': per layer, key and value tensors. */
+  layers: Array<{ k: tf.Tensor; v: tf.Tensor }>;
+  /** 'js': per layer, keys and values [rows, heads, capacity, width]. */
+  js: Array<{ k: Float32Array; v: Float32Array }>;
+}
+
+/**
+ * PolicyModel.joinCaches for either family: the caches' rows, in order, right-aligned in one
+ * cache with room for `capacity` positions; the inputs are consumed. `shape` says where the
+ * family keeps heads, widths and the batch and time axes of its tensors.
+ */
+export function joinModelCaches<C extends JoinableCache>(
+  caches: C[],
+  capacity: number,
+  shape: { heads: number; width: number; batchAxis: number; timeAxisK: number; timeAxisV: number },
+  dispose: (cache: C) => void,
+): C {
+  const first = caches[0];
+  for (const c of caches) {
+    if (c.mode !== first.mode || c.version !== first.version) throw new Error('joinCaches: the caches differ in mode or weights version');
+  }
+  const layout = joinLayout(caches);
+  if (first.mode === 'concat') {
+    const layers = first.layers.map((_, l) => ({
+      k: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].k), layout, shape.batchAxis, shape.timeAxisK)),
+      v: tf.keep(joinTensorLayers(caches.map((c) => c.layers[l].v), layout, shape.batchAxis, shape.timeAxisV)),
+    }));
+    caches.forEach(dispose);
+    return { ...first, layers, js: [], length: layout.length, leftPad: layout.leftPad, capacity: layout.length };
+  }
+  const cap = Math.max(capacity, layout.length);
+  const parts = (l: number, key: 'k' | 'v') => caches.map((c) => ({ data: c.js[l][key], rows: c.leftPad.length, capacity: c.capacity }));
+  const js = first.js.map((_, l) => ({ k: joinJsLayers(parts(l, 'k'), layout, shape.heads, shape.width, cap), v: joinJsLayers(parts(l, 'v'), layout, shape.heads, shape.width, cap) }));
+  return { ...first, layers: [], js, length: layout.length, leftPad: layout.leftPad, capacity: cap };
+}
