@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
- *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--one-thread]
+ *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
  *                        [--join-wait MS] [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
@@ -16,8 +16,8 @@
  *
  * The server runs as its own `marsrl serve-model` process, as a user runs it, and the clients in
  * the bench's process (their requests, JSON and HTTP cost the server nothing, as a client on
- * another machine would not), decoding in its engine thread as serve-model does by default
- * (`--one-thread`: in its HTTP thread). `--inline-server` runs the server in the bench's process instead,
+ * another machine would not), decoding in its HTTP thread as serve-model does by default
+ * (`--engine-thread`: in a thread of its own). `--inline-server` runs the server in the bench's process instead,
  * where the clients' JSON work competes with decoding for the same thread.
  *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
@@ -119,8 +119,8 @@ interface BenchServer {
 }
 
 /** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
-async function childModelServer(dir: string, backend: string, oneThread: boolean, joinWaitMs: number): Promise<BenchServer> {
-  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--join-wait', String(joinWaitMs), ...(oneThread ? ['--one-thread'] : [])];
+async function childModelServer(dir: string, backend: string, engineThread: boolean, joinWaitMs: number): Promise<BenchServer> {
+  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--join-wait', String(joinWaitMs), ...(engineThread ? ['--engine-thread'] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
@@ -174,7 +174,7 @@ export async function run(argv: string[]): Promise<void> {
       'system-problems': { type: 'string', default: '24' },
       json: { type: 'boolean', default: false },
       'inline-server': { type: 'boolean', default: false },
-      'one-thread': { type: 'boolean', default: false },
+      'engine-thread': { type: 'boolean', default: false },
       'join-wait': { type: 'string', default: '0' },
     },
     strict: true,
@@ -202,13 +202,13 @@ export async function run(argv: string[]): Promise<void> {
   if (values['inline-server']) {
     const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, joinWaitMs, log: () => {} });
     server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
-  } else server = await childModelServer(dir, info.name, values['one-thread'], joinWaitMs);
+  } else server = await childModelServer(dir, info.name, values['engine-thread'], joinWaitMs);
   // The in-process side batches as the server does.
   const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, joinWaitMs });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
   out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
-  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}, decoding ${values['one-thread'] ? 'in its HTTP thread (--one-thread)' : 'in its engine thread'}`);
+  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}, decoding ${values['engine-thread'] ? 'in its engine thread (--engine-thread)' : 'in its HTTP thread'}`);
   out('');
   out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead   sampler tok/s');
   const results: Array<Record<string, number>> = [];

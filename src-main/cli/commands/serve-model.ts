@@ -17,7 +17,7 @@ const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
                          [--token TOKEN] [--role ROLE] [--batch-window MS] [--join-wait MS] [--backend NAME]
-                         [--one-thread]
+                         [--engine-thread]
 
 Serves Studio policies on the OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions
 and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any OpenAI client —
@@ -41,9 +41,9 @@ decodes joins it at the next step).
   --join-wait MS     how long requests arriving while a batch decodes may wait to join it together,
                      sharing one prefill (default 0: each joins at the next step)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
-  --one-thread       decode in the HTTP server's thread; by default decoding has a thread of its own,
-                     so parsing and answering requests never delays a decode step (it loads its own
-                     copy of each policy)
+  --engine-thread    decode in a thread of its own (loading its own copy of each policy), so parsing
+                     and answering requests never delay a decode step; for machines with cores to
+                     spare (on a 2-core machine the hand-off cost more than it saved: npm run bench -- serve)
 
 Example: marsrl serve-model resources/checkpoints/quick/solver resources/checkpoints/quick/verifier
 then:    curl http://127.0.0.1:${DEFAULT_PORT}/v1/chat/completions -H 'content-type: application/json' \\
@@ -66,7 +66,7 @@ export const serveModelCommand: Command = {
         'batch-window': { type: 'string' },
         'join-wait': { type: 'string' },
         backend: { type: 'string' },
-        'one-thread': { type: 'boolean' },
+        'engine-thread': { type: 'boolean' },
       },
       usage,
     );
@@ -103,7 +103,7 @@ export const serveModelCommand: Command = {
       return loadCheckpointPolicy(dir, { id, role: values.role as Role | undefined });
     });
     let engine: ThreadEngine | null = null;
-    if (!values['one-thread']) {
+    if (values['engine-thread']) {
       engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role: values.role as Role | undefined })), backend: info.name, windowMs: batchWindowMs, joinWaitMs });
       // The HTTP thread keeps only the tokenizers and each model's context length.
       for (const p of policies) p.model.dispose();

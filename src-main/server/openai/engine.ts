@@ -1,11 +1,13 @@
 /**
- * Where `marsrl serve-model` decodes (issue #16): in the HTTP server's thread (a RequestBatcher),
- * or in a thread of its own (`ThreadEngine`), as vLLM runs its engine core apart from its API
- * server. On one thread every request's HTTP parsing, JSON and socket writes run between decode
- * steps and lengthen them; measured with the bench at 8 clients the server's thread was 95% busy,
- * a fifth of it HTTP. With the engine on its own thread the decode loop does only what
+ * Where `marsrl serve-model` decodes (issue #16): in the HTTP server's thread (a RequestBatcher,
+ * the default), or in a thread of its own (`ThreadEngine`, `--engine-thread`), as vLLM runs its
+ * engine core apart from its API server. On one thread every request's HTTP parsing, JSON and
+ * socket writes run between decode steps and lengthen them (the bench at 32 clients: the
+ * server's thread 95% busy). With the engine on its own thread the decode loop does only what
  * in-process decoding does, plus one message in and one out per request (and one per streamed
- * update).
+ * update). Measured on a 2-core machine (npm run bench -- serve, quick solver) the hand-off and
+ * the third busy thread cost more than they saved (overhead at 8 clients 45% vs 31% on one
+ * thread), so it is opt-in, for machines with cores to spare.
  *
  * The worker loads its own copy of each policy from the same folder (tensors do not cross
  * threads); the HTTP thread keeps the tokenizers (prompts are rendered, checked against the
