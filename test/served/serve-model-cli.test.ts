@@ -58,6 +58,23 @@ describe('marsrl serve-model (child process)', () => {
     expect(served.stderr()).toMatch(/Stopped\./);
   });
 
+  it('--engine-thread decodes in a thread of its own with the same answers, and stops cleanly', async () => {
+    const args = ['resources/checkpoints/quick/solver', '--port', '0', '--backend', 'wasm'];
+    const request = { model: 'solver', messages: [{ role: 'user' as const, content: 'sort 53819072' }], temperature: 1, seed: 11, n: 2, max_tokens: 64 };
+    const answers: string[][] = [];
+    for (const extra of [[], ['--engine-thread']]) {
+      const served = startServeModel([...args, ...extra]);
+      try {
+        const client = new OpenAI({ baseURL: await served.ready, apiKey: 'unused-on-loopback', maxRetries: 0 });
+        answers.push((await client.chat.completions.create(request)).choices.map((c) => c.message.content ?? ''));
+      } finally {
+        expect(await served.stop()).toBe(0);
+      }
+    }
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[0][0]).toMatch(/ A:/);
+  });
+
   it('off loopback generates a key and requires it', async () => {
     const served = startServeModel(['resources/checkpoints/quick/solver', '--host', '0.0.0.0', '--port', '0', '--backend', 'wasm']);
     try {
