@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
  *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
- *                        [--join-wait MS] [--inline-server] [--system-problems P] [--json]`
+ *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
  * HTTP with the Studio's endpoint client) with 1, 8 and 32 concurrent clients, against the same
@@ -119,8 +119,8 @@ interface BenchServer {
 }
 
 /** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
-async function childModelServer(dir: string, backend: string, engineThread: boolean, joinWaitMs: number): Promise<BenchServer> {
-  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--join-wait', String(joinWaitMs), ...(engineThread ? ['--engine-thread'] : [])];
+async function childModelServer(dir: string, backend: string, engineThread: boolean, batching: { windowMs: number; joinWaitMs: number }): Promise<BenchServer> {
+  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--batch-window', String(batching.windowMs), '--join-wait', String(batching.joinWaitMs), ...(engineThread ? ['--engine-thread'] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
@@ -176,6 +176,7 @@ export async function run(argv: string[]): Promise<void> {
       'inline-server': { type: 'boolean', default: false },
       'engine-thread': { type: 'boolean', default: false },
       'join-wait': { type: 'string', default: '0' },
+      'batch-window': { type: 'string', default: '2' },
     },
     strict: true,
   });
@@ -189,6 +190,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   const joinWaitMs = Number(values['join-wait']);
   if (!(Number.isInteger(joinWaitMs) && joinWaitMs >= 0)) throw new Error(`--join-wait must be a non-negative integer (ms), got ${values['join-wait']}`);
+  const windowMs = Number(values['batch-window']);
+  if (!(Number.isInteger(windowMs) && windowMs >= 0)) throw new Error(`--batch-window must be a non-negative integer (ms), got ${values['batch-window']}`);
   const backend = values.backend as BackendPreference;
   if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
   const info = await initBackend(backend);
@@ -200,11 +203,11 @@ export async function run(argv: string[]): Promise<void> {
   const policy = loadCheckpointPolicy(dir);
   let server: BenchServer;
   if (values['inline-server']) {
-    const inline = await createModelServer({ policies: [policy], batchWindowMs: 2, joinWaitMs, log: () => {} });
+    const inline = await createModelServer({ policies: [policy], batchWindowMs: windowMs, joinWaitMs, log: () => {} });
     server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
-  } else server = await childModelServer(dir, info.name, values['engine-thread'], joinWaitMs);
+  } else server = await childModelServer(dir, info.name, values['engine-thread'], { windowMs, joinWaitMs });
   // The in-process side batches as the server does.
-  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, joinWaitMs });
+  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs, joinWaitMs });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
   out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);

@@ -37,7 +37,8 @@ decodes joins it at the next step).
   --port PORT        port (default ${DEFAULT_PORT}; 0 picks a free one)
   --token TOKEN      API key clients must send (Authorization: Bearer TOKEN), at least 16 characters;
                      when given it is required on loopback too
-  --batch-window MS  how long the first request of a batch waits for others (default 2)
+  --batch-window MS  how long a request reaching an idle server waits for others to start a batch
+                     with (default 2; 0 starts at once; later ones join the running batch at its next step)
   --join-wait MS     how long requests arriving while a batch decodes may wait to join it together,
                      sharing one prefill (default 0: each joins at the next step)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
