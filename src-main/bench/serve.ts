@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N]
+ * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30]
  *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
  *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
  *
@@ -59,10 +59,11 @@ interface Measure {
   tokens: number;
 }
 
-function questions(clients: number, perClient: number): Work[][] {
+/** Client c sorts lists of `digits[c % digits.length]` digits (mixed lengths show whether short requests wait for long ones). */
+function questions(clients: number, perClient: number, digits: readonly number[] = [8]): Work[][] {
   const rng = new Rng(2026, 'bench-serve');
   return Array.from({ length: clients }, (_, c) =>
-    Array.from({ length: perClient }, (_, k) => ({ question: `sort ${Array.from({ length: 8 }, () => rng.int(0, 9)).join('')}`, seed: 1000 * c + k })),
+    Array.from({ length: perClient }, (_, k) => ({ question: `sort ${Array.from({ length: digits[c % digits.length] }, () => rng.int(0, 9)).join('')}`, seed: 1000 * c + k })),
   );
 }
 
@@ -169,6 +170,7 @@ export async function run(argv: string[]): Promise<void> {
       requests: { type: 'string', default: '6' },
       rounds: { type: 'string', default: '5' },
       'max-tokens': { type: 'string', default: '64' },
+      digits: { type: 'string', default: '8' },
       checkpoint: { type: 'string' },
       backend: { type: 'string', default: 'auto' },
       'system-problems': { type: 'string', default: '24' },
@@ -185,6 +187,8 @@ export async function run(argv: string[]): Promise<void> {
   const perClient = Number(values.requests);
   const rounds = Number(values.rounds);
   const maxTokens = Number(values['max-tokens']);
+  const digits = values.digits.split(',').map(Number);
+  if (!digits.every((d) => Number.isInteger(d) && d >= 1 && d <= 40)) throw new Error(`--digits must be integers from 1 to 40 separated by commas, got ${values.digits}`);
   for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
     if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
   }
@@ -222,7 +226,7 @@ export async function run(argv: string[]): Promise<void> {
       await inProcessRound(batcher, policy, questions(8, 2), maxTokens);
     }
     for (const clients of levels) {
-      const work = questions(clients, perClient);
+      const work = questions(clients, perClient, digits);
       await server.refresh?.();
       const before = { served: server.stats ? { ...server.stats() } : null, local: { ...batcher.stats } };
       const served: Measure[] = [];
