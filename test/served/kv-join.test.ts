@@ -90,8 +90,7 @@ function joinScenario(model: PolicyModel, tolerance: number): void {
   const join = (prompts: number[][], room: number) => {
     const b = leftPadded(prompts);
     const fresh = model.prefill(b.rows, b.leftPad, b.rows[0].length);
-    const length = joinLayout([cache, fresh.cache]).length;
-    const joined = model.joinCaches!([cache, fresh.cache], length + room);
+    const joined = model.joinCaches!([cache, fresh.cache], room);
     const all = new Float32Array(logits.length + fresh.logits.length);
     all.set(logits);
     all.set(fresh.logits, logits.length);

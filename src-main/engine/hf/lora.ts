@@ -268,8 +268,8 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return this.base.model.selectCacheRows(cache, rows);
   }
 
-  joinCaches(caches: HfCache[], capacity: number): HfCache {
-    return this.base.model.joinCaches(caches, capacity);
+  joinCaches(caches: HfCache[], room: number): HfCache {
+    return this.base.model.joinCaches(caches, room);
   }
 
   disposeCache(cache: HfCache): void {

@@ -802,9 +802,9 @@ export class HfModel implements PolicyModel<HfCache> {
   }
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
-  joinCaches(caches: HfCache[], capacity: number): HfCache {
+  joinCaches(caches: HfCache[], room: number): HfCache {
     // Keys and values are [B, KV, length or capacity, headDim] in both kinds of cache.
-    return joinModelCaches(caches, capacity, { heads: this.config.numKvHeads, width: this.config.headDim, batchAxis: 0, timeAxisK: 2, timeAxisV: 2 }, (c) => this.disposeCache(c));
+    return joinModelCaches(caches, room, { heads: this.config.numKvHeads, width: this.config.headDim, batchAxis: 0, timeAxisK: 2, timeAxisV: 2 }, (c) => this.disposeCache(c));
   }
 
   disposeCache(cache: HfCache): void {

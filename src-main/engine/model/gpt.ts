@@ -627,9 +627,9 @@ export class GPT implements PolicyModel<KVCache> {
   }
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
-  joinCaches(caches: KVCache[], capacity: number): KVCache {
+  joinCaches(caches: KVCache[], room: number): KVCache {
     const H = this.config.n_heads;
-    return joinModelCaches(caches, capacity, { heads: H, width: this.config.d_model / H, ...kvLayout(caches[0].strategy) }, disposeCache);
+    return joinModelCaches(caches, room, { heads: H, width: this.config.d_model / H, ...kvLayout(caches[0].strategy) }, disposeCache);
   }
 
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */

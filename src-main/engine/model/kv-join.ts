@@ -101,12 +101,13 @@ export interface JoinableCache extends JoinablePart {
 
 /**
  * PolicyModel.joinCaches for either family: the caches' rows, in order, right-aligned in one
- * cache with room for `capacity` positions; the inputs are consumed. `shape` says where the
+ * cache with room for `room` positions past the joined length (what its rows may still
+ * generate); the inputs are consumed. `shape` says where the
  * family keeps heads, widths and the batch and time axes of its tensors.
  */
 export function joinModelCaches<C extends JoinableCache>(
   caches: C[],
-  capacity: number,
+  room: number,
   shape: { heads: number; width: number; batchAxis: number; timeAxisK: number; timeAxisV: number },
   dispose: (cache: C) => void,
 ): C {
@@ -123,7 +124,7 @@ export function joinModelCaches<C extends JoinableCache>(
     caches.forEach(dispose);
     return { ...first, layers, js: [], length: layout.length, leftPad: layout.leftPad, capacity: layout.length };
   }
-  const cap = Math.max(capacity, layout.length);
+  const cap = layout.length + room;
   const parts = (l: number, key: 'k' | 'v') => caches.map((c) => ({ data: c.js[l][key], rows: c.leftPad.length, capacity: c.capacity }));
   const js = first.js.map((_, l) => ({ k: joinJsLayers(parts(l, 'k'), layout, shape.heads, shape.width, cap), v: joinJsLayers(parts(l, 'v'), layout, shape.heads, shape.width, cap) }));
   return { ...first, layers: [], js, length: layout.length, leftPad: layout.leftPad, capacity: cap };

@@ -85,11 +85,11 @@ export interface PolicyModel<C extends DecodeCache = DecodeCache> {
   disposeCache(cache: C): void;
   /**
    * Join caches row-wise (rows in order) into one, right-aligned on the shortest time axis that
-   * holds them (kv-join.ts), with room for `capacity` positions; the inputs are consumed. What
+   * holds them (kv-join.ts), with room for `room` more positions; the inputs are consumed. What
    * continuous batching joins a running batch with (issue #16); a family without it is served
    * one batch at a time.
    */
-  joinCaches?(caches: C[], capacity: number): C;
+  joinCaches?(caches: C[], room: number): C;
   /** Next-token logits [B·V] of the last position of each row, recomputed without a cache. */
   lastLogits(rows: number[][], leftPad: number[]): Float32Array;
   /**

@@ -24,7 +24,6 @@
  * The loop yields to the event loop between steps, so streamed tokens go out as they are made
  * and new requests are accepted.
  */
-import { joinLayout } from '../../engine/model/kv-join';
 import type { PolicyModel, DecodeCache } from '../../engine/model/policy-model';
 import { sampleFromLogits } from '../../engine/model/sampling';
 import { Rng } from '../../engine/util/rng';
@@ -118,6 +117,11 @@ export interface BatcherStats {
   queued: number;
 }
 
+/** Counters of a batcher that has served nothing yet. */
+export function emptyBatcherStats(): BatcherStats {
+  return { batches: 0, rows: 0, joined: 0, prefills: 0, steps: 0, rowSteps: 0, largestBatch: 0, queued: 0 };
+}
+
 /** The running batch: cache row r decodes `slots[r]` (null once finished, until compacted away). */
 interface Running {
   cache: DecodeCache | null;
@@ -133,7 +137,7 @@ export class RequestBatcher {
   private timer: NodeJS.Timeout | null = null;
   private immediate: NodeJS.Immediate | null = null;
   private firstQueuedAt = 0;
-  readonly stats: BatcherStats = { batches: 0, rows: 0, joined: 0, prefills: 0, steps: 0, rowSteps: 0, largestBatch: 0, queued: 0 };
+  readonly stats: BatcherStats = emptyBatcherStats();
 
   constructor(
     private readonly model: PolicyModel,
@@ -247,8 +251,7 @@ export class RequestBatcher {
       }
       const out = model.prefill(padded, leftPad, T);
       const kept = run.slots as Row[];
-      const length = joinLayout([run.cache, out.cache]).length;
-      run.cache = model.joinCaches!([run.cache, out.cache], length + Math.max(...[...kept, ...fresh].map(remaining)));
+      run.cache = model.joinCaches!([run.cache, out.cache], Math.max(...[...kept, ...fresh].map(remaining)));
       const logits = new Float32Array(run.logits.length + out.logits.length);
       logits.set(run.logits);
       logits.set(out.logits, run.logits.length);
