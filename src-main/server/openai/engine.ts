@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Role } from '../../engine/config/schema';
-import type { BatcherStats, DecodedChoice, DecodeJob } from './batcher';
+import { emptyBatcherStats, type BatcherStats, type DecodedChoice, type DecodeJob } from './batcher';
 
 /** What the server needs of a decoder: RequestBatcher in-thread, ThreadEngine's proxies across. */
 export interface DecodeEngine {
@@ -68,7 +68,6 @@ function threadEntry(): { file: string; execArgv: string[] } {
   return { file: path.join(here, 'engine-thread-entry.mjs'), execArgv: [] };
 }
 
-const EMPTY_STATS: BatcherStats = { batches: 0, rows: 0, joined: 0, prefills: 0, steps: 0, rowSteps: 0, largestBatch: 0, queued: 0 };
 
 export class ThreadEngine {
   private readonly pending = new Map<number, Pending>();
@@ -86,7 +85,7 @@ export class ThreadEngine {
     await new Promise<void>((resolve, reject) => {
       const onMessage = (m: FromEngine) => {
         if (m.type === 'ready') {
-          for (const id of m.ids) engine.stats.set(id, { ...EMPTY_STATS });
+          for (const id of m.ids) engine.stats.set(id, emptyBatcherStats());
           resolve();
         } else if (m.type === 'failed') reject(new Error(`the engine thread could not start: ${m.message}`));
         else engine.onMessage(m);
