@@ -108,6 +108,25 @@ describe('EndpointClient against a loopback server', () => {
     await expect(hung.c.chat([{ role: 'user', content: 'hi' }])).rejects.toMatchObject({ kind: 'timeout', attempts: 2 });
   });
 
+  it('keeps one connection for calls in a row, and does not reuse the one a timed-out call left hanging', async () => {
+    const { fault, c } = await setup([], { timeoutMs: 150 });
+    for (let i = 0; i < 5; i++) await c.chat([{ role: 'user', content: `call ${i}` }]);
+    expect(fault.seen).toHaveLength(5);
+    expect(fault.connections()).toBe(1);
+    // A streamed call read to its end also gives its connection back.
+    await c.chat([{ role: 'user', content: 'streamed' }], { onChunk: () => {} });
+    await c.chat([{ role: 'user', content: 'after the stream' }]);
+    expect(fault.connections()).toBe(1);
+
+    fault.script.push({ kind: 'hang' });
+    const r = await c.chat([{ role: 'user', content: 'hangs, then retried' }]);
+    expect(r.attempts).toBe(2);
+    // The hung socket was destroyed, so the retry opened a new one (and later calls keep it).
+    expect(fault.connections()).toBe(2);
+    await c.chat([{ role: 'user', content: 'last' }]);
+    expect(fault.connections()).toBe(2);
+  });
+
   it('retries malformed JSON', async () => {
     const { c, events } = await setup([{ kind: 'malformed' }]);
     expect((await c.chat([{ role: 'user', content: 'hi' }])).choices[0].text).toBe('hello world');

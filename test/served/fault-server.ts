@@ -48,6 +48,8 @@ export interface FaultServer {
   /** Requests being answered now, and the most at once so far. */
   active(): number;
   maxActive(): number;
+  /** TCP connections accepted so far (a keep-alive client reuses one). */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -150,6 +152,8 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
       });
     };
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
@@ -159,6 +163,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
     script,
     active: () => active,
     maxActive: () => maxActive,
+    connections: () => connections,
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();

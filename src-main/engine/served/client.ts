@@ -1,6 +1,7 @@
 /**
  * A client for one OpenAI-compatible endpoint (vLLM, SGLang, Ollama, llama.cpp's server, or
- * `marsrl serve-model`), written on Node's fetch (issue #16).
+ * `marsrl serve-model`), written on node:http with keep-alive connections (http-transport.ts,
+ * issue #16).
  *
  * - The API key is never held by the config or this object: `apiKeyEnv` names an environment
  *   variable, read at each call, and every message built from a server's answer goes through
@@ -21,6 +22,7 @@
  * models) and vLLM's extensions (top_k, min_p, chat_template_kwargs).
  */
 import { redactSecret, type ServedEventSink } from './events';
+import { httpRequest, type TransportResponse } from './http-transport';
 
 /** Sampling parameters sent with each request; any may be overridden per call. */
 export interface EndpointSampling {
@@ -483,11 +485,11 @@ export class EndpointClient {
     return new EndpointError(`endpoint ${this.name}: ${redactSecret(message, this.key())}`, this.name, kind, status, retryable, 1, retryAfterMs);
   }
 
-  private async send(path: string, body: unknown, timer: ReturnType<EndpointClient['timer']>, json: boolean): Promise<Response> {
+  private async send(path: string, body: unknown, timer: ReturnType<EndpointClient['timer']>, json: boolean): Promise<TransportResponse> {
     const url = `${this.baseUrl}/${path}`;
-    let res: Response;
+    let res: TransportResponse;
     try {
-      res = await fetch(url, {
+      res = await httpRequest(url, {
         method: body === null ? 'GET' : 'POST',
         headers: this.headers(json, body !== null),
         body: body === null ? undefined : JSON.stringify(body),
@@ -504,7 +506,7 @@ export class EndpointClient {
       } catch {
         // the body is only for the message
       }
-      throw this.fail('http', describeHttpError(res.status, text, url, this.apiKeyEnv, this.model), res.status, res.status === 429 ? parseRetryAfter(res.headers.get('retry-after')) : null);
+      throw this.fail('http', describeHttpError(res.status, text, url, this.apiKeyEnv, this.model), res.status, res.status === 429 ? parseRetryAfter(res.header('retry-after')) : null);
     }
     return res;
   }
@@ -512,8 +514,9 @@ export class EndpointClient {
   private transportError(error: unknown, timer: ReturnType<EndpointClient['timer']>, url: string): EndpointError {
     if (timer.timedOut()) return this.fail('timeout', `no answer from ${url} within ${this.timeoutMs} ms`);
     if (timer.signal.aborted) return new EndpointError(`endpoint ${this.name}: request aborted`, this.name, 'aborted', null, false, 1);
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    return this.fail('network', `cannot reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    // node:http puts the socket's code on the error itself; fetch put it on the cause.
+    const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+    return this.fail('network', `cannot reach ${url}: ${e.code ?? e.cause?.code ?? e.cause?.message ?? e.message}`);
   }
 
   private async attemptOnce(path: string, body: unknown, signal: AbortSignal | null): Promise<{ body: unknown }> {
@@ -541,17 +544,16 @@ export class EndpointClient {
     const url = `${this.baseUrl}/${path}`;
     try {
       const res = await this.send(path, body, timer, false);
-      if (!res.body) throw this.fail('malformed', `${url} sent no stream body`, res.status);
       const acc = new StreamAccumulator(path === 'chat/completions');
       const decoder = new TextDecoder();
       let buffer = '';
       let done = false;
-      const reader = res.body.getReader();
+      const reader = res.chunks()[Symbol.asyncIterator]();
       try {
         while (!done) {
-          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          let chunk: IteratorResult<Buffer>;
           try {
-            chunk = await reader.read();
+            chunk = await reader.next();
           } catch (error) {
             const e = this.transportError(error, timer, url);
             // A connection dropped after the headers is a cut stream, whatever the socket said.
@@ -587,8 +589,17 @@ export class EndpointClient {
             for (const delta of acc.add(parsed)) onChunk(delta);
           }
         }
+        // The server ends the response right after [DONE]: reading to that end returns the
+        // connection to the pool before the caller's next request, which then reuses it.
+        if (done) {
+          try {
+            while (!(await reader.next()).done) timer.touch();
+          } catch {
+            // the answer is complete; a connection lost after it costs nothing
+          }
+        }
       } finally {
-        reader.cancel().catch(() => {});
+        res.release(done);
       }
       if (!done) throw this.fail('stream_cut', `the stream from ${url} ended before [DONE] (${acc.receivedText()} characters received)`);
       return acc.result(this.model);
