@@ -61,6 +61,45 @@ describe('RequestBatcher scheduling', () => {
     expect(b.stats.prefills).toBe(2);
   });
 
+  it('answers a request as soon as its last token is sampled, before the batch decodes another step, and a request queued then joins that step', async () => {
+    const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 53819072' }]);
+    // Only length ends these (the stop token cannot: its logit is pushed down), so the short one needs exactly 3 tokens.
+    const model = policy.model;
+    const stopIds = new Set(policy.tokenizer.stopTokens);
+    const withoutStop = Object.create(model) as typeof model;
+    const prefillsAtStep: number[] = [];
+    withoutStop.prefill = (...args) => {
+      prefillsAtStep.push(steps);
+      const out = model.prefill(...args);
+      for (let r = 0; r * model.vocabSize < out.logits.length; r++) for (const id of stopIds) out.logits[r * model.vocabSize + id] = -1e9;
+      return out;
+    };
+    withoutStop.decodeStep = (...args) => {
+      steps++;
+      const out = model.decodeStep(...args);
+      for (let r = 0; r * model.vocabSize < out.logits.length; r++) for (const id of stopIds) out.logits[r * model.vocabSize + id] = -1e9;
+      return out;
+    };
+    let steps = 0;
+    const batcher = new RequestBatcher(withoutStop, policy.tokenizer, { windowMs: 0 });
+    const long = batcher.submit({ prompt, params: { ...params(1), maxTokens: 30 } });
+    let next: Promise<unknown> | null = null;
+    let stepsAtAnswer = -1;
+    await batcher.submit({ prompt, params: { ...params(2), maxTokens: 3 } }).then(() => {
+      stepsAtAnswer = steps;
+      // A closed-loop caller's next request, sent from the answer's callback.
+      next = batcher.submit({ prompt, params: { ...params(3), maxTokens: 3 } });
+    });
+    // Token 1 comes from the prefill, tokens 2 and 3 from two decode steps: no third step ran first.
+    expect(stepsAtAnswer).toBe(2);
+    await next;
+    await long;
+    // The next request was prefilled (and joined) before the step after the answer, not after it.
+    expect(prefillsAtStep).toEqual([0, 2]);
+    expect(batcher.stats.joined).toBe(1);
+    expect(batcher.stats.batches).toBe(1);
+  });
+
   it('a batch at maxRows admits more only as rows finish', async () => {
     const b = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: 2, maxRows: 2 });
     const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 4404' }]);

@@ -110,6 +110,7 @@ export interface BatcherStats {
   joined: number;
   /** Prefill calls: batch starts and joins (each prefills every request it admits at once). */
   prefills: number;
+  /** decodeStep calls (one token for every live row). */
   steps: number;
   /** Rows decoded, summed over steps (÷ steps: the mean batch). */
   rowSteps: number;
@@ -126,7 +127,7 @@ export function emptyBatcherStats(): BatcherStats {
 interface Running {
   cache: DecodeCache | null;
   slots: Array<Row | null>;
-  /** Next-token logits of every cache row, [slots.length · V], not yet sampled. */
+  /** The latest logits of every cache row, [slots.length · V], sampled as soon as they are made. */
   logits: Float32Array;
   jobs: PendingJob[];
 }
@@ -205,13 +206,14 @@ export class RequestBatcher {
    * Move queued requests into the batch, up to `maxRows` choices: prefill their prompts on their
    * own and join that cache to the running one (PolicyModel.joinCaches), finished rows dropped.
    * Without a running batch (or a model that cannot join caches) this is the batch's start.
+   * Returns the cache row of the first admitted row (they are the last ones), or −1 for none.
    */
-  private admit(run: Running): void {
+  private admit(run: Running): number {
     const model = this.model;
-    if (run.cache !== null && !model.joinCaches) return;
+    if (run.cache !== null && !model.joinCaches) return -1;
     const maxRows = this.opts.maxRows ?? 64;
     let rows = run.slots.filter((x) => x !== null).length;
-    if (run.cache !== null && this.queue.length > 0 && !this.joinDue(rows, maxRows)) return;
+    if (run.cache !== null && this.queue.length > 0 && !this.joinDue(rows, maxRows)) return -1;
     const jobs: PendingJob[] = [];
     while (this.queue.length > 0 && (rows === 0 || rows + this.queue[0].params.n <= maxRows)) {
       const job = this.queue.shift()!;
@@ -219,7 +221,7 @@ export class RequestBatcher {
       jobs.push(job);
     }
     this.stats.queued = this.queue.length;
-    if (jobs.length === 0) return;
+    if (jobs.length === 0) return -1;
     this.stats.prefills++;
     const fresh: Row[] = [];
     for (const job of jobs) {
@@ -260,6 +262,7 @@ export class RequestBatcher {
       this.stats.joined += jobs.length;
     }
     this.stats.largestBatch = Math.max(this.stats.largestBatch, run.slots.length);
+    return run.slots.length - fresh.length;
   }
 
   /**
@@ -278,54 +281,23 @@ export class RequestBatcher {
     return performance.now() - this.queue[0].queuedAt >= waitMs;
   }
 
+  /**
+   * One iteration: admit what queued (its first tokens sampled from the prefill), one decodeStep
+   * for every live row, sample, answer the requests whose rows all finished, then yield. The
+   * yield comes right after the answers, before the next step: a finished response goes out (and
+   * a closed-loop client's next request can come in and join) one step sooner than if the next
+   * step ran first.
+   */
   private async decode(run: Running): Promise<void> {
     const model = this.model;
-    const V = model.vocabSize;
-    const stopIds = new Set(this.tokenizer.stopTokens);
     for (;;) {
-      this.admit(run);
+      const fresh = this.admit(run);
       if (run.cache === null) return;
-      const { slots, logits } = run;
-      for (let r = 0; r < slots.length; r++) {
-        const row = slots[r];
-        if (row === null) continue;
-        const p = row.job.params;
-        if (row.job.signal?.aborted) {
-          row.finished = 'length';
-          slots[r] = null;
-          continue;
-        }
-        const rowLogits = logits.subarray(r * V, (r + 1) * V);
-        const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
-        const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
-        // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
-        const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
-        row.ids.push(token);
-        if (stopIds.has(token)) {
-          row.finished = 'stop';
-        } else {
-          const text = this.tokenizer.responseText(row.ids);
-          row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
-          row.ends.push(text.length);
-          row.text = text;
-          const cut = earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)));
-          if (cut >= 0) {
-            row.text = text.slice(0, cut);
-            row.finished = 'stop';
-          } else if (row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context) {
-            row.finished = 'length';
-          }
-        }
-        this.report(row);
-        if (row.finished) slots[r] = null;
+      if (fresh >= 0) {
+        this.sampleRows(run, fresh);
+        this.finishJobs(run);
       }
-      this.stats.steps++;
-      run.jobs = run.jobs.filter((job) => {
-        if (!job.rows.every((x) => x.finished)) return true;
-        job.resolve(job.rows.map((x) => ({ index: x.choice, text: x.text, tokens: x.tokens.slice(0, x.reported), ids: x.ids, finishReason: x.finished! })));
-        job.rows = [];
-        return false;
-      });
+      const { slots } = run;
       const live = slots.flatMap((x, r) => (x !== null ? [r] : []));
       if (live.length === 0) {
         model.disposeCache(run.cache);
@@ -346,13 +318,67 @@ export class RequestBatcher {
         tokens[r] = row.ids[row.ids.length - 1];
         positions[r] = row.job.prompt.length + row.ids.length - 1;
       });
+      this.stats.steps++;
       this.stats.rowSteps += live.length;
       const out = model.decodeStep(tokens, positions, run.cache, run.slots.map((x) => x !== null));
       run.cache = out.cache;
       run.logits = out.logits;
+      this.sampleRows(run, 0);
+      this.finishJobs(run);
       // Let finished responses and streamed chunks go out, and new requests queue up.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+  }
+
+  /** Sample the next token of live rows `from`… from `run.logits`; a row that ends is set to null. */
+  private sampleRows(run: Running, from: number): void {
+    const model = this.model;
+    const V = model.vocabSize;
+    const stopIds = this.tokenizer.stopTokens;
+    const { slots, logits } = run;
+    for (let r = from; r < slots.length; r++) {
+      const row = slots[r];
+      if (row === null) continue;
+      const p = row.job.params;
+      if (row.job.signal?.aborted) {
+        row.finished = 'length';
+        slots[r] = null;
+        continue;
+      }
+      const rowLogits = logits.subarray(r * V, (r + 1) * V);
+      const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
+      const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
+      // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
+      const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
+      row.ids.push(token);
+      if (stopIds.includes(token)) {
+        row.finished = 'stop';
+      } else {
+        const text = this.tokenizer.responseText(row.ids);
+        row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
+        row.ends.push(text.length);
+        row.text = text;
+        const cut = earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)));
+        if (cut >= 0) {
+          row.text = text.slice(0, cut);
+          row.finished = 'stop';
+        } else if (row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context) {
+          row.finished = 'length';
+        }
+      }
+      this.report(row);
+      if (row.finished) slots[r] = null;
+    }
+  }
+
+  /** Resolve the requests whose choices have all finished. */
+  private finishJobs(run: Running): void {
+    run.jobs = run.jobs.filter((job) => {
+      if (!job.rows.every((x) => x.finished)) return true;
+      job.resolve(job.rows.map((x) => ({ index: x.choice, text: x.text, tokens: x.tokens.slice(0, x.reported), ids: x.ids, finishReason: x.finished! })));
+      job.rows = [];
+      return false;
+    });
   }
 
   /** Report text that can no longer turn into a stop sequence, with the tokens it completes. */
