@@ -178,7 +178,7 @@ export async function run(argv: string[]): Promise<void> {
       'inline-server': { type: 'boolean', default: false },
       'engine-thread': { type: 'boolean', default: false },
       'join-wait': { type: 'string', default: '0' },
-      'batch-window': { type: 'string', default: '2' },
+      'batch-window': { type: 'string', default: '0' },
     },
     strict: true,
   });
@@ -295,7 +295,7 @@ async function systemThroughput(problems: number, out: (s?: string) => void): Pr
   const quick = path.join(resourcesDir(), 'checkpoints', 'quick');
   const roles = ['solver', 'verifier', 'corrector'] as const;
   const served = roles.map((r) => loadCheckpointPolicy(path.join(quick, r)));
-  const server = await createModelServer({ policies: served, batchWindowMs: 2, log: () => {} });
+  const server = await createModelServer({ policies: served, log: () => {} });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-system-'));
   const k = 4;
   const base = deepMerge(presetDocument('quick'), { pipeline: { mode: 'sync' }, eval: { problems, k } });

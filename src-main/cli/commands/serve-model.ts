@@ -38,7 +38,7 @@ decodes joins it at the next step).
   --token TOKEN      API key clients must send (Authorization: Bearer TOKEN), at least 16 characters;
                      when given it is required on loopback too
   --batch-window MS  how long a request reaching an idle server waits for others to start a batch
-                     with (default 2; 0 starts at once; later ones join the running batch at its next step)
+                     with (default 0: at once; later ones join the running batch at its next step)
   --join-wait MS     how long requests arriving while a batch decodes may wait to join it together,
                      sharing one prefill (default 0: each joins at the next step)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
@@ -77,7 +77,7 @@ export const serveModelCommand: Command = {
     }
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
-    const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 2;
+    const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 0;
     const joinWaitMs = intFlag('join-wait', values['join-wait'], 0, 10_000, usage) ?? 0;
     if (values.role !== undefined && !ROLES.includes(values.role as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`, usage);
     const backends = ['auto', 'tensorflow', 'wasm', 'cpu'];

@@ -30,7 +30,7 @@ export interface ModelServerOptions {
   host?: string;
   port?: number;
   token?: string | null;
-  /** Quiet window an idle server waits for more requests before it starts a batch, ms (default 2; 0 starts at once). */
+  /** Quiet window an idle server waits for more requests before it starts a batch, ms (default 0: at once). */
   batchWindowMs?: number;
   /** Most choices decoded in one batch (default 64). */
   maxBatchRows?: number;
