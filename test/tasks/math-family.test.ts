@@ -95,11 +95,15 @@ describe('math family, shipped generator', () => {
     const steps = p.meta.steps as { left: number; op: string; operand: number; result: number }[];
     const lines = steps.map((s) => `${s.left} ${s.op} ${s.operand} = ${s.result}`);
     expect(family.solverTarget(p)).toBe(`${lines.join('\n')}\n\\boxed{${p.answer}}`);
-    // The Verifier works the steps again ("gives", never the solution's "="), then sets the two answers side by side.
-    const worked = steps.map((s, i) => `Step ${i + 1}: ${s.left} ${s.op} ${s.operand} gives ${s.result}.`).join('\n');
-    expect(family.verifierTarget(p, family.solverTarget(p))).toBe(`${worked}\nAnswer: ${p.answer}. The solution has ${p.answer}.\nVerdict: correct`);
+    // The Verifier works the steps again in words (never the solution's "a - b ="), sets the two answers side by side, then their difference.
+    const words: Record<string, string> = { '+': 'plus', '-': 'minus', '*': 'times', '/': 'divided by' };
+    const worked = steps.map((s, i) => `Step ${i + 1}: ${s.left} ${words[s.op]} ${s.operand} gives ${s.result}.`).join('\n');
+    expect(worked).toMatch(/^Step 1: \d+ (plus|minus|times|divided by) \d+ gives \d+\.\nStep 2: /);
+    expect(family.verifierTarget(p, family.solverTarget(p))).toBe(`${worked}\nAnswer: ${p.answer}. The solution has ${p.answer}.\nDifference: ${p.answer} - ${p.answer} gives 0.\nVerdict: correct`);
     const slipped = `${lines[0].replace(/= (\d+)$/, (_, r: string) => `= ${Number(r) + 1}`)}\n\\boxed{${Number(steps[0].result) + 1}}`;
-    expect(family.verifierTarget(p, slipped)).toBe(`${worked}\nAnswer: ${p.answer}. The solution has ${steps[0].result + 1}.\nVerdict: incorrect`);
+    const theirs = steps[0].result + 1;
+    expect(family.verifierTarget(p, slipped)).toBe(`${worked}\nAnswer: ${p.answer}. The solution has ${theirs}.\nDifference: ${theirs} - ${p.answer} gives ${theirs - Number(p.answer)}.\nVerdict: incorrect`);
+    // No boxed answer: nothing to subtract.
     expect(family.verifierTarget(p, 'I do not know')).toBe(`${worked}\nAnswer: ${p.answer}. The solution has no boxed answer.\nVerdict: incorrect`);
   });
 

@@ -12,10 +12,10 @@
  *  - Solver: generated problems write one `a op b = c` line per step, then `\boxed{answer}`; file
  *    problems write the file's solution (ending with a box of the reference answer when it has
  *    none), or `\boxed{answer}` alone when the file has no solution.
- *  - Verifier (generated): one line per step of the reference chain, saying whether the solution's
- *    step is right (`Step 2: 10 - 4 = 6, right.`), wrong (`…, not 5.`) or missing, then the final
- *    answer's check, then the verdict line. Files: the answer check and the verdict line (a free-form
- *    solution has no checkable steps).
+ *  - Verifier (generated): the reference chain worked again in words (`Step 2: 10 minus 4 gives
+ *    6.`), the reference answer beside the solution's (`Answer: 6. The solution has 5.`), their
+ *    difference (`Difference: 5 - 6 gives -1.`), then the verdict line (see verifierTarget). Files:
+ *    the answer check and the verdict line (a free-form solution has no checkable steps).
  *  - Corrector: the given solution when it is right and boxed, else the reference solution.
  *
  * Splits: by a hash of the canonical problem (generated: person, thing, start, operations; files:
@@ -63,6 +63,8 @@ export interface MathFamilyOptions {
 /** Words and symbols the targets add to what the problems and templates contain. */
 const TARGET_TEXT = `Step: gives right. The solution has Answer is wrong no boxed answer ${verdictLine('approve')} ${verdictLine('reject')} \\boxed{} +-*/= \n`;
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+/** How the Verifier's target names each operation (see verifierTarget). */
+const OPERATION_WORDS: Readonly<Record<Operation, string>> = { '+': 'plus', '-': 'minus', '*': 'times', '/': 'divided by' };
 
 function boxed(answer: string): string {
   return `\\boxed{${answer}}`;
@@ -117,13 +119,17 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
 
   /**
    * A generated problem's Verifier works the problem again and then compares: its own steps, its
-   * answer beside the solution's, the verdict. Two choices keep a tiny model from the shortcuts it
-   * otherwise takes (seen on the tiny-qwen warm start, which approved everything):
-   *  - its steps say "a op b gives c", not the solution's "a op b = c": after an "=" that the
-   *    solution also wrote, copying the solution's next number is the easiest thing to learn, and
-   *    it is right exactly when the solution is;
-   *  - the two answers stand side by side in its own text just before the verdict, so deciding is
-   *    comparing two nearby numbers, not one against a number far back in the prompt.
+   * answer beside the solution's, their difference, the verdict. Each choice keeps a tiny model
+   * from a shortcut it took on the tiny-qwen warm start (resources/checkpoints/README.md):
+   *  - its steps are in words, "a minus b gives c", not the solution's "a - b = c": after the
+   *    same tokens the solution wrote, copying the solution's next number is the easiest thing to
+   *    learn, and it is right exactly when the solution is (with "a - b gives c" it still copied
+   *    the solution's slips, "4 - 1 gives 2");
+   *  - the two answers stand side by side just before the verdict, so deciding compares two nearby
+   *    numbers, not one against a number far back in the prompt;
+   *  - the difference of the two turns that comparison into the subtraction the model learns
+   *    anyway: without it the Verifier wrote both numbers right and "Verdict: correct" regardless
+   *    (4 of 19 wrong solutions caught), with it the verdict follows the difference.
    * Problems from files (no steps) keep the one-line finding.
    */
   const verifierTarget = (problem: Problem, solutionText: string): string => {
@@ -131,8 +137,10 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     const verdict = verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject');
     if (!meta) return [answerFinding(problem, solutionText), verdict].join('\n');
     const { answer } = parseBoxedSolution(solutionText);
-    const lines = meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${step.op} ${step.operand} gives ${step.result}.`);
+    const lines = meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${OPERATION_WORDS[step.op]} ${step.operand} gives ${step.result}.`);
     lines.push(`Answer: ${problem.answer}. The solution has ${answer === null ? 'no boxed answer' : answer}.`);
+    const theirs = answer === null ? NaN : Number(answer);
+    if (Number.isFinite(theirs)) lines.push(`Difference: ${answer} - ${problem.answer} gives ${theirs - Number(problem.answer)}.`);
     lines.push(verdict);
     return lines.join('\n');
   };
