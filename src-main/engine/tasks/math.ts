@@ -123,8 +123,9 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
    * from a shortcut it took on the tiny-qwen warm start (resources/checkpoints/README.md):
    *  - its steps are in words, "a minus b gives c", not the solution's "a - b = c": after the
    *    same tokens the solution wrote, copying the solution's next number is the easiest thing to
-   *    learn, and it is right exactly when the solution is (with "a - b gives c" it still copied
-   *    the solution's slips, "4 - 1 gives 2");
+   *    learn, and it is right exactly when the solution is (with "a - b gives c" it copied the
+   *    solution's slips, "4 - 1 gives 2"). Words make the copy less literal, not impossible: a
+   *    Verifier prompt that shows only `{answer}` leaves no steps to copy;
    *  - the two answers stand side by side just before the verdict, so deciding compares two nearby
    *    numbers, not one against a number far back in the prompt;
    *  - the difference of the two turns that comparison into the subtraction the model learns
