@@ -67,18 +67,18 @@ describe('RequestBatcher scheduling', () => {
     const model = policy.model;
     const stopIds = new Set(policy.tokenizer.stopTokens);
     const withoutStop = Object.create(model) as typeof model;
-    const prefillsAtStep: number[] = [];
-    withoutStop.prefill = (...args) => {
-      prefillsAtStep.push(steps);
-      const out = model.prefill(...args);
+    const noStop = <T extends { logits: Float32Array }>(out: T): T => {
       for (let r = 0; r * model.vocabSize < out.logits.length; r++) for (const id of stopIds) out.logits[r * model.vocabSize + id] = -1e9;
       return out;
     };
+    const prefillsAtStep: number[] = [];
+    withoutStop.prefill = (...args) => {
+      prefillsAtStep.push(steps);
+      return noStop(model.prefill(...args));
+    };
     withoutStop.decodeStep = (...args) => {
       steps++;
-      const out = model.decodeStep(...args);
-      for (let r = 0; r * model.vocabSize < out.logits.length; r++) for (const id of stopIds) out.logits[r * model.vocabSize + id] = -1e9;
-      return out;
+      return noStop(model.decodeStep(...args));
     };
     let steps = 0;
     const batcher = new RequestBatcher(withoutStop, policy.tokenizer, { windowMs: 0 });

@@ -127,8 +127,6 @@ export function emptyBatcherStats(): BatcherStats {
 interface Running {
   cache: DecodeCache | null;
   slots: Array<Row | null>;
-  /** The latest logits of every cache row, [slots.length · V], sampled as soon as they are made. */
-  logits: Float32Array;
   jobs: PendingJob[];
 }
 
@@ -192,7 +190,7 @@ export class RequestBatcher {
 
   private async drain(): Promise<void> {
     this.running = true;
-    const run: Running = { cache: null, slots: [], logits: new Float32Array(0), jobs: [] };
+    const run: Running = { cache: null, slots: [], jobs: [] };
     try {
       await this.decode(run);
     } catch (error) {
@@ -208,22 +206,23 @@ export class RequestBatcher {
    * Move queued requests into the batch, up to `maxRows` choices: prefill their prompts on their
    * own and join that cache to the running one (PolicyModel.joinCaches), finished rows dropped.
    * Without a running batch (or a model that cannot join caches) this is the batch's start.
-   * Returns the cache row of the first admitted row (they are the last ones), or −1 for none.
+   * Returns the admitted rows' place (they are the last cache rows, from `from`) and their
+   * prefill logits, still to be sampled; null when nothing was admitted.
    */
-  private admit(run: Running): number {
+  private admit(run: Running): { from: number; logits: Float32Array } | null {
     const model = this.model;
-    if (run.cache !== null && !model.joinCaches) return -1;
+    if (run.cache !== null && !model.joinCaches) return null;
     const maxRows = this.opts.maxRows ?? 64;
     let rows = run.slots.filter((x) => x !== null).length;
     if (run.cache !== null && rows === 0) {
       // Every row finished (the loop yields once after the last answers): a request that queued
       // meanwhile starts a fresh batch at once, rather than joining an empty cache.
-      if (this.queue.length === 0) return -1;
+      if (this.queue.length === 0) return null;
       model.disposeCache(run.cache);
       run.cache = null;
       run.slots = [];
     }
-    if (run.cache !== null && this.queue.length > 0 && !this.joinDue(rows, maxRows)) return -1;
+    if (run.cache !== null && this.queue.length > 0 && !this.joinDue(rows, maxRows)) return null;
     const jobs: PendingJob[] = [];
     while (this.queue.length > 0 && (rows === 0 || rows + this.queue[0].params.n <= maxRows)) {
       const job = this.queue.shift()!;
@@ -231,7 +230,7 @@ export class RequestBatcher {
       jobs.push(job);
     }
     this.stats.queued = this.queue.length;
-    if (jobs.length === 0) return -1;
+    if (jobs.length === 0) return null;
     this.stats.prefills++;
     const fresh: Row[] = [];
     for (const job of jobs) {
@@ -245,34 +244,29 @@ export class RequestBatcher {
     const padded = fresh.map((r, i) => [...new Array<number>(leftPad[i]).fill(r.job.prompt[0]), ...r.job.prompt]);
     // Positions the cache must still hold for a row: what it may yet generate.
     const remaining = (r: Row) => Math.max(0, Math.min(r.job.params.maxTokens, model.context - r.job.prompt.length) - r.ids.length);
+    let logits: Float32Array;
     if (run.cache === null) {
       const out = model.prefill(padded, leftPad, T + Math.max(...fresh.map(remaining)));
       run.cache = out.cache;
-      run.logits = out.logits;
+      logits = out.logits;
       run.slots = fresh;
       this.stats.batches++;
     } else {
-      const V = model.vocabSize;
+      // The running rows' last logits were sampled as they came: only their cache rows move.
       const keep = run.slots.flatMap((x, r) => (x !== null ? [r] : []));
       if (keep.length < run.slots.length) {
         run.cache = model.selectCacheRows(run.cache, keep);
-        const logits = new Float32Array(keep.length * V);
-        keep.forEach((r, i) => logits.set(run.logits.subarray(r * V, (r + 1) * V), i * V));
-        run.logits = logits;
         run.slots = keep.map((r) => run.slots[r]);
       }
       const out = model.prefill(padded, leftPad, T);
       const kept = run.slots as Row[];
       run.cache = model.joinCaches!([run.cache, out.cache], Math.max(...[...kept, ...fresh].map(remaining)));
-      const logits = new Float32Array(run.logits.length + out.logits.length);
-      logits.set(run.logits);
-      logits.set(out.logits, run.logits.length);
-      run.logits = logits;
+      logits = out.logits;
       run.slots = [...kept, ...fresh];
       this.stats.joined += jobs.length;
     }
     this.stats.largestBatch = Math.max(this.stats.largestBatch, run.slots.length);
-    return run.slots.length - fresh.length;
+    return { from: run.slots.length - fresh.length, logits };
   }
 
   /**
@@ -301,19 +295,17 @@ export class RequestBatcher {
   private async decode(run: Running): Promise<void> {
     const model = this.model;
     for (;;) {
-      const fresh = this.admit(run);
+      const admitted = this.admit(run);
       if (run.cache === null) return;
-      if (fresh >= 0) {
-        this.sampleRows(run, fresh);
+      if (admitted) {
+        this.sampleRows(run, admitted.from, admitted.logits);
         this.finishJobs(run);
       }
       const { slots } = run;
       const live = slots.flatMap((x, r) => (x !== null ? [r] : []));
       if (live.length === 0) {
-        model.disposeCache(run.cache);
-        run.cache = null;
-        run.slots = [];
-        // Requests that queued during the batch start the next one at once (they waited already).
+        // Every row finished. Requests that queued meanwhile start the next batch at once (admit
+        // drops the empty cache; they waited already); with none, drain disposes it.
         if (this.queue.length === 0) return;
         continue;
       }
@@ -332,20 +324,22 @@ export class RequestBatcher {
       this.stats.rowSteps += live.length;
       const out = model.decodeStep(tokens, positions, run.cache, run.slots.map((x) => x !== null));
       run.cache = out.cache;
-      run.logits = out.logits;
-      this.sampleRows(run, 0);
+      this.sampleRows(run, 0, out.logits);
       this.finishJobs(run);
       // Let finished responses and streamed chunks go out, and new requests queue up.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
-  /** Sample the next token of live rows `from`… from `run.logits`; a row that ends is set to null. */
-  private sampleRows(run: Running, from: number): void {
+  /**
+   * Sample the next token of the live rows `from`… (their logits, [(slots.length − from) · V]);
+   * a row that ends is set to null.
+   */
+  private sampleRows(run: Running, from: number, logits: Float32Array): void {
     const model = this.model;
     const V = model.vocabSize;
     const stopIds = this.tokenizer.stopTokens;
-    const { slots, logits } = run;
+    const { slots } = run;
     for (let r = from; r < slots.length; r++) {
       const row = slots[r];
       if (row === null) continue;
@@ -355,7 +349,7 @@ export class RequestBatcher {
         slots[r] = null;
         continue;
       }
-      const rowLogits = logits.subarray(r * V, (r + 1) * V);
+      const rowLogits = logits.subarray((r - from) * V, (r - from + 1) * V);
       const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
       const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
       // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
