@@ -90,8 +90,9 @@ export function warmStartExample(family: TaskFamily, role: Role, problem: Proble
   // then the verdict, which is what the Corrector reads in a run. Warm-started on a bare verdict
   // line, a tiny-qwen Corrector met reports it had never seen and often wrote garbage: at the first
   // evaluation it repaired 7% of the answers a sampling Verifier rejected, and 24% once
-  // warm-started on reports (resources/checkpoints/README.md). The character families keep the verdict line their shipped
-  // warm starts were made with (their Verifier's findings are a few characters).
+  // warm-started on reports (resources/checkpoints/README.md). The character families keep the
+  // verdict line their shipped warm starts were made with (their Verifier's findings are a few
+  // characters).
   const report = family.format ? family.verifierTarget(problem, solution) : verdictText('reject');
   return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
 }

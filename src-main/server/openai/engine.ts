@@ -68,7 +68,6 @@ function threadEntry(): { file: string; execArgv: string[] } {
   return { file: path.join(here, 'engine-thread-entry.mjs'), execArgv: [] };
 }
 
-
 export class ThreadEngine {
   private readonly pending = new Map<number, Pending>();
   private readonly stats = new Map<string, BatcherStats>();
