@@ -44,9 +44,17 @@ afterAll(async () => {
   await served?.close();
 });
 
-async function addEndpoint(name: string, fields: Record<string, string>): Promise<void> {
-  await page.getByLabel('New endpoint name').fill(name);
-  await page.getByTestId('add-endpoint').click();
+/**
+ * The first endpoint is added with the button; later ones with Enter in the name field, which
+ * the form also takes. A click can miss: the previous endpoint's fields revalidate meanwhile, and
+ * a message appearing above the button (the unset key variable's) moves it between Playwright's
+ * check and its click, so the click lands on the page (CI run of cca99c0).
+ */
+async function addEndpoint(name: string, fields: Record<string, string>, how: 'button' | 'enter' = 'enter'): Promise<void> {
+  const nameInput = page.getByLabel('New endpoint name');
+  await nameInput.fill(name);
+  if (how === 'button') await page.getByTestId('add-endpoint').click();
+  else await nameInput.press('Enter');
   await page.locator(`[data-endpoint="${name}"]`).waitFor();
   for (const [field, value] of Object.entries(fields)) await page.locator(`#field-endpoints-${name}-${field}`).fill(value);
 }
@@ -71,7 +79,7 @@ describe('new-run form: served endpoints', () => {
     await expect.poll(() => page.getByTestId('form-status').textContent(), POLL).toMatch(/Valid/);
     expect(await page.getByTestId('check-endpoints').isDisabled()).toBe(true);
 
-    await addEndpoint('down', { base_url: closedUrl, model: 'served-model' });
+    await addEndpoint('down', { base_url: closedUrl, model: 'served-model' }, 'button');
     await addEndpoint('keyless', { base_url: served.baseUrl, model: 'served-model', api_key_env: MISSING_VARIABLE });
     await addEndpoint('wrong', { base_url: served.baseUrl, model: 'not-this-one', api_key_env: KEY_VARIABLE });
     // The key field takes a variable's NAME: a key pasted there is refused by the schema.
