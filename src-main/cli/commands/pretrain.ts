@@ -5,7 +5,7 @@ import type { Role } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
-import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, saveHfWarmStart, type PretrainEval } from '../../engine/training/pretrain';
+import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, assertSolverSizes, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
@@ -28,7 +28,9 @@ improve in it). Point a config's policies.<id>.init at DIR/<id> to start from it
 policy is written as a Hugging Face folder (config.json, model.safetensors, tokenizer files,
 marsrl-pretrain.json with the scores): point its model.path at DIR/<id>. With pretrain.hf_scratch
 (the tiny-qwen preset) Hugging Face policies start from a tiny Qwen3 made from scratch for the
-task (tokenizer learned on its texts, fresh weights), not from the weights at model.path.`;
+task (tokenizer learned on its texts, fresh weights), not from the weights at model.path. With
+pretrain.start_from_solver the Verifier's and Corrector's policies start from the Solver's weights
+after its last step (not its kept one), so they begin knowing the Solver's arithmetic.`;
 
 function score(e: PretrainEval): number {
   const values = Object.values(e.scores) as number[];
@@ -78,8 +80,11 @@ export const pretrainCommand: Command = {
     const bar = new ProgressLine();
     bar.log(`Backend ${backend.name} (${backend.threads} thread${backend.threads === 1 ? '' : 's'}); task ${config.task.family} difficulty ${config.task.difficulty}; policies ${[...policies.keys()].join(', ')}.`);
     const ordered = [...policies.values()].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
+    if (config.pretrain.start_from_solver && roles.solver) for (const policy of ordered) if (policy !== roles.solver) assertSolverSizes(policy, roles.solver);
     const report: Record<string, { chosenStep: number; scores: Partial<Record<Role, number>>; history: PretrainEval[] }> = {};
     let solverSamples: Map<string, string> | undefined;
+    // The Solver's weights at its last step, not at its kept one (pretrain.start_from_solver).
+    let solverLastWeights: Float32Array | null = null;
     const started = Date.now();
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
@@ -89,6 +94,7 @@ export const pretrainCommand: Command = {
       }
       const policyRoles = rolesOf(config, policy.id);
       const isSolver = policyRoles.includes('solver');
+      if (!isSolver && config.pretrain.start_from_solver && roles.solver) startFromSolverWeights(policy, roles.solver, solverLastWeights ?? (await readWeights(roles.solver.model)));
       // A policy that is not the Solver is held to the targets of the roles it plays.
       const targetRoles = isSolver ? [] : policyRoles.filter((r) => roleTargets[r] !== undefined);
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
@@ -115,6 +121,7 @@ export const pretrainCommand: Command = {
           bar.log(`  ${policy.id} @ ${e.step}: ${Object.entries(e.scores).map(([r, v]) => `${r} ${number(v, 3)}`).join(', ')}${e.sampledSolver !== undefined ? `, solver sampled ${number(e.sampledSolver, 3)}` : ''}`);
         },
       });
+      if (isSolver && config.pretrain.start_from_solver) solverLastWeights = await readWeights(policy.model);
       const chosen = best as { step: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null;
       if (!chosen) throw new Error(`no evaluation was made for ${policy.id}`);
       policy.model.setWeights(chosen.weights);

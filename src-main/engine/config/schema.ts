@@ -277,6 +277,12 @@ export const PretrainSchema = z.strictObject({
   lr: z.number().gt(0).max(1).default(3e-3).describe('Peak warm-start learning rate (linear warm-up, cosine decay).'),
   batch_size: z.number().int().min(1).max(4096).default(32).describe('Sequences per warm-start batch.'),
   warmup_steps: z.number().int().min(0).max(100_000).default(20).describe('Linear warm-up steps.'),
+  start_from_solver: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Warm-start the Verifier\'s and Corrector\'s policies from the Solver\'s weights after its last warm-start step instead of from fresh weights (issue #14, the tiny-qwen preset): they begin knowing the arithmetic the Solver learned. Their models must have the Solver\'s sizes.',
+    ),
   hf_scratch: HfScratchSchema.optional().describe(
     'Hugging Face policies only (issue #14, the tiny-qwen preset): warm-start a tiny Qwen3 made from scratch — a byte-level BPE tokenizer learned on the task\'s texts and fresh weights of these sizes — instead of the weights at model.path; pretrain writes each result as a Hugging Face folder.',
   ),

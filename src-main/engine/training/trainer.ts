@@ -20,6 +20,7 @@ import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import { initBackend, type BackendInfo } from '../model/backend';
 import { MemoryBudget, optimizerBytes, setMemoryBudget, weightBytes } from '../model/gpu-memory';
+import { readWeights } from '../model/readback';
 import { sharedBaseOf } from '../hf/lora';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetricsAsync, type EvaluationResult, type FixedSolution } from './evaluate';
@@ -31,7 +32,7 @@ import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from '../s
 import type { EndpointPool } from '../served/pool';
 import { servedRole } from '../served/roles';
 import { rolloutEpisodesAsync, type RolloutTurn, type ServedRole } from './rollout';
-import { pretrainPolicy, sampleSolverSolutionsAsync } from './pretrain';
+import { assertSolverSizes, pretrainPolicy, sampleSolverSolutionsAsync, startFromSolverWeights } from './pretrain';
 import {
   evaluationSet,
   loadTaskData,
@@ -353,6 +354,7 @@ async function warmStart(
   let solverSamples: Map<string, string> | undefined;
   // The Solver first: the Verifier and Corrector then learn from its real samples.
   const ordered = [...targets].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
+  if (config.pretrain.start_from_solver && roles.solver) for (const policy of ordered) if (policy !== roles.solver) assertSolverSizes(policy, roles.solver);
   let globalStep = 0;
   for (const policy of ordered) {
     if (roles.solver && policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
@@ -362,7 +364,9 @@ async function warmStart(
     }
     await yieldToEventLoop();
     if (options.signal?.aborted) throw new Error('stopped during warm start');
-    store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps`, { policy: policy.id });
+    // The Solver went first, so its weights are those after its last step.
+    if (config.pretrain.start_from_solver && roles.solver && policy !== roles.solver) startFromSolverWeights(policy, roles.solver, await readWeights(roles.solver.model));
+    store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps${config.pretrain.start_from_solver && policy !== roles.solver ? ` from the Solver's weights` : ''}`, { policy: policy.id });
     await pretrainPolicy(policy, {
       family: data.family,
       config,
