@@ -105,6 +105,13 @@ describe('math family, shipped generator', () => {
     expect(family.verifierTarget(p, slipped)).toBe(`${worked}\nAnswer: ${p.answer}. The solution has ${theirs}.\nDifference: ${theirs} - ${p.answer} gives ${theirs - Number(p.answer)}.\nVerdict: incorrect`);
     // No boxed answer: nothing to subtract.
     expect(family.verifierTarget(p, 'I do not know')).toBe(`${worked}\nAnswer: ${p.answer}. The solution has no boxed answer.\nVerdict: incorrect`);
+
+    // A Verifier shown only the final answer has no steps to copy: it works them as the Solver writes them.
+    const answerOnly = createMathFamily({ prompts: { verifier: { system: 'Compare.', user: 'Problem:\n{question}\n\nGiven answer: {answer}' } } });
+    expect(answerOnly.verifierTarget(p, slipped)).toBe(`${lines.join('\n')}\nAnswer: ${p.answer}. The solution has ${theirs}.\nDifference: ${theirs} - ${p.answer} gives ${theirs - Number(p.answer)}.\nVerdict: incorrect`);
+    // {solution} in the system message counts as showing it.
+    const inSystem = createMathFamily({ prompts: { verifier: { system: 'Check this: {solution}', user: '{question}' } } });
+    expect(inSystem.verifierTarget(p, slipped).startsWith(worked)).toBe(true);
   });
 
   it('constructs plausible mistakes that are always wrong and well formed, of several kinds', () => {

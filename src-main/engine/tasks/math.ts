@@ -12,10 +12,11 @@
  *  - Solver: generated problems write one `a op b = c` line per step, then `\boxed{answer}`; file
  *    problems write the file's solution (ending with a box of the reference answer when it has
  *    none), or `\boxed{answer}` alone when the file has no solution.
- *  - Verifier (generated): the reference chain worked again in words (`Step 2: 10 minus 4 gives
- *    6.`), the reference answer beside the solution's (`Answer: 6. The solution has 5.`), their
- *    difference (`Difference: 5 - 6 gives -1.`), then the verdict line (see verifierTarget). Files:
- *    the answer check and the verdict line (a free-form solution has no checkable steps).
+ *  - Verifier (generated): the reference chain worked again — in words (`Step 2: 10 minus 4 gives
+ *    6.`) when its prompt shows the solution, else as the Solver writes it (`10 - 4 = 6`) — the
+ *    reference answer beside the solution's (`Answer: 6. The solution has 5.`), their difference
+ *    (`Difference: 5 - 6 gives -1.`), then the verdict line (see verifierTarget). Files: the
+ *    answer check and the verdict line (a free-form solution has no checkable steps).
  *  - Corrector: the given solution when it is right and boxed, else the reference solution.
  *
  * Splits: by a hash of the canonical problem (generated: person, thing, start, operations; files:
@@ -99,6 +100,8 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
   const format = templatedFormat(templates);
   const records = options.records ?? (options.mathPath !== undefined ? readMathFile(options.mathPath) : null);
   const templateChars = Object.values(templates).map((t) => t.system + t.user).join('');
+  // Whether the Verifier is shown the solution's steps, which its target must not invite it to copy (verifierTarget).
+  const verifierSeesSteps = /\{solution\}/.test(templates.verifier.system + templates.verifier.user);
 
   const checkAnswer = (problem: Problem, answer: string | null) => answer !== null && mathAnswersEqual(problem.answer, answer);
   const isRight = (problem: Problem, text: string) => checkAnswer(problem, parseBoxedSolution(text).answer);
@@ -121,11 +124,14 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
    * A generated problem's Verifier works the problem again and then compares: its own steps, its
    * answer beside the solution's, their difference, the verdict. Each choice keeps a tiny model
    * from a shortcut it took on the tiny-qwen warm start (resources/checkpoints/README.md):
-   *  - its steps are in words, "a minus b gives c", not the solution's "a - b = c": after the
-   *    same tokens the solution wrote, copying the solution's next number is the easiest thing to
-   *    learn, and it is right exactly when the solution is (with "a - b gives c" it copied the
-   *    solution's slips, "4 - 1 gives 2"). Words make the copy less literal, not impossible: a
-   *    Verifier prompt that shows only `{answer}` leaves no steps to copy;
+   *  - when its prompt shows the solution (`{solution}`), its steps are in words, "a minus b
+   *    gives c", not the solution's "a - b = c": after the same tokens the solution wrote, copying
+   *    the solution's next number is the easiest thing to learn, and it is right exactly when the
+   *    solution is (with "a - b gives c" it copied the solution's slips, "4 - 1 gives 2"). Words
+   *    make the copy less literal, not impossible. A prompt that shows only the final answer
+   *    (`{answer}`, the tiny-qwen preset) leaves no steps to copy, so the steps are the Solver's
+   *    own "a - b = c": a Verifier warm-started from the Solver (pretrain.start_from_solver)
+   *    then reuses the working-out it already knows;
    *  - the two answers stand side by side just before the verdict, so deciding compares two nearby
    *    numbers, not one against a number far back in the prompt;
    *  - the difference of the two turns that comparison into the subtraction the model learns
@@ -138,7 +144,7 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     const verdict = verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject');
     if (!meta) return [answerFinding(problem, solutionText), verdict].join('\n');
     const { answer } = parseBoxedSolution(solutionText);
-    const lines = meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${OPERATION_WORDS[step.op]} ${step.operand} gives ${step.result}.`);
+    const lines = verifierSeesSteps ? meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${OPERATION_WORDS[step.op]} ${step.operand} gives ${step.result}.`) : meta.steps.map(stepText);
     lines.push(`Answer: ${problem.answer}. The solution has ${answer === null ? 'no boxed answer' : answer}.`);
     const theirs = answer === null ? NaN : Number(answer);
     if (Number.isFinite(theirs)) lines.push(`Difference: ${answer} - ${problem.answer} gives ${theirs - Number(problem.answer)}.`);
