@@ -266,14 +266,3 @@ export const CHARACTER_FORMAT: AgentTextFormat = { solverPrompt, verifierPrompt,
 export function textFormatOf(family: Pick<TaskFamily, 'format'>): AgentTextFormat {
   return family.format ?? CHARACTER_FORMAT;
 }
-
-/**
- * What a Verifier that knows the truth writes about `solution`, for a Corrector to read: in the
- * chat-style families (math) the family's reference report (`verifierTarget`: findings, then the
- * verdict), which the Corrector's warm start reads, so the oracle-Verifier control and the warm
- * start give it the same kind of report a trained Verifier writes; in the character families the
- * bare verdict line their Corrector's shipped warm start read.
- */
-export function referenceReport(family: Pick<TaskFamily, 'format' | 'verifierTarget'>, problem: Problem, solution: string, verdict: Verdict): string {
-  return family.format ? family.verifierTarget(problem, solution) : CHARACTER_FORMAT.verdictText(verdict);
-}

@@ -33,7 +33,7 @@
 import type { Role, RunConfig } from '../config/schema';
 import { ROLES } from '../config/schema';
 import type { Verdict } from '../agents';
-import { chatMessagesOf, referenceReport, textFormatOf } from '../agents/prompts';
+import { chatMessagesOf, textFormatOf } from '../agents/prompts';
 import { initBackend } from '../model/backend';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import type { TurnView } from '../store';
@@ -394,7 +394,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
             report = v.text;
           } else if (mode === 'oracle') {
             verdict = current.correct ? 'approve' : 'reject';
-            const text = referenceReport(data.family, problem, current.text, verdict);
+            const text = format.verdictText(verdict);
             await step('verifier', round, ORACLE_PROMPT, () => ({ verdict, correct: true, formatValid: true }), text);
             report = text;
           } else verdict = 'reject';

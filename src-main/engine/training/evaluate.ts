@@ -5,8 +5,7 @@
  *
  * Two controls tell where a system gain comes from (DESIGN.md):
  * - oracle Verifier: the verdict is the truth of the solution, so the Corrector is the only
- *   learned part after the Solver; its report is the family's reference report (`referenceReport`:
- *   for math the findings and verdict a Corrector's warm start reads, else the bare verdict);
+ *   learned part after the Solver;
  * - Corrector on every answer, no Verifier: every Solver answer is repaired as if rejected.
  * Both greedy accuracy and sampled avg@k / pass@k are reported, because sampled reward lags
  * greedy accuracy in small policies.
@@ -20,7 +19,7 @@
  */
 import type { Role, RunConfig } from '../config/schema';
 import type { Verdict } from '../agents';
-import { referenceReport, textFormatOf } from '../agents/prompts';
+import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
@@ -98,7 +97,7 @@ export function runChains(ctx: EvalContext, problems: readonly Problem[], sample
 
 /** `runChains` as a paused computation. */
 export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], samples: number, temperature: number, mode: VerifierMode, seed: number): RolloutSteps<EvalChain[]> {
-  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict } = textFormatOf(ctx.family);
+  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, parseVerdict, verdictText } = textFormatOf(ctx.family);
   const chains: EvalChain[] = [];
   for (const problem of problems) {
     for (let s = 0; s < samples; s++) chains.push({ problem, sample: s, steps: [], solverCorrect: false, finalAnswer: null, finalCorrect: false });
@@ -130,9 +129,8 @@ export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], 
       rejected = active.filter((i) => !current[i].correct);
       for (const i of active) {
         const verdict: Verdict = current[i].correct ? 'approve' : 'reject';
-        const report = referenceReport(ctx.family, chains[i].problem, current[i].text, verdict);
-        chains[i].steps.push({ role: 'verifier', round, prompt: '(oracle)', text: report, verdict, correct: true });
-        reports.set(i, report);
+        chains[i].steps.push({ role: 'verifier', round, prompt: '(oracle)', text: verdictText(verdict), verdict, correct: true });
+        reports.set(i, verdictText(verdict));
       }
     } else {
       rejected = active;

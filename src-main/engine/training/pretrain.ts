@@ -21,7 +21,7 @@ import { exportHfFolder } from '../hf/export';
 import { hfModelIdentity, hfNamedTensors } from '../hf/load';
 import { HfModel } from '../hf/model';
 import { taskCorpus, writeTinyQwenModel } from '../hf/tiny-qwen';
-import { referenceReport, textFormatOf } from '../agents/prompts';
+import { textFormatOf } from '../agents/prompts';
 import { createOptimizer } from '../model/optim';
 import type { PolicyTokenizer } from '../model/policy-model';
 import { syncWhereReadable } from '../model/readback';
@@ -73,7 +73,7 @@ function* sampleSolverSolutionsSteps(policy: PolicyRuntime, problems: readonly P
  * judged solutions half of the time when present.
  */
 export function warmStartExample(family: TaskFamily, role: Role, problem: Problem, rng: Rng, solverSamples?: Map<string, string>): WarmStartExample {
-  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution } = textFormatOf(family);
+  const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, verdictText } = textFormatOf(family);
   if (role === 'solver') return { role, prompt: solverPrompt(problem), target: family.solverTarget(problem) };
   const reference = family.solverTarget(problem);
   const own = solverSamples?.get(problem.key);
@@ -93,7 +93,7 @@ export function warmStartExample(family: TaskFamily, role: Role, problem: Proble
   // warm-started on reports (resources/checkpoints/README.md). The character families keep the
   // verdict line their shipped warm starts were made with (their Verifier's findings are a few
   // characters).
-  const report = referenceReport(family, problem, solution, 'reject');
+  const report = family.format ? family.verifierTarget(problem, solution) : verdictText('reject');
   return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
 }
 
