@@ -28,23 +28,23 @@ describe('pretrain of a tiny Qwen3 from scratch', () => {
     const sizes = ['layers=1', 'hidden=16', 'heads=2', 'kv_heads=1', 'head_dim=8', 'intermediate=16', 'merges=60'].map((s) => `pretrain.hf_scratch.${s}`);
     const { config } = loadRunConfig({
       preset: 'tiny-qwen',
-      overrides: ['policies.base.model.lora.rank=4', 'agents.solver=base', 'agents.verifier=base', 'agents.corrector=base', 'pretrain.steps=2', 'pretrain.batch_size=3', 'pretrain.warmup_steps=0', 'task.train_size=60', 'task.test_size=4', 'eval.problems=2', 'rollout.max_response_tokens=24', 'pipeline.segment_tokens=24', ...sizes],
+      overrides: ['policies.solver.model.lora.rank=4', 'agents.verifier=solver', 'agents.corrector=solver', 'pretrain.steps=2', 'pretrain.batch_size=3', 'pretrain.warmup_steps=0', 'task.train_size=60', 'task.test_size=4', 'eval.problems=2', 'rollout.max_response_tokens=24', 'pipeline.segment_tokens=24', ...sizes],
     });
-    expect(config.policies.base.model.kind === 'hf' && config.policies.base.model.lora?.rank).toBe(4);
+    expect(config.policies.solver.model.kind === 'hf' && config.policies.solver.model.lora?.rank).toBe(4);
     const data = loadTaskData(config);
     scratch = prepareHfScratch(config, data.family, data.train);
     expect(scratch).not.toBeNull();
-    // The policy pretrain trains (every role plays it) starts from the scratch model; unused ones are left alone.
-    const base = config.policies.base.model;
-    expect(base.kind === 'hf' && base.path).toBe(scratch);
+    // The policy pretrain trains (every role plays it here) starts from the scratch model; unused ones are left alone.
+    const trainedModel = config.policies.solver.model;
+    expect(trainedModel.kind === 'hf' && trainedModel.path).toBe(scratch);
     // A warm start trains every weight: the LoRA block the run would use is dropped.
-    expect(base.kind === 'hf' && base.lora).toBeUndefined();
-    const spare = config.policies.solver.model;
-    expect(spare.kind === 'hf' && spare.path).toBe('checkpoints/tiny-qwen/base');
+    expect(trainedModel.kind === 'hf' && trainedModel.lora).toBeUndefined();
+    const spare = config.policies.verifier.model;
+    expect(spare.kind === 'hf' && spare.path).toBe('checkpoints/tiny-qwen/verifier');
     const made = JSON.parse(fs.readFileSync(path.join(scratch!, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(made).toMatchObject({ architectures: ['Qwen3ForCausalLM'], hidden_size: 16, num_hidden_layers: 1, num_key_value_heads: 1, head_dim: 8, tie_word_embeddings: true });
 
-    const { policy } = createPolicy('base', config.policies.base, data.tokenizer, config.seed);
+    const { policy } = createPolicy('solver', config.policies.solver, data.tokenizer, config.seed);
     const before = policy.model.getWeights();
     const history = await pretrainPolicy(policy, { family: data.family, config, pretrain: config.pretrain, train: data.train, heldOut: data.test.slice(0, 2), seed: 1, evalEvery: 0 });
     expect(history.map((e) => e.step)).toEqual([2]);
@@ -52,7 +52,7 @@ describe('pretrain of a tiny Qwen3 from scratch', () => {
     const trained = policy.model.getWeights();
     expect(trained.some((v, i) => v !== before[i])).toBe(true);
 
-    const out = path.join(tmp.dir, 'base');
+    const out = path.join(tmp.dir, 'solver');
     saveHfWarmStart(out, policy, { chosenStep: 2 });
     policy.dispose();
     const info = JSON.parse(fs.readFileSync(path.join(out, PRETRAIN_INFO_FILE), 'utf8')) as { chosenStep: number; configDigest: string; weightsDigest: string };

@@ -1,9 +1,9 @@
 /**
- * The tiny-qwen preset (issue #14): it validates as shipped, its shipped warm start is a Hugging
- * Face folder that loads (Qwen3 architecture, the Studio's tiny tokenizer with its ChatML
- * template, digests as recorded when pretrain wrote it, under 2 MB), and two RL steps of the
- * preset run through LoRA adapters (one per role on the one base) on the generated word problems,
- * at smaller rollout sizes.
+ * The tiny-qwen preset (issue #14): it validates as shipped, each role's shipped warm start is a
+ * Hugging Face folder that loads (Qwen3 architecture, the Studio's tiny tokenizer with its ChatML
+ * template, digests as recorded when pretrain wrote it, under 2 MB), all three from one pretrain
+ * (one tokenizer, one architecture), and two RL steps of the preset run through LoRA adapters (one
+ * per role, each on its role's folder) on the generated word problems, at smaller rollout sizes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,35 +22,45 @@ import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trai
 import { tempDir } from '../helpers/tmp';
 
 const { config: preset } = loadRunConfig({ preset: 'tiny-qwen' });
-const BASE = path.join(resourcesDir(), 'checkpoints/tiny-qwen/base');
+const ROLES = ['solver', 'verifier', 'corrector'] as const;
+const folderOf = (role: string) => path.join(resourcesDir(), 'checkpoints/tiny-qwen', role);
 
 describe('the tiny-qwen preset as shipped', () => {
-  it('validates, with one LoRA policy per role on the shipped base and the math generator', () => {
+  it('validates, with one LoRA policy per role on its role\'s shipped folder and the math generator', () => {
     expect(preset.task.family).toBe('math');
     expect(preset.task.math_path).toBeUndefined();
-    for (const role of ['solver', 'verifier', 'corrector'] as const) {
+    for (const role of ROLES) {
       const policy = preset.policies[preset.agents[role]];
       expect(preset.agents[role]).toBe(role);
       expect(policy.model.kind).toBe('hf');
       if (policy.model.kind !== 'hf') return;
       expect(policy.model.lora?.rank).toBeGreaterThan(0);
       // The preset names the folder relative to the shipped resources.
-      expect(resolveModelFolder(policy.model.path)).toBe(BASE);
+      expect(resolveModelFolder(policy.model.path)).toBe(folderOf(role));
     }
+    // The warm start the folders were made with: the Verifier and Corrector from the Solver's weights,
+    // the Verifier shown the final answer only (resources/checkpoints/README.md).
+    expect(preset.pretrain.start_from_solver).toBe(true);
+    expect(preset.prompts.verifier.user).toContain('{answer}');
+    expect(preset.prompts.verifier.user + preset.prompts.verifier.system).not.toContain('{solution}');
   });
 
-  it('ships a Hugging Face Qwen3 folder under 2 MB whose digests are the ones pretrain recorded', async () => {
+  it.each(ROLES)('ships the %s as a Hugging Face Qwen3 folder under 2 MB whose digests are the ones pretrain recorded', async (role) => {
     await initBackend('wasm');
-    const info = JSON.parse(fs.readFileSync(path.join(BASE, PRETRAIN_INFO_FILE), 'utf8')) as { configDigest: string; weightsDigest: string; chosenStep: number; steps: number };
-    const identity = hfModelIdentity(BASE);
+    const folder = folderOf(role);
+    const info = JSON.parse(fs.readFileSync(path.join(folder, PRETRAIN_INFO_FILE), 'utf8')) as { configDigest: string; weightsDigest: string; chosenStep: number; steps: number };
+    const identity = hfModelIdentity(folder);
     expect(identity.configDigest).toBe(info.configDigest);
     expect(identity.weightsDigest).toBe(info.weightsDigest);
     expect(info.chosenStep).toBeGreaterThan(0);
     expect(info.chosenStep).toBeLessThanOrEqual(info.steps);
-    expect(fs.statSync(path.join(BASE, 'model.safetensors')).size).toBeLessThan(2 * 1024 * 1024);
-    const json = JSON.parse(fs.readFileSync(path.join(BASE, 'config.json'), 'utf8')) as Record<string, unknown>;
+    expect(fs.statSync(path.join(folder, 'model.safetensors')).size).toBeLessThan(2 * 1024 * 1024);
+    const json = JSON.parse(fs.readFileSync(path.join(folder, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(json.architectures).toEqual(['Qwen3ForCausalLM']);
-    const { model, tokenizer } = loadHfModel(BASE);
+    // One pretrain made all three: the same architecture and the same tokenizer as the Solver's.
+    expect(fs.readFileSync(path.join(folder, 'config.json'), 'utf8')).toBe(fs.readFileSync(path.join(folderOf('solver'), 'config.json'), 'utf8'));
+    expect(fs.readFileSync(path.join(folder, 'tokenizer.json'), 'utf8')).toBe(fs.readFileSync(path.join(folderOf('solver'), 'tokenizer.json'), 'utf8'));
+    const { model, tokenizer } = loadHfModel(folder);
     try {
       expect(model.config.qkNorm).toBe(true);
       expect(model.config.vocabSize).toBe(tokenizer.vocabSize);
@@ -113,13 +123,13 @@ describe('two RL steps of the tiny-qwen preset through LoRA', () => {
     expect(heldHfBaseCount()).toBe(0);
   });
 
-  it('checkpoints each role as LoRA adapters on the shipped base, trained by its own optimizer', () => {
-    for (const id of ['solver', 'verifier', 'corrector']) {
+  it('checkpoints each role as LoRA adapters on its shipped folder, trained by its own optimizer', () => {
+    for (const id of ROLES) {
       const rows = store.db.prepare('SELECT path FROM checkpoints WHERE run_id = ? AND policy_id = ? ORDER BY step DESC LIMIT 1').all(runId, id) as { path: string }[];
       expect(rows).toHaveLength(1);
       const manifest = readAnyCheckpointManifest(rows[0].path) as HfCheckpointManifest;
       expect(manifest.family).toBe('hf');
-      expect(manifest.lora?.base.path).toBe(BASE);
+      expect(manifest.lora?.base.path).toBe(folderOf(id));
       expect(manifest.lora?.settings.rank).toBe(8);
       const names = [...openSafetensors(path.join(rows[0].path, PEFT_WEIGHTS)).tensors.keys()];
       expect(names.length).toBeGreaterThan(0);
