@@ -5,7 +5,7 @@ import type { Role } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
-import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, assertSolverSizes, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
+import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
@@ -80,10 +80,10 @@ export const pretrainCommand: Command = {
     const bar = new ProgressLine();
     bar.log(`Backend ${backend.name} (${backend.threads} thread${backend.threads === 1 ? '' : 's'}); task ${config.task.family} difficulty ${config.task.difficulty}; policies ${[...policies.keys()].join(', ')}.`);
     const ordered = [...policies.values()].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
-    if (config.pretrain.start_from_solver && roles.solver) for (const policy of ordered) if (policy !== roles.solver) assertSolverSizes(policy, roles.solver);
+    assertStartFromSolverFits(config, ordered, roles.solver);
     const report: Record<string, { chosenStep: number; scores: Partial<Record<Role, number>>; history: PretrainEval[] }> = {};
     let solverSamples: Map<string, string> | undefined;
-    // The Solver's weights at its last step, not at its kept one (pretrain.start_from_solver).
+    // The Solver's weights at its last step, not at its kept one (pretrain.start_from_solver); the Solver goes first.
     let solverLastWeights: Float32Array | null = null;
     const started = Date.now();
     for (const policy of ordered) {
@@ -94,7 +94,7 @@ export const pretrainCommand: Command = {
       }
       const policyRoles = rolesOf(config, policy.id);
       const isSolver = policyRoles.includes('solver');
-      if (!isSolver && config.pretrain.start_from_solver && roles.solver) startFromSolverWeights(policy, roles.solver, solverLastWeights ?? (await readWeights(roles.solver.model)));
+      if (!isSolver && solverLastWeights) startFromSolverWeights(policy, solverLastWeights);
       // A policy that is not the Solver is held to the targets of the roles it plays.
       const targetRoles = isSolver ? [] : policyRoles.filter((r) => roleTargets[r] !== undefined);
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;

@@ -238,18 +238,24 @@ export async function pretrainPolicy(
  * alone reached 0.58 on the even mix of right and wrong solutions in 600 steps, while the Solver,
  * in as many, solved 0.94 (resources/checkpoints/README.md).
  */
-export function startFromSolverWeights(policy: PolicyRuntime, solver: PolicyRuntime, solverWeights: Float32Array): void {
-  assertSolverSizes(policy, solver);
+export function startFromSolverWeights(policy: PolicyRuntime, solverWeights: Float32Array): void {
   policy.model.setWeights(solverWeights);
 }
 
-/** Called before any training, so a mismatch is found before the Solver's warm start is spent. */
-export function assertSolverSizes(policy: PolicyRuntime, solver: PolicyRuntime): void {
+/**
+ * With `pretrain.start_from_solver`, every policy of `policies` other than the Solver must have the
+ * Solver's sizes. Called before any training, so a mismatch is found before the Solver's warm
+ * start is spent.
+ */
+export function assertStartFromSolverFits(config: RunConfig, policies: Iterable<PolicyRuntime>, solver: PolicyRuntime | undefined): void {
+  if (!config.pretrain.start_from_solver || !solver) return;
   const shape = (p: PolicyRuntime) => p.model.specs.map((s) => `${s.name}:${s.shape.join('x')}`).join(',');
-  if (shape(policy) === shape(solver)) return;
-  throw new Error(
-    `pretrain.start_from_solver: policy ${policy.id}'s model does not have the Solver's (${solver.id}) sizes (${policy.model.numParams} against ${solver.model.numParams} trainable values); give it the Solver's model or set pretrain.start_from_solver to false`,
-  );
+  for (const policy of policies) {
+    if (policy === solver || shape(policy) === shape(solver)) continue;
+    throw new Error(
+      `pretrain.start_from_solver: policy ${policy.id}'s model does not have the Solver's (${solver.id}) sizes (${policy.model.numParams} against ${solver.model.numParams} trainable values); give it the Solver's model or set pretrain.start_from_solver to false`,
+    );
+  }
 }
 
 /** Problems whose texts the tiny tokenizer learns from (more add little: the generator's words repeat). */

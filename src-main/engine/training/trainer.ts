@@ -32,7 +32,7 @@ import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from '../s
 import type { EndpointPool } from '../served/pool';
 import { servedRole } from '../served/roles';
 import { rolloutEpisodesAsync, type RolloutTurn, type ServedRole } from './rollout';
-import { assertSolverSizes, pretrainPolicy, sampleSolverSolutionsAsync, startFromSolverWeights } from './pretrain';
+import { assertStartFromSolverFits, pretrainPolicy, sampleSolverSolutionsAsync, startFromSolverWeights } from './pretrain';
 import {
   evaluationSet,
   loadTaskData,
@@ -354,7 +354,10 @@ async function warmStart(
   let solverSamples: Map<string, string> | undefined;
   // The Solver first: the Verifier and Corrector then learn from its real samples.
   const ordered = [...targets].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
-  if (config.pretrain.start_from_solver && roles.solver) for (const policy of ordered) if (policy !== roles.solver) assertSolverSizes(policy, roles.solver);
+  assertStartFromSolverFits(config, ordered, roles.solver);
+  const startFromSolver = config.pretrain.start_from_solver && roles.solver ? roles.solver : null;
+  // Read once, after the Solver's warm start (it goes first) or from its init checkpoint.
+  let solverWeights: Float32Array | null = null;
   let globalStep = 0;
   for (const policy of ordered) {
     if (roles.solver && policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
@@ -364,9 +367,9 @@ async function warmStart(
     }
     await yieldToEventLoop();
     if (options.signal?.aborted) throw new Error('stopped during warm start');
-    // The Solver went first, so its weights are those after its last step.
-    if (config.pretrain.start_from_solver && roles.solver && policy !== roles.solver) startFromSolverWeights(policy, roles.solver, await readWeights(roles.solver.model));
-    store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps${config.pretrain.start_from_solver && policy !== roles.solver ? ` from the Solver's weights` : ''}`, { policy: policy.id });
+    const fromSolver = startFromSolver !== null && policy !== startFromSolver;
+    if (fromSolver) startFromSolverWeights(policy, (solverWeights ??= await readWeights(startFromSolver.model)));
+    store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps${fromSolver ? ` from the Solver's weights` : ''}`, { policy: policy.id });
     await pretrainPolicy(policy, {
       family: data.family,
       config,
