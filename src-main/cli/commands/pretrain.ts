@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadRunConfig } from '../../engine/config/load';
-import type { Role } from '../../engine/config/schema';
+import { ConfigError, loadRunConfig } from '../../engine/config/load';
+import type { Role, RunConfig } from '../../engine/config/schema';
 import { initBackend } from '../../engine/model/backend';
-import { createPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
+import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, trainedPolicyIds, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
 import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
@@ -31,6 +31,32 @@ marsrl-pretrain.json with the scores): point its model.path at DIR/<id>. With pr
 task (tokenizer learned on its texts, fresh weights), not from the weights at model.path. With
 pretrain.start_from_solver the Verifier's and Corrector's policies start from the Solver's weights
 after its last step (not its kept one), so they begin knowing the Solver's arithmetic.`;
+
+/**
+ * Served policies (issue #16) have no weights here to train: pretrain skips them. It refuses,
+ * before loading anything, a config it could not warm-start at all: one whose every policy is
+ * served, or one whose Solver is served while another role is local (the Verifier's and
+ * Corrector's warm starts read the local Solver's own samples).
+ */
+function assertServedPoliciesAllowPretrain(config: RunConfig, served: readonly string[]): void {
+  if (served.length === 0) return;
+  const trained = trainedPolicyIds(config);
+  if (trained.length === 0) {
+    throw new ConfigError(
+      served.map((id) => ({ path: `policies.${id}.endpoint`, message: `every policy of this config is served (inference only), so pretrain has nothing to warm-start; give a role a local model (policies.${id}.model) to warm-start it`, value: config.policies[id].endpoint })),
+    );
+  }
+  const solverId = config.agents.solver;
+  if (isServedPolicy(config, solverId)) {
+    throw new ConfigError([
+      {
+        path: `policies.${solverId}.endpoint`,
+        message: `the Solver is served (inference only), but pretrain warm-starts ${trained.join(', ')} on a local Solver's own samples; make the Solver's policy local (policies.${solverId}.model) for pretrain, or start ${trained.join(', ')} from checkpoints (policies.ID.init) and skip pretrain`,
+        value: config.policies[solverId].endpoint,
+      },
+    ]);
+  }
+}
 
 function score(e: PretrainEval): number {
   const values = Object.values(e.scores) as number[];
@@ -70,14 +96,17 @@ export const pretrainCommand: Command = {
     // Starting checkpoints are what pretrain makes, so any init in the config is ignored here.
     const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
     for (const id of Object.keys(config.policies)) delete config.policies[id].init;
+    const served = usedPolicyIds(config).filter((id) => isServedPolicy(config, id));
+    assertServedPoliciesAllowPretrain(config, served);
     const backend = await initBackend(config.runtime.backend);
     const data = loadTaskData(config);
     const scratchDir = prepareHfScratch(config, data.family, data.train);
     const heldOut = data.test.slice(0, Math.min(config.eval.problems, data.test.length));
     const policies = new Map<string, PolicyRuntime>();
-    for (const id of usedPolicyIds(config)) policies.set(id, createPolicy(id, config.policies[id], data.tokenizer, config.seed).policy);
+    for (const id of trainedPolicyIds(config)) policies.set(id, createPolicy(id, config.policies[id], data.tokenizer, config.seed).policy);
     const roles = rolePolicies(config, policies);
     const bar = new ProgressLine();
+    for (const id of served) bar.log(`${id} is served by endpoint ${config.policies[id].endpoint} (${rolesOf(config, id).join(', ')}): inference only, not warm-started.`);
     bar.log(`Backend ${backend.name} (${backend.threads} thread${backend.threads === 1 ? '' : 's'}); task ${config.task.family} difficulty ${config.task.difficulty}; policies ${[...policies.keys()].join(', ')}.`);
     const ordered = [...policies.values()].sort((a, b) => Number(b === roles.solver) - Number(a === roles.solver));
     assertStartFromSolverFits(config, ordered, roles.solver);
