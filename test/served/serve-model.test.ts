@@ -196,6 +196,34 @@ describe('marsrl serve-model through the official openai client', () => {
     expect((missing as InstanceType<typeof OpenAI.NotFoundError>).param).toBe('model');
   });
 
+  it('refuses a body over the limit with 413 and keeps serving; paths with a query or dot segments route as URL resolves them; ids are distinct', async () => {
+    const small = await createModelServer({ policies: [solver], token: TOKEN, maxBodyBytes: 2000, log: () => {} });
+    try {
+      const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      const huge = JSON.stringify({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], padding: 'x'.repeat(50_000) });
+      const over = await fetch(`${small.baseUrl}/chat/completions`, { method: 'POST', headers, body: huge });
+      expect(over.status).toBe(413);
+      expect(((await over.json()) as { error: { message: string; type: string } }).error).toMatchObject({ type: 'invalid_request_error', message: 'the body is over 2000 bytes' });
+      const body = JSON.stringify({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], max_tokens: 4 });
+      const ids = new Set<string>();
+      // A query string and a dot segment name the chat route, as URL resolves them.
+      for (const route of ['/v1/chat/completions?trace=1', '/v1/x/../chat/completions', '/v1/./chat/completions']) {
+        const ok = await fetch(`${small.url}${route}`, { method: 'POST', headers, body });
+        expect(ok.status, route).toBe(200);
+        ids.add(((await ok.json()) as { id: string }).id);
+      }
+      expect(ids.size).toBe(3);
+      // URL keeps percent-escapes in a path, so an escaped route is not the chat route.
+      expect((await fetch(`${small.url}/v1/chat/%63ompletions`, { method: 'POST', headers, body })).status).toBe(404);
+      for (const id of ids) expect(id).toMatch(/^chatcmpl-[0-9a-f]{24}$/);
+      const malformed = await fetch(`${small.baseUrl}/chat/completions`, { method: 'POST', headers, body: '{"model": "solver", ' });
+      expect(malformed.status).toBe(400);
+      expect(((await malformed.json()) as { error: { message: string } }).error.message).toMatch(/^the body is not valid JSON/);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('batches concurrent requests into one decode, each answer unchanged by its batch mates', async () => {
     const stats = server.batchers.get('verifier')!.stats;
     const before = { batches: stats.batches, rows: stats.rows };
