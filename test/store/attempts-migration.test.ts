@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runExport } from '../../src-main/engine/export';
-import { openStore } from '../../src-main/engine/store';
+import { LATEST_SCHEMA_VERSION, openStore } from '../../src-main/engine/store';
 import { openDatabase } from '../../src-main/engine/store/db';
 import { tempDir } from '../helpers/tmp';
 
@@ -98,10 +98,10 @@ describe('migration to attempts (v5)', () => {
     raw.close();
 
     const store = openStore(dbPath);
-    expect(store.schemaVersion).toBe(5);
+    expect(store.schemaVersion).toBe(LATEST_SCHEMA_VERSION);
     // Every row kept: the old columns of every table read back unchanged.
     for (const table of OLD_TABLES) {
-      const after = (store.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all() as Record<string, unknown>[]).map(({ attempt: _a, superseded_by: _s, ...rest }) => rest);
+      const after = (store.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all() as Record<string, unknown>[]).map(({ attempt: _a, superseded_by: _s, weight: _w, ...rest }) => rest);
       expect(after, table).toEqual(before[table]);
     }
     // Metrics: the live table plus the superseded ones are exactly the metrics there were.

@@ -242,6 +242,12 @@ export const AdvantageSchema = z.strictObject({
   std: z.enum(STD_CONVENTIONS).default('unbiased').describe('Standard deviation convention: unbiased (N − 1, the reference code) or population (1/N, Dr. MAS Eq. 5).'),
   single_sample: z.enum(SINGLE_SAMPLE_RULES).default('zero').describe('Statistic over one sample: zero (no baseline, advantage 0) or verl (mean 0, std 1: the raw reward).'),
   eps: z.number().gt(0).max(1).default(1e-6).describe('Added to σ before dividing.'),
+  verifier_class_balance: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Weight each Verifier agent’s advantages of a step so that the solutions it judged right and those it judged wrong pull equally (weight N / (2 N_class)); without it a weak Solver’s many wrong answers teach the Verifier to reject everything (issue #14). The weight is stored with each advantage.',
+    ),
 });
 
 export const OptimizationSchema = z.strictObject({

@@ -43,7 +43,7 @@ export interface CardInput {
 
 const DESCRIPTIONS: Record<ExportFormat, string> = {
   trajectories:
-    'Trajectory table: one row per turn (one agent sample) with its run, step, episode, problem, split, agent, policy, round, group and parent ids, prompt, text, parsed answer or verdict, correctness, format validity, reward and components, advantage with its mode, μ and σ, token count and policy versions. `parent_turn_id` and `group_id` rebuild each episode tree (Solver → Verifier1 → Corrector1 → …).',
+    'Trajectory table: one row per turn (one agent sample) with its run, step, episode, problem, split, agent, policy, round, group and parent ids, prompt, text, parsed answer or verdict, correctness, format validity, reward and components, advantage with its mode, μ, σ and weight, token count and policy versions. `parent_turn_id` and `group_id` rebuild each episode tree (Solver → Verifier1 → Corrector1 → …).',
   sft:
     'Supervised fine-tuning set: one row per turn that passed the filters, as chat messages (system: role instructions, user: what the agent read, assistant: what it wrote), with the agent and source ids. Train one model per agent by filtering on `agent` or `role`.',
   pairs:

@@ -31,6 +31,7 @@ export interface TurnRecord extends StoredTurnRecord {
   advantage_group_key: string | null;
   advantage_mu: number | null;
   advantage_sigma: number | null;
+  advantage_weight: number | null;
 }
 
 export interface ProblemRecord {
@@ -54,7 +55,7 @@ export interface SourceRun {
 const TURN_COLUMNS = `t.id, t.run_id, t.episode_id, t.step, t.agent, t.policy_id, t.round, t.group_id, t.parent_turn_id,
   t.sample_index, t.prompt, t.text, t.token_count, t.parsed, t.correct, t.format_valid, t.policy_version_min,
   t.policy_version_max, t.created_at, e.split, e.problem_id, p.problem_key, p.family, e.correct,
-  r.value, r.components_json, r.scheme, a.value, a.mode, a.group_key, a.mu, a.sigma, t.attempt, t.superseded_by`;
+  r.value, r.components_json, r.scheme, a.value, a.mode, a.group_key, a.mu, a.sigma, t.attempt, t.superseded_by, a.weight`;
 
 /**
  * Pages are read as arrays (better-sqlite3 `raw` mode) and turned into records here: building a
@@ -97,6 +98,7 @@ function toTurnRecord(r: unknown[]): TurnRecord {
     advantage_sigma: r[31] as number | null,
     attempt: r[32] as number,
     superseded_by: r[33] as number | null,
+    advantage_weight: r[34] as number | null,
   };
 }
 

@@ -63,6 +63,8 @@ export interface TurnAdvantage {
   /** The scale divided by, before ε is added (1 when the mode does not divide). */
   sigma: number;
   groupKey: string;
+  /** A factor `value` was multiplied by after normalization (classBalanceWeights); absent means 1. */
+  weight?: number;
 }
 
 export type AdvantageFn = (turns: readonly AdvantageTurn[], options: AdvantageOptions, groupKey?: string) => TurnAdvantage[];
@@ -246,4 +248,30 @@ export function meanInflationFactors(turns: readonly (AdvantageTurn & { groupKey
     }
   }
   return Object.fromEntries([...sums].map(([agent, { total, groups: n }]) => [agent, total / n]));
+}
+
+/**
+ * Class-balanced weights for one agent's turns of one step: turn i judged an input of class
+ * `classes[i]` (for a Verifier: true when the solution it judged is right, false when wrong, null
+ * when unknown). With both classes present each class gets the same total weight:
+ *   w_c = N / (2 · N_c),  N = N_true + N_false,
+ * so Σ w over the known turns stays N (the mean weight is 1) and a class that is rare pulls as
+ * hard as a common one. This is the "balanced" class weight of logistic regression (King & Zeng
+ * 2001; scikit-learn's class_weight="balanced" with two classes), applied to policy-gradient
+ * advantages after Dr. MAS's normalization. Unknown turns and a step with one class only get
+ * weight 1 (nothing to balance). Why a Verifier needs it (issue #14): MarsRL's adaptive selection
+ * assumes wrong solutions are rare, but a weak Solver makes right ones rare; balanced selection
+ * then cannot balance (a group with no right answer gives two wrong ones), and the Verifier's
+ * cheapest reward is to reject everything.
+ */
+export function classBalanceWeights(classes: readonly (boolean | null)[]): number[] {
+  let positives = 0;
+  let negatives = 0;
+  for (const c of classes) {
+    if (c === true) positives++;
+    else if (c === false) negatives++;
+  }
+  if (positives === 0 || negatives === 0) return classes.map(() => 1);
+  const total = positives + negatives;
+  return classes.map((c) => (c === null ? 1 : total / (2 * (c ? positives : negatives))));
 }

@@ -20,6 +20,7 @@ export {
   computeAdvantages,
   inflationFactors,
   meanInflationFactors,
+  classBalanceWeights,
   DEFAULT_ADVANTAGE_OPTIONS,
   type AdvantageFn,
   type AdvantageMode,

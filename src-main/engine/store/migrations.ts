@@ -403,7 +403,15 @@ const v5Attempts: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts];
+const v6AdvantageWeight: Migration = {
+  version: 6,
+  name: 'the weight each advantage was multiplied by (advantage.verifier_class_balance)',
+  up(db) {
+    db.exec('ALTER TABLE advantages ADD COLUMN weight REAL NOT NULL DEFAULT 1');
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

@@ -244,8 +244,8 @@ export class TrajectoriesRepo {
        VALUES (@turnId, @runId, @value, @components, @scheme)`,
     );
     this.insertAdvantage = db.prepare(
-      `INSERT OR REPLACE INTO advantages (turn_id, run_id, value, mode, group_key, mu, sigma)
-       VALUES (@turnId, @runId, @value, @mode, @groupKey, @mu, @sigma)`,
+      `INSERT OR REPLACE INTO advantages (turn_id, run_id, value, mode, group_key, mu, sigma, weight)
+       VALUES (@turnId, @runId, @value, @mode, @groupKey, @mu, @sigma, @weight)`,
     );
     this.updateEpisodeOutcomeStmt = db.prepare(
       'UPDATE episodes SET final_answer = @finalAnswer, correct = @correct, rounds = @rounds WHERE id = @id',
@@ -279,7 +279,7 @@ export class TrajectoriesRepo {
     return { ...r, components: JSON.stringify(r.components) };
   }
   static advantageParams(a: AdvantageRow) {
-    return { ...a };
+    return { ...a, weight: a.weight ?? 1 };
   }
 
   updateEpisodeOutcome(id: number, finalAnswer: string | null, correct: boolean | null, rounds: number): void {

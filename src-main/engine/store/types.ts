@@ -123,6 +123,8 @@ export interface AdvantageRow {
   groupKey: string;
   mu: number;
   sigma: number;
+  /** The factor `value` was multiplied by after normalization (advantage.verifier_class_balance); 1 when none. */
+  weight?: number;
 }
 
 export interface MetricPoint {

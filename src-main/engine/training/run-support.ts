@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RunConfig } from '../config/schema';
 import { Tokenizer } from '../model/tokenizer';
-import { computeAdvantages, computeRewards, meanInflationFactors, type RewardOptions } from '../rl';
+import { classBalanceWeights, computeAdvantages, computeRewards, meanInflationFactors, type RewardOptions, type TurnAdvantage } from '../rl';
 import type { BatchWriter, Store } from '../store';
 import { getTaskFamily } from '../tasks';
 import type { Problem, TaskFamily } from '../tasks/types';
@@ -139,6 +139,42 @@ export function scoreAgentTurns(config: RunConfig, episodes: readonly RolloutEpi
     list.forEach((t, i) => {
       scored[e].rewards[t.index] = { value: rewards[i].value, components: { ...rewards[i].components } };
       scored[e].advantages[t.index] = advantages[i];
+    });
+  }
+  if (config.advantage.verifier_class_balance) balanceVerifierClasses(turns.map(({ episode, turn }) => ({ episode, turn, advantage: scored[episode].advantages[turn.index] })));
+}
+
+/**
+ * Whether the solution a Verifier turn judged is right, read from the turn itself: its verdict and
+ * whether that verdict was right (`correct`) give the truth it was judged against. null when the
+ * verdict could not be parsed (a format failure says nothing about the solution).
+ */
+function judgedRight(turn: RolloutTurn): boolean | null {
+  if (turn.verdict === null) return null;
+  return (turn.verdict === 'approve') === turn.correct;
+}
+
+/**
+ * `advantage.verifier_class_balance`: every Verifier agent's advantages of one step, weighted by
+ * the class of the solution each turn judged (rl/advantages.ts classBalanceWeights), in place. A
+ * turn whose own verdict was unparseable takes its class from a sibling that judged the same
+ * solution (same episode and group). The items must be all of the step's turns of the agents
+ * they hold: the pipeline's per-agent batches and the synchronous whole step both are.
+ */
+function balanceVerifierClasses(items: readonly { episode: number; turn: RolloutTurn; advantage: TurnAdvantage }[]): void {
+  const byAgent = new Map<string, typeof items>();
+  const groupTruth = new Map<string, boolean>();
+  for (const item of items) {
+    if (item.turn.role !== 'verifier') continue;
+    byAgent.set(item.turn.agent, [...(byAgent.get(item.turn.agent) ?? []), item]);
+    const truth = judgedRight(item.turn);
+    if (truth !== null) groupTruth.set(`${item.episode}:${item.turn.groupId}`, truth);
+  }
+  for (const list of byAgent.values()) {
+    const weights = classBalanceWeights(list.map(({ episode, turn }) => groupTruth.get(`${episode}:${turn.groupId}`) ?? null));
+    list.forEach(({ advantage }, i) => {
+      advantage.value *= weights[i];
+      advantage.weight = weights[i];
     });
   }
 }
@@ -333,7 +369,7 @@ export async function updateAgent(
 
 export interface ScoredEpisode {
   rewards: { value: number; components: Record<string, number> }[];
-  advantages: { value: number; mu: number; sigma: number; groupKey: string }[];
+  advantages: TurnAdvantage[];
 }
 
 /**
@@ -360,7 +396,7 @@ export function trajectoryOutcomes(episode: RolloutEpisode): boolean[] {
 
 /** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
 export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpisode[]): ScoredEpisode[] {
-  return episodes.map((episode, e) => {
+  const scored = episodes.map((episode, e) => {
     const rewardTurns = episode.turns.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid }));
     let rewards;
     if (config.reward.scheme === 'shared') {
@@ -379,6 +415,10 @@ export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpiso
     );
     return { rewards: rewards.map((r) => ({ value: r.value, components: { ...r.components } })), advantages };
   });
+  if (config.advantage.verifier_class_balance) {
+    balanceVerifierClasses(episodes.flatMap((episode, e) => episode.turns.map((turn, i) => ({ episode: e, turn, advantage: scored[e].advantages[i] }))));
+  }
+  return scored;
 }
 
 export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpisode[], scored: readonly ScoredEpisode[]): Record<string, number> {
@@ -474,7 +514,7 @@ export function logEpisodes(
       }
       writer.reward({ turnId: id, runId, value: scored[e].rewards[i].value, components: scored[e].rewards[i].components, scheme: config.reward.scheme });
       const adv = scored[e].advantages[i];
-      writer.advantage({ turnId: id, runId, value: adv.value, mode: config.advantage.mode, groupKey: adv.groupKey, mu: adv.mu, sigma: adv.sigma });
+      writer.advantage({ turnId: id, runId, value: adv.value, mode: config.advantage.mode, groupKey: adv.groupKey, mu: adv.mu, sigma: adv.sigma, weight: adv.weight ?? 1 });
     });
     return ids;
   });
