@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import { classBalanceWeights } from '../../src-main/engine/rl';
 import type { RolloutEpisode, RolloutTurn } from '../../src-main/engine/training/rollout';
-import { scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/run-support';
+import { rolloutMetrics, scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/run-support';
 import type { Verdict } from '../../src-main/engine/agents';
 
 describe('classBalanceWeights', () => {
@@ -114,6 +114,12 @@ describe('scoring with advantage.verifier_class_balance', () => {
       scoreAgentTurns(balanced, eps, batch, byAgent);
     }
     expect(byAgent.map((s) => s.advantages.map((a) => [a.value, a.weight ?? 1]))).toEqual(whole.map((s) => s.advantages.map((a) => [a.value, a.weight ?? 1])));
+  });
+
+  it('reports the share of right solutions among those the Verifier judged', () => {
+    const eps = episodes();
+    // 2 of the 8 Verifier turns judged a right solution (problem A's sample 0, twice).
+    expect(rolloutMetrics(balanced, eps, scoreEpisodes(balanced, eps))['verifier1/judged_right_share']).toBe(0.25);
   });
 
   it('is off by default', () => {

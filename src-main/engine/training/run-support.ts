@@ -457,11 +457,13 @@ export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpis
     let wrong = 0;
     let fixed = 0;
     let wrongInputs = 0;
+    let judgedTurns = 0;
     for (const episode of episodes) {
       for (const t of episode.turns) {
         if (t.round !== round) continue;
         if (t.role === 'verifier') {
           const judged = episode.turns[t.parent!];
+          judgedTurns++;
           if (!judged.correct) wrong++;
           if (t.verdict === 'reject') {
             rejections++;
@@ -478,6 +480,9 @@ export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpis
     }
     if (rejections > 0) metrics[`verifier${round}/precision`] = caught / rejections;
     if (wrong > 0) metrics[`verifier${round}/recall`] = caught / wrong;
+    // The share of right solutions among those judged: far from 0.5, rejecting (or approving)
+    // everything pays (advantage.verifier_class_balance).
+    if (judgedTurns > 0) metrics[`verifier${round}/judged_right_share`] = (judgedTurns - wrong) / judgedTurns;
     if (wrongInputs > 0) metrics[`corrector${round}/fix_rate`] = fixed / wrongInputs;
   }
   for (const key of Object.keys(metrics)) if (!Number.isFinite(metrics[key])) delete metrics[key];
