@@ -95,7 +95,7 @@ const RL_LORA = { rank: 8, alpha: 16 };
  * the writing finished. Random weights are written where the bench runs (a 0.5B model is 2 GB in
  * F32: generated on the GPU machine, never carried). MARSRL_BENCH_DIR moves the folders.
  */
-async function benchFolder(shape: HfBenchShape, withGguf: boolean): Promise<{ dir: string; gguf: string }> {
+export async function benchFolder(shape: HfBenchShape, withGguf: boolean): Promise<{ dir: string; gguf: string }> {
   const dir = path.join(process.env.MARSRL_BENCH_DIR ?? os.tmpdir(), shape === 'bench' ? 'marsrl-bench-hf-v1' : `marsrl-bench-hf-${shape}-v1`);
   const gguf = path.join(dir, 'model-f32.gguf');
   const done = path.join(dir, '.complete');

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30]
- *                        [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
+ *                        [--model quick|tiny-qwen|bench] [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
  *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
@@ -9,6 +9,14 @@
  * same number of concurrent callers, without HTTP or JSON. Each client sends K requests one after
  * another (a closed loop); every request is seeded, so both sides generate the same tokens.
  * Overhead = served wall time / in-process wall time − 1 (target at 8 clients: under 10%, issue #16).
+ *
+ * The model served (`--model`): `quick`, the quick preset's Solver (a GPT of about 0.1 M
+ * parameters, the default), `tiny-qwen`, the tiny-qwen preset's Solver (a Qwen3 of 0.13 M, the
+ * Hugging Face path), or `bench`, the hf bench's fixed model (Qwen3 architecture with Qwen3's real
+ * 151 936-token vocabulary, 8 layers × 256, random weights, written once to a temp folder: hf.ts
+ * benchFolder). A request to the two tiny ones decodes in a few milliseconds, about what an HTTP
+ * round trip and its JSON cost here, so their overhead is mostly that fixed cost; with a real
+ * vocabulary the decoding dominates. `--checkpoint DIR` serves any checkpoint or model folder.
  *
  * Also printed: the engine's plain batched sampler (`sample`) on the same prompts in batches of
  * the client count, for scale. Sides are interleaved in `rounds` rounds and each side's best round
@@ -41,6 +49,7 @@ import { EndpointClient } from '../engine/served/client';
 import { systemRun } from '../engine/served/system-run';
 import { openStore } from '../engine/store';
 import { evaluatePart, type EvalPart } from '../engine/training/evaluate';
+import { benchFolder } from './hf';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../engine/training/policies';
 import { evaluationSet, loadTaskData } from '../engine/training/run-support';
 import { Rng } from '../engine/util/rng';
@@ -172,6 +181,7 @@ export async function run(argv: string[]): Promise<void> {
       'max-tokens': { type: 'string', default: '64' },
       digits: { type: 'string', default: '8' },
       checkpoint: { type: 'string' },
+      model: { type: 'string', default: 'quick' },
       backend: { type: 'string', default: 'auto' },
       'system-problems': { type: 'string', default: '24' },
       json: { type: 'boolean', default: false },
@@ -203,7 +213,13 @@ export async function run(argv: string[]): Promise<void> {
   const out = (s = '') => {
     if (!values.json) console.log(s);
   };
-  const dir = values.checkpoint ?? path.join(resourcesDir(), 'checkpoints', 'quick', 'solver');
+  const models: Record<string, () => Promise<string>> = {
+    quick: async () => path.join(resourcesDir(), 'checkpoints', 'quick', 'solver'),
+    'tiny-qwen': async () => path.join(resourcesDir(), 'checkpoints', 'tiny-qwen', 'solver'),
+    bench: async () => (await benchFolder('bench', false)).dir,
+  };
+  if (!(values.model in models)) throw new Error(`--model must be one of ${Object.keys(models).join(', ')} (or pass --checkpoint DIR), got ${values.model}`);
+  const dir = values.checkpoint ?? (await models[values.model]());
   const policy = loadCheckpointPolicy(dir);
   let server: BenchServer;
   if (values['inline-server']) {
