@@ -33,6 +33,7 @@ import {
   type RequestHeaders,
   type SecurityPolicy,
 } from './security';
+import { readBody } from './body';
 import { messagePage, readStaticFile, rendererBuilt } from './static-files';
 
 export interface StudioServerOptions {
@@ -98,37 +99,6 @@ class HttpFailure extends Error {
   }
 }
 
-function readBody(request: http.IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      reject(new HttpFailure(413, { code: 'invalid_request', message: `request body is larger than ${limit} bytes` }));
-      request.resume();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    request.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit) {
-        failed = true;
-        reject(new HttpFailure(413, { code: 'invalid_request', message: `request body is larger than ${limit} bytes` }));
-        // Keep draining so the 413 can be written on a socket that is still readable.
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('end', () => {
-      if (!failed) resolve(Buffer.concat(chunks));
-    });
-    request.on('error', (error) => {
-      if (!failed) reject(error);
-    });
-  });
-}
-
 export async function createStudioServer(options: StudioServerOptions): Promise<StudioServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? null;
@@ -174,7 +144,7 @@ export async function createStudioServer(options: StudioServerOptions): Promise<
     }
     let args: unknown;
     try {
-      const body = await readBody(request, maxBody);
+      const body = await readBody(request, maxBody, () => new HttpFailure(413, { code: 'invalid_request', message: `request body is larger than ${maxBody} bytes` }));
       const text = body.toString('utf8').trim();
       args = text === '' ? [] : JSON.parse(text);
     } catch (error) {

@@ -19,6 +19,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
+import { readBody } from '../body';
 import { checkTokenStrength, hostAllowed, isLoopbackHost, isWildcardHost, originAllowed, presentedToken, tokensMatch, type RequestHeaders } from '../security';
 import { RequestBatcher, type ChoiceUpdate, type DecodedChoice, type TokenInfo } from './batcher';
 import type { DecodeEngine } from './engine';
@@ -237,39 +238,16 @@ function requestPath(target: string | undefined): string {
   return new URL(raw, 'http://placeholder').pathname;
 }
 
-/** The body as JSON, read with 'data'/'end' events (an async iterator per request cost 0.03 ms more). */
-function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {
+/** The body as JSON (Content-Type application/json), at most `maxBytes`. */
+async function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {
   const type = req.headers['content-type'] ?? '';
-  if (!/^application\/json\b/i.test(type)) return Promise.reject(badRequest(`the body must be JSON (Content-Type: application/json), got ${JSON.stringify(type)}`, null));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        failed = true;
-        // Stop reading the rest: the 413 goes out and the connection closes after it.
-        req.pause();
-        reject(new ApiError(413, `the body is over ${maxBytes} bytes`, 'invalid_request_error'));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('error', (error) => {
-      if (!failed) reject(error);
-      failed = true;
-    });
-    req.on('end', () => {
-      if (failed) return;
-      try {
-        resolve(JSON.parse((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8')) as unknown);
-      } catch (error) {
-        reject(badRequest(`the body is not valid JSON: ${(error as Error).message}`, null));
-      }
-    });
-  });
+  if (!/^application\/json\b/i.test(type)) throw badRequest(`the body must be JSON (Content-Type: application/json), got ${JSON.stringify(type)}`, null);
+  const body = await readBody(req, maxBytes, () => new ApiError(413, `the body is over ${maxBytes} bytes`, 'invalid_request_error'));
+  try {
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch (error) {
+    throw badRequest(`the body is not valid JSON: ${(error as Error).message}`, null);
+  }
 }
 
 function chatLogprobs(tokens: TokenInfo[]) {
