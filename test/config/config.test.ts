@@ -32,7 +32,7 @@ describe('run configuration schema', () => {
     const config = resolveConfig({});
     expect(config.seed).toBe(1);
     expect(config.rollout.solver_group).toBe(8);
-    expect(config.advantage).toEqual({ mode: 'agentwise', std: 'unbiased', single_sample: 'zero', eps: 1e-6 });
+    expect(config.advantage).toEqual({ mode: 'agentwise', std: 'unbiased', single_sample: 'zero', eps: 1e-6, verifier_class_balance: false });
     expect(Object.keys(config.policies).sort()).toEqual(['corrector', 'solver', 'verifier']);
     const model = config.policies.solver.model;
     expect(model.kind).toBe('gpt');
