@@ -162,11 +162,13 @@ function judgedRight(turn: RolloutTurn): boolean | null {
  * they hold: the pipeline's per-agent batches and the synchronous whole step both are.
  */
 function balanceVerifierClasses(items: readonly { episode: number; turn: RolloutTurn; advantage: TurnAdvantage }[]): void {
-  const byAgent = new Map<string, typeof items>();
+  const byAgent = new Map<string, (typeof items)[number][]>();
   const groupTruth = new Map<string, boolean>();
   for (const item of items) {
     if (item.turn.role !== 'verifier') continue;
-    byAgent.set(item.turn.agent, [...(byAgent.get(item.turn.agent) ?? []), item]);
+    const list = byAgent.get(item.turn.agent);
+    if (list) list.push(item);
+    else byAgent.set(item.turn.agent, [item]);
     const truth = judgedRight(item.turn);
     if (truth !== null) groupTruth.set(`${item.episode}:${item.turn.groupId}`, truth);
   }
