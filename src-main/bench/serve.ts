@@ -49,13 +49,13 @@ import { EndpointClient } from '../engine/served/client';
 import { systemRun } from '../engine/served/system-run';
 import { openStore } from '../engine/store';
 import { evaluatePart, type EvalPart } from '../engine/training/evaluate';
-import { benchFolder } from './hf';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../engine/training/policies';
 import { evaluationSet, loadTaskData } from '../engine/training/run-support';
 import { Rng } from '../engine/util/rng';
 import { RequestBatcher, type BatcherStats } from '../server/openai/batcher';
 import { loadCheckpointPolicy, type ServedPolicy } from '../server/openai/policy';
 import { createModelServer } from '../server/openai/server';
+import { benchFolder } from './hf';
 
 interface Work {
   question: string;

@@ -521,7 +521,7 @@ export function logEpisodes(
       }
       writer.reward({ turnId: id, runId, value: scored[e].rewards[i].value, components: scored[e].rewards[i].components, scheme: config.reward.scheme });
       const adv = scored[e].advantages[i];
-      writer.advantage({ turnId: id, runId, value: adv.value, mode: config.advantage.mode, groupKey: adv.groupKey, mu: adv.mu, sigma: adv.sigma, weight: adv.weight ?? 1 });
+      writer.advantage({ turnId: id, runId, value: adv.value, mode: config.advantage.mode, groupKey: adv.groupKey, mu: adv.mu, sigma: adv.sigma, weight: adv.weight });
     });
     return ids;
   });

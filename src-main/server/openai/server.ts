@@ -98,32 +98,32 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const headers = req.headers as RequestHeaders;
     if (!hostAllowed(headers, { host, port, token })) throw new ApiError(403, 'the Host header does not name this server', 'invalid_request_error', null, 'host_not_allowed');
-    const url = { pathname: requestPath(req.url) };
-    if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
+    const pathname = requestPath(req.url);
+    if (req.method === 'GET' && pathname === '/health') return sendJson(res, 200, { status: 'ok' });
     if (!originAllowed(headers)) throw new ApiError(403, 'cross-origin requests are not allowed', 'invalid_request_error', null, 'origin_not_allowed');
     if (token !== null && !tokensMatch(presentedToken(headers, port), token)) {
       throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer TOKEN" with the token marsrl serve-model printed', 'invalid_request_error', null, 'invalid_api_key');
     }
-    if (req.method === 'GET' && url.pathname === '/metrics') {
+    if (req.method === 'GET' && pathname === '/metrics') {
       // Event-loop utilization since start: near 1 when decoding and HTTP keep the one thread busy.
       return sendJson(res, 200, { eventLoop: performance.eventLoopUtilization(), models: Object.fromEntries([...served].map(([id, s]) => [id, { ...s.batcher.stats }])) });
     }
-    if (req.method === 'GET' && url.pathname === '/v1/models') {
+    if (req.method === 'GET' && pathname === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: [...served.values()].map((s) => modelCard(s.policy)) });
     }
-    const one = /^\/v1\/models\/(.+)$/.exec(url.pathname);
+    const one = /^\/v1\/models\/(.+)$/.exec(pathname);
     if (req.method === 'GET' && one) {
       const s = served.get(decodeURIComponent(one[1]));
       if (!s) throw unknownModel(decodeURIComponent(one[1]));
       return sendJson(res, 200, modelCard(s.policy));
     }
-    const chat = url.pathname === '/v1/chat/completions';
-    if (chat || url.pathname === '/v1/completions') {
-      if (req.method !== 'POST') throw new ApiError(405, `${url.pathname} takes POST`, 'invalid_request_error');
+    const chat = pathname === '/v1/chat/completions';
+    if (chat || pathname === '/v1/completions') {
+      if (req.method !== 'POST') throw new ApiError(405, `${pathname} takes POST`, 'invalid_request_error');
       const body = await readJson(req, maxBody);
       return generate(chat, body, req, res);
     }
-    throw new ApiError(404, `no route ${req.method} ${url.pathname}; this server has /v1/models, /v1/chat/completions, /v1/completions, /health and /metrics`, 'invalid_request_error', null, 'not_found');
+    throw new ApiError(404, `no route ${req.method} ${pathname}; this server has /v1/models, /v1/chat/completions, /v1/completions, /health and /metrics`, 'invalid_request_error', null, 'not_found');
   }
 
   async function generate(chat: boolean, body: unknown, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
