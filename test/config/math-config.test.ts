@@ -74,6 +74,13 @@ describe('math config', () => {
     expect(issuesOf({ prompts: { solver: { tone: 'kind' } } })[0].path).toBe('prompts.solver.tone');
   });
 
+  it('refuses a mistaken-report share outside 0…1, naming the field', () => {
+    const issues = issuesOf({ pretrain: { corrector_mistaken_reports: 1.5 } });
+    expect(issues.map((i) => i.path)).toEqual(['pretrain.corrector_mistaken_reports']);
+    expect(issues[0].message).toMatch(/1/);
+    expect(issuesOf({ pretrain: { corrector_mistaken_reports: 0.5 } })).toEqual([]);
+  });
+
   it('reports file, template and other field errors in one pass', () => {
     const paths = issuesOf({
       rollout: { solver_group: 0 },

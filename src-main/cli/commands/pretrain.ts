@@ -30,7 +30,9 @@ marsrl-pretrain.json with the scores): point its model.path at DIR/<id>. With pr
 (the tiny-qwen preset) Hugging Face policies start from a tiny Qwen3 made from scratch for the
 task (tokenizer learned on its texts, fresh weights), not from the weights at model.path. With
 pretrain.start_from_solver the Verifier's and Corrector's policies start from the Solver's weights
-after its last step (not its kept one), so they begin knowing the Solver's arithmetic.`;
+after its last step (not its kept one), so they begin knowing the Solver's arithmetic. With
+pretrain.corrector_mistaken_reports a share of the Corrector's bug reports come from a Verifier that
+worked the problem wrong (math), so the Corrector learns not to copy a report's answer.`;
 
 /**
  * Served policies (issue #16) have no weights here to train: pretrain skips them. It refuses,

@@ -289,6 +289,14 @@ export const PretrainSchema = z.strictObject({
     .describe(
       'Warm-start the Verifier\'s and Corrector\'s policies from the Solver\'s weights after its last warm-start step instead of from fresh weights (issue #14, the tiny-qwen preset): they begin knowing the arithmetic the Solver learned. Their models must have the Solver\'s sizes.',
     ),
+  corrector_mistaken_reports: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0)
+    .describe(
+      'Share of the Corrector\'s warm-start examples whose bug report comes from a Verifier that worked the problem wrong (a right solution rejected, or a wrong one rejected naming another wrong answer), the target still the right solution (issue #14, the tiny-qwen preset): a Corrector that only ever read truthful reports copies the report\'s answer, and in a run the Verifier\'s answer is often wrong. Families whose reports carry working (math); 0 shows truthful reports only.',
+    ),
   hf_scratch: HfScratchSchema.optional().describe(
     'Hugging Face policies only (issue #14, the tiny-qwen preset): warm-start a tiny Qwen3 made from scratch — a byte-level BPE tokenizer learned on the task\'s texts and fresh weights of these sizes — instead of the weights at model.path; pretrain writes each result as a Hugging Face folder.',
   ),

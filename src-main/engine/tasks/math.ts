@@ -141,15 +141,87 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
    */
   const verifierTarget = (problem: Problem, solutionText: string): string => {
     const meta = generatedMeta(problem);
-    const verdict = verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject');
-    if (!meta) return [answerFinding(problem, solutionText), verdict].join('\n');
+    if (!meta) return [answerFinding(problem, solutionText), verdictLine(isRight(problem, solutionText) ? 'approve' : 'reject')].join('\n');
+    return workedReport(meta.steps, problem.answer, solutionText);
+  };
+
+  /**
+   * A generated problem's report from a working that ends in `believed`: the working, the two
+   * answers side by side, their difference, and the verdict that comparison gives. With the
+   * reference working this is the Verifier's target; with a mistaken one it is what a Verifier
+   * that slipped writes (mistakenReport).
+   */
+  const workedReport = (steps: readonly WordProblemStep[], believed: string, solutionText: string): string => {
     const { answer } = parseBoxedSolution(solutionText);
-    const lines = verifierSeesSteps ? meta.steps.map((step, i) => `Step ${i + 1}: ${step.left} ${OPERATION_WORDS[step.op]} ${step.operand} gives ${step.result}.`) : meta.steps.map(stepText);
-    lines.push(`Answer: ${problem.answer}. The solution has ${answer === null ? 'no boxed answer' : answer}.`);
+    const agrees = answer !== null && mathAnswersEqual(believed, answer);
+    const lines = verifierSeesSteps ? steps.map((step, i) => `Step ${i + 1}: ${step.left} ${OPERATION_WORDS[step.op]} ${step.operand} gives ${step.result}.`) : steps.map(stepText);
+    lines.push(`Answer: ${believed}. The solution has ${answer === null ? 'no boxed answer' : answer}.`);
     const theirs = answer === null ? NaN : Number(answer);
-    if (Number.isFinite(theirs)) lines.push(`Difference: ${answer} - ${problem.answer} gives ${theirs - Number(problem.answer)}.`);
-    lines.push(verdict);
+    if (Number.isFinite(theirs)) lines.push(`Difference: ${answer} - ${believed} gives ${theirs - Number(believed)}.`);
+    lines.push(verdictLine(agrees ? 'approve' : 'reject'));
     return lines.join('\n');
+  };
+
+  /**
+   * The mistaken workings a generated problem admits, each drawn with `rng`: a slip in one step's
+   * result carried through the rest, one operation swapped, one step dropped. Null where the
+   * changed chain leaves whole non-negative numbers. The Solver's and Verifier's own slips in a
+   * run are of these kinds ("8 + 7 = 16", a step left out).
+   */
+  const mistakenWorkings = (meta: GeneratedMeta, rng: Rng): Array<() => WordProblemStep[] | null> => {
+    const ops = meta.steps.map((s) => ({ op: s.op, operand: s.operand }));
+    const fromOps = (changed: { op: Operation; operand: number }[], slip?: { at: number; by: number }) => {
+      let steps = runSteps(meta.start, changed);
+      if (slip) {
+        const head = steps.slice(0, slip.at);
+        const wrong = { ...steps[slip.at], result: steps[slip.at].result + slip.by };
+        steps = [...head, wrong, ...runSteps(wrong.result, changed.slice(slip.at + 1))];
+      }
+      if (steps.length === 0 || steps.some((s) => !Number.isInteger(s.result) || s.result < 0)) return null;
+      return steps;
+    };
+    const swap: Record<Operation, Operation> = { '+': '-', '-': '+', '*': '+', '/': '*' };
+    return [
+      () => fromOps(ops, { at: rng.int(0, ops.length - 1), by: rng.pick([-2, -1, 1, 2, 10, -10]) }),
+      () => {
+        const at = rng.int(0, ops.length - 1);
+        return fromOps(ops.map((o, i) => (i === at ? { ...o, op: swap[o.op] } : o)));
+      },
+      () => {
+        if (ops.length < 2) return null;
+        const dropped = rng.int(0, ops.length - 1);
+        return fromOps(ops.filter((_, i) => i !== dropped));
+      },
+    ];
+  };
+
+  /**
+   * A rejecting report on `solutionText` from a Verifier that got the problem wrong itself
+   * (`pretrain.corrector_mistaken_reports`, issue #14). In a tiny-qwen run the Verifier's own
+   * "Answer:" line was right on only 44% of its reports and the Corrector, warm-started on
+   * truthful reports only, copied that line's number into its answer on 79–84% of its turns, so it
+   * broke most right solutions the Verifier rejected (resources/checkpoints/README.md). Generated
+   * problems: a mistaken working (mistakenWorkings) whose answer differs from the solution's, so
+   * the report rejects. Files: a right solution called wrong (their reports have no working).
+   * Null when no such report exists (a file's wrong solution; every mistaken working agreeing
+   * with the solution).
+   */
+  const mistakenReport = (problem: Problem, solutionText: string, rng: Rng): string | null => {
+    const meta = generatedMeta(problem);
+    if (!meta) {
+      const { answer } = parseBoxedSolution(solutionText);
+      return answer !== null && checkAnswer(problem, answer) ? [`Answer: ${answer} is wrong.`, verdictLine('reject')].join('\n') : null;
+    }
+    const workings = mistakenWorkings(meta, rng);
+    const { answer } = parseBoxedSolution(solutionText);
+    for (let attempt = 0; attempt < 16; attempt++) {
+      const steps = rng.pick(workings)();
+      if (steps === null) continue;
+      const believed = String(steps[steps.length - 1].result);
+      if (mathAnswersEqual(believed, problem.answer) || (answer !== null && mathAnswersEqual(believed, answer))) continue;
+      return workedReport(steps, believed, solutionText);
+    }
+    return null;
   };
 
   const correctorTarget = (problem: Problem, solutionText: string): string => {
@@ -162,32 +234,8 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     const isCorrect = (text: string) => isRight(problem, text);
     const meta = generatedMeta(problem);
     if (meta) {
-      const ops = meta.steps.map((s) => ({ op: s.op, operand: s.operand }));
-      const fromOps = (changed: { op: Operation; operand: number }[], start = meta.start, slip?: { at: number; by: number }) => {
-        let steps = runSteps(start, changed);
-        if (slip) {
-          // A slip in one step's result, carried through the steps after it.
-          const head = steps.slice(0, slip.at);
-          const wrong = { ...steps[slip.at], result: steps[slip.at].result + slip.by };
-          steps = [...head, wrong, ...runSteps(wrong.result, changed.slice(slip.at + 1))];
-        }
-        if (steps.length === 0 || steps.some((s) => !Number.isInteger(s.result) || s.result < 0)) return null;
-        return solutionFromSteps(steps, steps[steps.length - 1].result);
-      };
-      const swap: Record<Operation, Operation> = { '+': '-', '-': '+', '*': '+', '/': '*' };
-      const mutations = [
-        () => fromOps(ops, meta.start, { at: rng.int(0, ops.length - 1), by: rng.pick([-2, -1, 1, 2, 10, -10]) }),
-        () => {
-          const at = rng.int(0, ops.length - 1);
-          return fromOps(ops.map((o, i) => (i === at ? { ...o, op: swap[o.op] } : o)));
-        },
-        () => {
-          if (ops.length < 2) return null;
-          const dropped = rng.int(0, ops.length - 1);
-          return fromOps(ops.filter((_, i) => i !== dropped));
-        },
-        () => solutionFromSteps(meta.steps, Number(problem.answer) + rng.pick([-1, 1])),
-      ];
+      const asSolution = (steps: WordProblemStep[] | null) => (steps === null ? null : solutionFromSteps(steps, steps[steps.length - 1].result));
+      const mutations = [...mistakenWorkings(meta, rng).map((working) => () => asSolution(working())), () => solutionFromSteps(meta.steps, Number(problem.answer) + rng.pick([-1, 1]))];
       return firstWrong(rng, mutations, isCorrect, () => solutionFromSteps(meta.steps, `${problem.answer}1`));
     }
     const reference = solverTarget(problem);
@@ -211,6 +259,7 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
     verifierTarget,
     correctorTarget,
     corruptSolution,
+    mistakenReport,
     format,
     notation: MATH_NOTATION,
   };

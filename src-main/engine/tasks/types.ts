@@ -65,6 +65,12 @@ export interface TaskFamily {
   /** A plausible wrong solution built from `solutionText` (or from the reference when it has no answer). */
   corruptSolution(problem: Problem, solutionText: string, rng: Rng): string;
   /**
+   * A report rejecting `solutionText` written by a Verifier that worked the problem wrong, for
+   * the Corrector's warm start (`pretrain.corrector_mistaken_reports`); null when there is none
+   * for this solution. Families whose reports carry no working (the character families) omit it.
+   */
+  mistakenReport?(problem: Problem, solutionText: string, rng: Rng): string | null;
+  /**
    * How the agents' prompts are written and their outputs parsed, when not by the character
    * format of `agents/formats` (`A:` / `V:`): the math family's templated chat prompts, boxed
    * answers and verdict lines (agents/prompts.ts). Targets and `checkAnswer` follow this format.

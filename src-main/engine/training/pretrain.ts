@@ -5,8 +5,10 @@
  * - Verifier: question + solution → working-out then the verdict. Solutions are the Solver's own
  *   samples (after its warm start) and constructed mistakes (`corruptSolution`) besides reference
  *   solutions, so the Verifier sees the errors it will meet in RL, not only synthetic ones.
- * - Corrector: question + a rejected solution → a repaired solution; a share of the rejected
- *   solutions are right (false rejections), for which the target keeps the answer.
+ * - Corrector: question + a solution + a Verifier's report → a repaired solution; a share of the
+ *   solutions are right, for which the target keeps the answer. With
+ *   `pretrain.corrector_mistaken_reports` a share of the reports come from a Verifier that worked
+ *   the problem wrong, as a run's Verifier often does, so the Corrector does not learn to trust them.
  * Learning rate: linear warm-up then cosine decay; global-norm clipping from the policy's optimizer
  * config. Warm-start accuracy jumps unevenly with steps, so the checkpoint is chosen by held-out
  * evaluation, optionally the one nearest a target Solver accuracy (to leave room for RL).
@@ -68,11 +70,16 @@ function* sampleSolverSolutionsSteps(policy: PolicyRuntime, problems: readonly P
   return results.map((r) => policy.tokenizer.responseText(r.responseTokens));
 }
 
-/**
- * One warm-start example for a role. `solverSamples` (keyed by problem key) are preferred as
- * judged solutions half of the time when present.
- */
-export function warmStartExample(family: TaskFamily, role: Role, problem: Problem, rng: Rng, solverSamples?: Map<string, string>): WarmStartExample {
+export interface WarmStartOptions {
+  /** The Solver's own samples keyed by problem key, preferred as judged solutions half of the time. */
+  solverSamples?: Map<string, string>;
+  /** `pretrain.corrector_mistaken_reports`: the share of Corrector examples read with a mistaken report. */
+  mistakenReportShare?: number;
+}
+
+/** One warm-start example for a role. */
+export function warmStartExample(family: TaskFamily, role: Role, problem: Problem, rng: Rng, options: WarmStartOptions = {}): WarmStartExample {
+  const { solverSamples, mistakenReportShare = 0 } = options;
   const { solverPrompt, verifierPrompt, correctorPrompt, parseSolution, verdictText } = textFormatOf(family);
   if (role === 'solver') return { role, prompt: solverPrompt(problem), target: family.solverTarget(problem) };
   const reference = family.solverTarget(problem);
@@ -93,7 +100,10 @@ export function warmStartExample(family: TaskFamily, role: Role, problem: Proble
   // warm-started on reports (resources/checkpoints/README.md). The character families keep the
   // verdict line their shipped warm starts were made with (their Verifier's findings are a few
   // characters).
-  const report = family.format ? family.verifierTarget(problem, solution) : verdictText('reject');
+  // A mistaken report is drawn only when asked for, so the warm starts made before the option
+  // existed are reproduced draw for draw.
+  const mistaken = family.format && family.mistakenReport && mistakenReportShare > 0 && rng.next() < mistakenReportShare ? family.mistakenReport(problem, solution, rng) : null;
+  const report = mistaken ?? (family.format ? family.verifierTarget(problem, solution) : verdictText('reject'));
   return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
 }
 
@@ -138,7 +148,8 @@ export function roleScoreAsync(policy: PolicyRuntime, family: TaskFamily, role: 
 
 function* roleScoreSteps(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature: number): RolloutSteps<number> {
   const rng = new Rng(seed, `score:${role}`);
-  const examples = problems.map((p) => warmStartExample(family, role, p, rng));
+  // Held out as trained: a Corrector warm-started on mistaken reports is scored on them too.
+  const examples = problems.map((p) => warmStartExample(family, role, p, rng, { mistakenReportShare: config.pretrain.corrector_mistaken_reports }));
   const requests = examples.map((ex, i) => ({ promptText: ex.prompt, promptTokens: policy.tokenizer.promptTokens(role, ex.prompt), streamId: i }));
   const results = yield* decodeInSegmentsSteps(policy, requests, {
     seed,
@@ -211,7 +222,7 @@ export async function pretrainPolicy(
       while (sequences.length < args.pretrain.batch_size) {
         const role = roles[sequences.length % roles.length];
         const problem = args.train[rng.int(0, args.train.length - 1)];
-        const seq = toSequence(policy.tokenizer, warmStartExample(args.family, role, problem, rng, args.solverSamples), policy.model.context);
+        const seq = toSequence(policy.tokenizer, warmStartExample(args.family, role, problem, rng, { solverSamples: args.solverSamples, mistakenReportShare: args.pretrain.corrector_mistaken_reports }), policy.model.context);
         if (seq) sequences.push(seq);
       }
       const { tokens, lossMask } = padBatch(sequences, policy.tokenizer.padId);
