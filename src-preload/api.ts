@@ -219,6 +219,8 @@ export interface Turn {
   rewardComponents: Record<string, number> | null;
   advantage: number | null;
   advantageMode: string | null;
+  /** What the advantage was multiplied by (advantage.verifier_class_balance); 1 when unweighted, null with no advantage. */
+  advantageWeight: number | null;
   /** The run attempt that wrote this turn (1, then one more per resume). */
   attempt: number;
   /** The attempt that redid this turn's step after a resume; null for the live attempt's rows. */

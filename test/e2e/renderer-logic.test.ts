@@ -217,7 +217,7 @@ describe('episode tree', () => {
   const turn = (id: number, agent: string, parent: number | null, groupId: number, sampleIndex: number, round: number): EpisodeTurn => ({
     id, runId: 1, episodeId: 1, step: 0, agent, policyId: agent, round, groupId, parentTurnId: parent, sampleIndex,
     prompt: '', text: '', tokenCount: 0, parsed: null, correct: null, formatValid: true, policyVersionMin: 0, policyVersionMax: 0,
-    createdAt: 0, reward: null, rewardComponents: null, advantage: null, advantageMode: null, attempt: 1, supersededBy: null, segments: [],
+    createdAt: 0, reward: null, rewardComponents: null, advantage: null, advantageMode: null, advantageWeight: null, attempt: 1, supersededBy: null, segments: [],
   } as EpisodeDetail['turns'][number]);
 
   it('nests judgments under solutions and repairs under verdicts, one group header per sampling group', () => {

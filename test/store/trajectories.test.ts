@@ -123,7 +123,7 @@ describe('turns: batched writes and keyset pages', () => {
     const writer = store.writer({ maxPending: 1_000_000, flushIntervalMs: 0 });
     const episodeId = writer.newId('episodes');
     const turnId = writer.newId('turns');
-    writer.advantage({ turnId, runId, value: 1.5, mode: 'agentwise', groupKey: 'g', mu: 0, sigma: 1 });
+    writer.advantage({ turnId, runId, value: 1.5, mode: 'agentwise', groupKey: 'g', mu: 0, sigma: 1, weight: 0.75 });
     writer.reward({ turnId, runId, value: 1, components: { correctness: 1 }, scheme: 'shared' });
     writer.turn({
       id: turnId, runId, episodeId, step: 0, agent: 'solver', policyId: 'solver', round: 0, groupId: 0, parentTurnId: null, sampleIndex: 0,
@@ -133,7 +133,7 @@ describe('turns: batched writes and keyset pages', () => {
     writer.episodeOutcome(episodeId, '42', true, 1);
     expect(writer.flush()).toBe(5);
     const turn = store.trajectories.getTurn(turnId)!;
-    expect([turn.text, turn.reward, turn.advantage, turn.advantageMode]).toEqual(['late parent', 1, 1.5, 'agentwise']);
+    expect([turn.text, turn.reward, turn.advantage, turn.advantageMode, turn.advantageWeight]).toEqual(['late parent', 1, 1.5, 'agentwise', 0.75]);
     expect(store.trajectories.getEpisode(episodeId)).toMatchObject({ finalAnswer: '42', correct: true, rounds: 1 });
   });
 

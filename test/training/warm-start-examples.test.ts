@@ -66,7 +66,7 @@ describe('warm-start examples', () => {
   });
 
   it('give a file problem\'s right solution a false rejection as its mistaken report, and none to a wrong one', () => {
-    const family = createMathFamily({ records: [{ question: 'What is 1/2 + 1/4?', answer: '\\frac{3}{4}' }] });
+    const family = createMathFamily({ records: [{ row: 1, question: 'What is 1/2 + 1/4?', answer: '\\frac{3}{4}', solution: null }] });
     // A file's problem carries no generator steps, so its reports have no working to get wrong.
     const problem = { key: 'math:q', family: 'math', split: 'train' as const, question: 'What is 1/2 + 1/4?', answer: '\\frac{3}{4}', meta: { source: 'file' } };
     expect(family.mistakenReport!(problem, 'Add them.\n\\boxed{0.75}', new Rng(1, 'r'))).toBe('Answer: 0.75 is wrong.\nVerdict: incorrect');

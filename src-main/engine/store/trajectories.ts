@@ -88,6 +88,8 @@ export interface TurnView extends TurnRow {
   rewardComponents: Record<string, number> | null;
   advantage: number | null;
   advantageMode: string | null;
+  /** What the advantage was multiplied by (advantage.verifier_class_balance); 1 when unweighted. */
+  advantageWeight: number | null;
 }
 
 interface TurnViewRecord extends TurnRecord {
@@ -95,6 +97,7 @@ interface TurnViewRecord extends TurnRecord {
   components_json: string | null;
   advantage: number | null;
   advantage_mode: string | null;
+  advantage_weight: number | null;
 }
 
 function toTurnView(r: TurnViewRecord): TurnView {
@@ -106,6 +109,7 @@ function toTurnView(r: TurnViewRecord): TurnView {
     rewardComponents: parseJsonColumn(r.components_json, null),
     advantage: r.advantage,
     advantageMode: r.advantage_mode,
+    advantageWeight: r.advantage_weight,
   };
 }
 
@@ -425,5 +429,5 @@ export class TrajectoriesRepo {
   }
 }
 
-const TURN_VIEW_SELECT = `SELECT t.*, r.value AS reward, r.components_json, a.value AS advantage, a.mode AS advantage_mode
+const TURN_VIEW_SELECT = `SELECT t.*, r.value AS reward, r.components_json, a.value AS advantage, a.mode AS advantage_mode, a.weight AS advantage_weight
   FROM turns t LEFT JOIN rewards r ON r.turn_id = t.id LEFT JOIN advantages a ON a.turn_id = t.id`;
