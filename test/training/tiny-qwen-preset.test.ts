@@ -39,8 +39,10 @@ describe('the tiny-qwen preset as shipped', () => {
       expect(resolveModelFolder(policy.model.path)).toBe(folderOf(role));
     }
     // The warm start the folders were made with: the Verifier and Corrector from the Solver's weights,
-    // the Verifier shown the final answer only (resources/checkpoints/README.md).
+    // the Verifier shown the final answer only, half the Corrector's reports mistaken
+    // (resources/checkpoints/README.md).
     expect(preset.pretrain.start_from_solver).toBe(true);
+    expect(preset.pretrain.corrector_mistaken_reports).toBe(0.5);
     expect(preset.prompts.verifier.user).toContain('{answer}');
     expect(preset.prompts.verifier.user + preset.prompts.verifier.system).not.toContain('{solution}');
   });
