@@ -17,7 +17,9 @@
  *    reference answer beside the solution's (`Answer: 6. The solution has 5.`), their difference
  *    (`Difference: 5 - 6 gives -1.`), then the verdict line (see verifierTarget). Files: the
  *    answer check and the verdict line (a free-form solution has no checkable steps).
- *  - Corrector: the given solution when it is right and boxed, else the reference solution.
+ *  - Corrector: the given solution when it is right and boxed, else the reference solution. The
+ *    report it reads is the Verifier's target, or with `pretrain.corrector_mistaken_reports` one
+ *    from a mistaken working (mistakenReport).
  *
  * Splits: by a hash of the canonical problem (generated: person, thing, start, operations; files:
  * the question), 10% held out, as for every family; a file's split returns its problems in a
@@ -164,9 +166,9 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
 
   /**
    * The mistaken workings a generated problem admits, each drawn with `rng`: a slip in one step's
-   * result carried through the rest, one operation swapped, one step dropped. Null where the
-   * changed chain leaves whole non-negative numbers. The Solver's and Verifier's own slips in a
-   * run are of these kinds ("8 + 7 = 16", a step left out).
+   * result carried through the rest, one operation swapped, one step dropped. Each gives null
+   * when its chain reaches a fraction or a negative count, which no word problem here has. The
+   * Solver's and Verifier's own slips in a run are of these kinds ("8 + 7 = 16", a step left out).
    */
   const mistakenWorkings = (meta: GeneratedMeta, rng: Rng): Array<() => WordProblemStep[] | null> => {
     const ops = meta.steps.map((s) => ({ op: s.op, operand: s.operand }));
