@@ -210,12 +210,9 @@ export function createMathFamily(options: MathFamilyOptions = {}): TaskFamily {
    */
   const mistakenReport = (problem: Problem, solutionText: string, rng: Rng): string | null => {
     const meta = generatedMeta(problem);
-    if (!meta) {
-      const { answer } = parseBoxedSolution(solutionText);
-      return answer !== null && checkAnswer(problem, answer) ? [`Answer: ${answer} is wrong.`, verdictLine('reject')].join('\n') : null;
-    }
-    const workings = mistakenWorkings(meta, rng);
     const { answer } = parseBoxedSolution(solutionText);
+    if (!meta) return checkAnswer(problem, answer) ? [`Answer: ${answer} is wrong.`, verdictLine('reject')].join('\n') : null;
+    const workings = mistakenWorkings(meta, rng);
     for (let attempt = 0; attempt < 16; attempt++) {
       const steps = rng.pick(workings)();
       if (steps === null) continue;

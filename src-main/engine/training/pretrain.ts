@@ -102,7 +102,7 @@ export function warmStartExample(family: TaskFamily, role: Role, problem: Proble
   // characters).
   // A mistaken report is drawn only when asked for, so the warm starts made before the option
   // existed are reproduced draw for draw.
-  const mistaken = family.format && family.mistakenReport && mistakenReportShare > 0 && rng.next() < mistakenReportShare ? family.mistakenReport(problem, solution, rng) : null;
+  const mistaken = family.mistakenReport && mistakenReportShare > 0 && rng.next() < mistakenReportShare ? family.mistakenReport(problem, solution, rng) : null;
   const report = mistaken ?? (family.format ? family.verifierTarget(problem, solution) : verdictText('reject'));
   return { role, prompt: correctorPrompt(problem, solution, report), target: family.correctorTarget(problem, solution, report) };
 }
