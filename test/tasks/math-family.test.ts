@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
 import { getTaskFamily } from '../../src-main/engine/tasks';
+import { familyNotation } from '../../src-main/engine/tasks/registry';
 import { createMathFamily } from '../../src-main/engine/tasks/math';
 import { parseSteps, wordProblemSettings } from '../../src-main/engine/tasks/math-generator';
 import type { Problem, TaskFamily } from '../../src-main/engine/tasks/types';
@@ -26,6 +27,18 @@ function solveFromText(question: string): number {
   }
   return value;
 }
+
+describe('math notation in the trajectory browser', () => {
+  it("explains the boxed answer and the verdict line, not the character families' A: and V:ok / V:no", () => {
+    const notation = familyNotation('math');
+    expect(notation.map((n) => [n.roles.join(','), n.marker])).toEqual([
+      ['solver,corrector', '\\boxed{…}'],
+      ['verifier', 'Verdict: correct / Verdict: incorrect'],
+    ]);
+    // The character families keep the shared marks after their own.
+    expect(familyNotation('sort').map((n) => n.marker)).toContain('V:ok / V:no');
+  });
+});
 
 describe('word-problem knobs', () => {
   it('follow the difficulty, and the config overrides each', () => {

@@ -88,7 +88,7 @@ function solutionFromSteps(steps: readonly WordProblemStep[], answer: string | n
 }
 
 /** What the math family's texts mark (issue 18: explained next to each turn in the browser). */
-const MATH_NOTATION: readonly TaskNotation[] = [
+export const MATH_NOTATION: readonly TaskNotation[] = [
   { roles: ['solver', 'corrector'], marker: '\\boxed{…}', meaning: 'The final answer: the last \\boxed{…} (then #### n, then "Answer: …") is what is checked, compared as a value (fractions, decimals, percentages, radicals, π).' },
   { roles: ['verifier'], marker: 'Verdict: correct / Verdict: incorrect', meaning: 'The verdict line; the last one counts, and a response without one is a format failure (it neither approves nor rejects).' },
 ];

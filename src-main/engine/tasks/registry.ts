@@ -7,7 +7,7 @@ import { additionFamily } from './addition';
 import { countdownFamily } from './countdown';
 import { factorFamily } from './factor';
 import { createJsonlFamily, JSONL_NOTATION, type JsonlFamilyOptions } from './jsonl';
-import { createMathFamily, type MathFamilyOptions } from './math';
+import { createMathFamily, MATH_NOTATION, type MathFamilyOptions } from './math';
 import { sortFamily } from './sort';
 import type { TaskFamily, TaskNotation } from './types';
 
@@ -48,9 +48,11 @@ export const SHARED_NOTATION: readonly TaskNotation[] = [
 /**
  * What the notation in a family's texts means, for the trajectory browser: the family's own
  * entries, then the shared marks. Needs no options (a jsonl family is not opened for it); an
- * unknown family gets the shared marks only.
+ * unknown family gets the shared marks only. math's chat-style texts have none of the shared
+ * marks (no `A:`, no `V:ok`), only its boxed answers and verdict lines.
  */
 export function familyNotation(name: string): readonly TaskNotation[] {
+  if (name === 'math') return MATH_NOTATION;
   const own = name === 'jsonl' ? JSONL_NOTATION : ((GENERATED as Record<string, TaskFamily | undefined>)[name]?.notation ?? []);
   return [...own, ...SHARED_NOTATION];
 }
