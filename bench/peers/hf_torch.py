@@ -14,6 +14,13 @@ Usage:
                                        log-softmax of every position of every prompt (each run
                                        alone, unpadded), rows in prompt order, [positions, V];
                                        computed in float64. Prints {"ok": true, "rows": N, "vocab": V}.
+  hf_torch.py logprobs DIR OUT.f32 --adapter PEFT_DIR
+                                       the same with a PEFT LoRA adapter folder applied to the base
+                                       in DIR, read as PEFT writes it (adapter_config.json: r,
+                                       lora_alpha, use_rslora; adapter_model.safetensors:
+                                       base_model.model.<module>.lora_A/.lora_B.weight): each target
+                                       linear gives W x + scaling·B A x, scaling = alpha/r (alpha/√r
+                                       with rsLoRA), as PEFT's LoraLayer does.
   hf_torch.py bench DIR --threads 1 --prompt P --new N --batch B --seconds S [--device cpu|cuda]
                                        float32 prefill and KV-cached greedy decode timings.
   hf_torch.py rlstep DIR --batch B --prompt P --new N --steps S --rank R --alpha A [--device cpu|cuda]
@@ -160,6 +167,25 @@ class Model:
                 params += [a, b]
         return params
 
+    def load_peft(self, adapter_dir):
+        """The adapters of a PEFT LoRA folder, by the names and config fields PEFT writes."""
+        torch = self.torch
+        with open(os.path.join(adapter_dir, 'adapter_config.json')) as f:
+            cfg = json.load(f)
+        r, alpha = cfg['r'], cfg['lora_alpha']
+        self.lora_scaling = alpha / math.sqrt(r) if cfg.get('use_rslora') else alpha / r
+        raw = read_safetensors(os.path.join(adapter_dir, 'adapter_model.safetensors'))
+        prefix = 'base_model.model.'
+        self.lora = {}
+        for key in raw:
+            if not key.endswith('.lora_A.weight'):
+                continue
+            name = key[len(prefix):-len('.lora_A.weight')]
+            a = torch.from_numpy(np.ascontiguousarray(raw[key])).to(self.dtype)
+            b = torch.from_numpy(np.ascontiguousarray(raw[prefix + name + '.lora_B.weight'])).to(self.dtype)
+            assert name + '.weight' in self.w, f'adapter names {name}, which the base does not have'
+            self.lora[name] = (a, b)
+
     def rms(self, x, g):
         return x * self.torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps) * g
 
@@ -220,10 +246,12 @@ class Model:
         return x @ self.head.T, new
 
 
-def cmd_logprobs(d, out):
+def cmd_logprobs(d, out, adapter=None):
     import torch
     req = json.load(sys.stdin)
     m = Model(d, torch.float64)
+    if adapter is not None:
+        m.load_peft(adapter)
     rows = 0
     V = None
     with open(out, 'wb') as f:
@@ -352,7 +380,8 @@ def main():
         sys.exit(2)
     cmd, d = sys.argv[1], sys.argv[2]
     if cmd == 'logprobs':
-        cmd_logprobs(d, sys.argv[3])
+        rest = sys.argv[4:]
+        cmd_logprobs(d, sys.argv[3], rest[1] if rest[:1] == ['--adapter'] and len(rest) > 1 else None)
     elif cmd in ('bench', 'rlstep'):
         rest = sys.argv[3:]
         (cmd_bench if cmd == 'bench' else cmd_rlstep)(d, {rest[i]: rest[i + 1] for i in range(0, len(rest) - 1, 2)})

@@ -71,10 +71,13 @@ export function leftPadded(prompts: number[][]): { rows: number[][]; leftPad: nu
   return { rows: prompts.map((p, i) => [...new Array<number>(leftPad[i]).fill(p[0]), ...p]), leftPad };
 }
 
-/** The PyTorch peer's float64 log-softmax of every position of each prompt, [T·V] per prompt. */
-export function torchLogProbs(dir: string, prompts: number[][]): Float32Array[] {
+/**
+ * The PyTorch peer's float64 log-softmax of every position of each prompt, [T·V] per prompt; with
+ * `adapterDir`, a PEFT LoRA folder the peer applies to the base itself.
+ */
+export function torchLogProbs(dir: string, prompts: number[][], adapterDir?: string): Float32Array[] {
   const out = path.join(dir, `torch-logprobs-${process.pid}.f32`);
-  const res = execFileSync(PYTHON, [TORCH_PEER, 'logprobs', dir, out], { input: JSON.stringify({ prompts }), encoding: 'utf8', maxBuffer: 1 << 20 });
+  const res = execFileSync(PYTHON, [TORCH_PEER, 'logprobs', dir, out, ...(adapterDir ? ['--adapter', adapterDir] : [])], { input: JSON.stringify({ prompts }), encoding: 'utf8', maxBuffer: 1 << 20 });
   const info = JSON.parse(res.trim().split('\n').pop()!) as { ok: boolean; rows: number; vocab: number };
   const buf = fs.readFileSync(out);
   fs.rmSync(out);

@@ -37,7 +37,7 @@ import { createPolicy } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
-import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
+import { logSoftmax, makeCheckpoint, maxAbs, randomPrompts, torchLogProbs, type Checkpoint } from './fixtures';
 
 let ckpt: Checkpoint;
 let tmp: string;
@@ -301,6 +301,34 @@ describe('adapters out', () => {
       fresh.setLoraWeights(back.weights);
       expect(bitwiseEqual(fresh.getWeights(), model.getWeights())).toBe(true);
       fresh.dispose();
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it("the PEFT folder, applied to the base by the PyTorch peer's own reading of PEFT's names and scaling, gives the log-probs of base + adapters within 1e-4", () => {
+    const settings: LoraSettings = { rank: 4, alpha: 16, dropout: 0, targets: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] };
+    const { model } = loadLoraHfModel(ckpt.dir, settings, { seed: 41 });
+    const out = path.join(tmp, 'peft-for-torch');
+    try {
+      randomizeB(model, 42, 0.2);
+      writePeftAdapter(out, { config: model.config, settings: model.settings!, weights: model.loraWeights(), baseModelNameOrPath: ckpt.dir });
+      const prompts = randomPrompts(43, [8, 8], ckpt.config.vocabSize);
+      const V = ckpt.config.vocabSize;
+      const ours = logitsOf(model, prompts);
+      const theirs = torchLogProbs(ckpt.dir, prompts, out);
+      const theirsBase = torchLogProbs(ckpt.dir, prompts);
+      let worst = 0;
+      let adapterEffect = 0;
+      prompts.forEach((p, b) => {
+        for (let t = 0; t < p.length; t++) {
+          const row = logSoftmax(ours, (b * p.length + t) * V, V);
+          worst = Math.max(worst, maxAbs(row, theirs[b].subarray(t * V, (t + 1) * V)));
+          adapterEffect = Math.max(adapterEffect, maxAbs(theirs[b].subarray(t * V, (t + 1) * V), theirsBase[b].subarray(t * V, (t + 1) * V)));
+        }
+      });
+      expect(adapterEffect).toBeGreaterThan(1e-2); // the adapters matter to the peer too
+      expect(worst).toBeLessThanOrEqual(1e-4);
     } finally {
       model.dispose();
     }
