@@ -79,12 +79,15 @@ describe.each(['sync', 'pipeline'] as const)('an RL run with a served Verifier (
     expect(run.status, JSON.stringify(errors)).toBe('done');
 
     const verifierTurns = store.db
-      .prepare("SELECT t.policy_id AS policy, t.parsed AS parsed, r.value AS reward, a.value AS advantage FROM turns t JOIN episodes e ON e.id = t.episode_id JOIN rewards r ON r.turn_id = t.id JOIN advantages a ON a.turn_id = t.id WHERE t.run_id = ? AND e.split = 'train' AND t.agent = 'verifier1'")
-      .all(runId) as { policy: string; parsed: string | null; reward: number; advantage: number }[];
+      .prepare("SELECT t.policy_id AS policy, t.parsed AS parsed, t.token_count AS tokens, r.value AS reward, a.value AS advantage FROM turns t JOIN episodes e ON e.id = t.episode_id JOIN rewards r ON r.turn_id = t.id JOIN advantages a ON a.turn_id = t.id WHERE t.run_id = ? AND e.split = 'train' AND t.agent = 'verifier1'")
+      .all(runId) as { policy: string; parsed: string | null; tokens: number; reward: number; advantage: number }[];
     // select_k 2 solutions of each of 4 problems, 2 verdicts each, every step.
     expect(verifierTurns.length).toBe(STEPS * 4 * 2 * 2);
     expect(new Set(verifierTurns.map((t) => t.policy))).toEqual(new Set(['verifier']));
     expect(verifierTurns.every((t) => Number.isFinite(t.reward) && Number.isFinite(t.advantage))).toBe(true);
+    // Their lengths are the server's counts (the turns hold no local token ids), never 0.
+    expect(verifierTurns.every((t) => t.tokens > 0)).toBe(true);
+    expect(store.metrics.latest(runId, ['verifier1/response_length'])['verifier1/response_length']).toBeGreaterThan(0);
     // Served segments are stored too (the trajectory browser shows the turn being written).
     const servedSegments = store.db.prepare("SELECT COUNT(*) AS n FROM segments s JOIN turns t ON t.id = s.turn_id WHERE t.run_id = ? AND t.agent = 'verifier1'").get(runId) as { n: number };
     expect(servedSegments.n).toBeGreaterThanOrEqual(verifierTurns.length);

@@ -17,7 +17,7 @@ import type { EndpointPool } from '../../src-main/engine/served/pool';
 import { servedRole } from '../../src-main/engine/served/roles';
 import { createPolicy, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { drain, drive, rolloutSteps, type RolloutContext, type ServedRole } from '../../src-main/engine/training/rollout';
-import { loadTaskData, scoreEpisodes, type TaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData, rolloutMetrics, scoreEpisodes, type TaskData } from '../../src-main/engine/training/run-support';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 
@@ -102,8 +102,16 @@ describe('a served Verifier in the RL rollout', () => {
     const again = await client.chat.completions.create({ model: 'verifier', messages: [{ role: 'user', content: first.promptText }], seed: first.seed, temperature: first.temperature, top_p: config.rollout.top_p, max_tokens: config.rollout.max_response_tokens });
     expect(again.choices[0].message.content).toBe(calls[0].texts[0]);
 
+    // Its length is the server's count (usage), not a local tokenizer's: the turn has no local ids.
+    expect(verdicts[0].t.servedTokens).toBe(again.usage!.completion_tokens);
+    for (const { t } of verdicts) expect(t.servedTokens).toBeGreaterThan(0);
+
     // Rewarded like the others: a right verdict gets the Verifier's reward.
     const scored = scoreEpisodes(config, episodes);
+    // The dashboard's response length of the served agent is the mean of those counts.
+    const metrics = rolloutMetrics(config, episodes, scored);
+    expect(metrics['verifier1/response_length']).toBeCloseTo(verdicts.reduce((a, { t }) => a + t.servedTokens!, 0) / verdicts.length, 10);
+    expect(metrics['solver/response_length']).toBeCloseTo(episodes.flatMap((e) => e.turns.filter((t) => t.role === 'solver')).reduce((a, t, _, all) => a + t.responseTokens.length / all.length, 0), 10);
     episodes.forEach((e, i) => e.turns.forEach((t, j) => t.role === 'verifier' && expect(scored[i].rewards[j].value).toBe(t.correct ? config.reward.scale.verifier : 0)));
   }, 60_000);
 });

@@ -66,7 +66,9 @@ export function servedRole(pool: EndpointPool, config: RunConfig, role: Role): S
           // A server that did not stream (or sent nothing) gives the whole reply as one segment.
           if (segments.length === 0 && text === '') text = reply;
           close(true);
-          return { text: reply, segments };
+          // The server's own count where it reports usage (n is 1 here); else one per streamed delta,
+          // as a reasoning-system run counts (system-run.ts).
+          return { text: reply, segments, tokens: result.usage?.completionTokens ?? segments.at(-1)!.tokenEnd };
         }),
       ),
   };

@@ -71,7 +71,7 @@ export interface SystemRunOptions {
 export const CHAIN_FAILED_EVENT = 'system/chain_failed';
 
 /** How a reply was judged: its parsed answer or verdict, whether that is right, whether it parsed. */
-type Judged = Omit<ChainStep, 'role' | 'round' | 'prompt' | 'text'> & { formatValid: boolean };
+type Judged = Omit<ChainStep, 'role' | 'round' | 'prompt' | 'text' | 'tokens'>;
 
 /** One agent call of a chain. */
 interface CallSpec {
@@ -325,7 +325,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
           }
           cursor++;
           parentTurn = storedTurn.id;
-          const s = { role, round, prompt, text: storedTurn.text, ...judge(storedTurn.text) };
+          const s = { role, round, prompt, text: storedTurn.text, tokens: storedTurn.tokenCount, ...judge(storedTurn.text) };
           chain.steps.push(s);
           return s;
         }
@@ -353,8 +353,8 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
             continue;
           }
           segments.finish(reply.text);
-          const s = { role, round, prompt, text: reply.text, ...judge(reply.text) };
-          writer.turnResult({ id, text: reply.text, tokenCount: reply.tokens ?? segments.count(), parsed: role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: s.formatValid });
+          const s = { role, round, prompt, text: reply.text, tokens: reply.tokens ?? segments.count(), ...judge(reply.text) };
+          writer.turnResult({ id, text: reply.text, tokenCount: s.tokens, parsed: role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: s.formatValid });
           if (oracleText === undefined) {
             // MarsRL's agent-specific reward (as RL runs log it), so reward filters and preference pairs work on these turns.
             const [reward] = computeRewards('decoupled', [{ agent, role, correct: s.correct, formatValid: s.formatValid }], { correct: s.correct }, rewardOptions(config));

@@ -32,9 +32,13 @@ export interface ChainStep {
   round: number;
   prompt: string;
   text: string;
+  /** Tokens generated: the decoded ids, or a served reply's count (0 for the oracle's verdict). */
+  tokens: number;
   answer?: string | null;
   verdict?: Verdict | null;
   correct: boolean;
+  /** The text parsed as its role's format asks (a boxed answer, a verdict line). */
+  formatValid: boolean;
 }
 
 export interface EvalChain {
@@ -64,13 +68,13 @@ function settle<T>(steps: RolloutSteps<T>): Promise<T> {
   return drive(steps, () => undefined);
 }
 
-function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): RolloutSteps<string[]> {
+function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: number, temperature: number): RolloutSteps<Array<{ text: string; tokens: number }>> {
   const served = ctx.served?.[role];
   if (served) {
     if (prompts.length === 0) return [];
     // Seeded per request as the rollout seeds a served role's calls; greedy at temperature 0.
     const replies = yield* awaitIn(served.generate(role, prompts.map((promptText, i) => ({ promptText, seed: (seed + i) >>> 0, temperature }))), `the served ${role} in evaluation`);
-    return replies.map((r) => r.text);
+    return replies.map((r) => ({ text: r.text, tokens: r.tokens }));
   }
   const policy = ctx.policies[role];
   const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: policy.tokenizer.promptTokens(role, promptText), streamId: i }));
@@ -87,7 +91,7 @@ function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: num
     maxSegments: 1,
     agent: role,
   });
-  return results.map((r) => policy.tokenizer.responseText(r.responseTokens));
+  return results.map((r) => ({ text: policy.tokenizer.responseText(r.responseTokens), tokens: r.responseTokens.length }));
 }
 
 /** Run `samples` chains per problem; temperature 0 is greedy (then one sample is enough). */
@@ -104,11 +108,12 @@ export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], 
   }
   const solutions = yield* decodeTexts(ctx, 'solver', chains.map((c) => solverPrompt(c.problem)), seed, temperature);
   const current = chains.map((chain, i) => {
-    const parsed = parseSolution(solutions[i]);
+    const { text, tokens } = solutions[i];
+    const parsed = parseSolution(text);
     const correct = ctx.family.checkAnswer(chain.problem, parsed.answer);
-    chain.steps.push({ role: 'solver', round: 0, prompt: solverPrompt(chain.problem), text: solutions[i], answer: parsed.answer, correct });
+    chain.steps.push({ role: 'solver', round: 0, prompt: solverPrompt(chain.problem), text, tokens, answer: parsed.answer, correct, formatValid: parsed.formatValid });
     chain.solverCorrect = correct;
-    return { text: solutions[i], answer: parsed.answer, correct };
+    return { text, answer: parsed.answer, correct };
   });
   const rounds = mode === 'corrector-always' ? Math.min(1, ctx.config.rollout.rounds) : ctx.config.rollout.rounds;
   let active = chains.map((_, i) => i);
@@ -117,19 +122,20 @@ export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], 
     const reports = new Map<number, string | null>();
     if (mode === 'model') {
       const prompts = active.map((i) => verifierPrompt(chains[i].problem, current[i].text));
-      const texts = yield* decodeTexts(ctx, 'verifier', prompts, seed + round * 7919, temperature);
+      const replies = yield* decodeTexts(ctx, 'verifier', prompts, seed + round * 7919, temperature);
       rejected = [];
       active.forEach((i, j) => {
-        const verdict = parseVerdict(texts[j]).verdict;
-        chains[i].steps.push({ role: 'verifier', round, prompt: prompts[j], text: texts[j], verdict, correct: verdict !== null && (verdict === 'approve') === current[i].correct });
-        reports.set(i, texts[j]);
+        const { text, tokens } = replies[j];
+        const { verdict, formatValid } = parseVerdict(text);
+        chains[i].steps.push({ role: 'verifier', round, prompt: prompts[j], text, tokens, verdict, correct: verdict !== null && (verdict === 'approve') === current[i].correct, formatValid });
+        reports.set(i, text);
         if (verdict === 'reject') rejected.push(i);
       });
     } else if (mode === 'oracle') {
       rejected = active.filter((i) => !current[i].correct);
       for (const i of active) {
         const verdict: Verdict = current[i].correct ? 'approve' : 'reject';
-        chains[i].steps.push({ role: 'verifier', round, prompt: '(oracle)', text: verdictText(verdict), verdict, correct: true });
+        chains[i].steps.push({ role: 'verifier', round, prompt: '(oracle)', text: verdictText(verdict), tokens: 0, verdict, correct: true, formatValid: true });
         reports.set(i, verdictText(verdict));
       }
     } else {
@@ -139,10 +145,11 @@ export function* runChainsSteps(ctx: EvalContext, problems: readonly Problem[], 
     const prompts = rejected.map((i) => correctorPrompt(chains[i].problem, current[i].text, reports.get(i) ?? null));
     const repaired = yield* decodeTexts(ctx, 'corrector', prompts, seed + round * 104729, temperature);
     rejected.forEach((i, j) => {
-      const parsed = parseSolution(repaired[j]);
+      const { text, tokens } = repaired[j];
+      const parsed = parseSolution(text);
       const correct = ctx.family.checkAnswer(chains[i].problem, parsed.answer);
-      chains[i].steps.push({ role: 'corrector', round, prompt: prompts[j], text: repaired[j], answer: parsed.answer, correct });
-      current[i] = { text: repaired[j], answer: parsed.answer, correct };
+      chains[i].steps.push({ role: 'corrector', round, prompt: prompts[j], text, tokens, answer: parsed.answer, correct, formatValid: parsed.formatValid });
+      current[i] = { text, answer: parsed.answer, correct };
     });
     active = rejected;
   }
@@ -240,10 +247,10 @@ function* fixedSetMetricsSteps(ctx: EvalContext, problems: readonly Problem[], s
     if (!problem) throw new Error(`fixed judged set: no held-out problem ${s.problem} (the evaluation set has ${problems.length})`);
     return { problem, text: s.text, correct: ctx.family.checkAnswer(problem, parseSolution(s.text).answer) };
   });
-  const verdicts = (yield* decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0)).map((t) => parseVerdict(t).verdict);
+  const verdicts = (yield* decodeTexts(ctx, 'verifier', items.map((it) => verifierPrompt(it.problem, it.text)), seed, 0)).map((r) => parseVerdict(r.text).verdict);
   const repairs = yield* decodeTexts(ctx, 'corrector', items.map((it) => correctorPrompt(it.problem, it.text, null)), seed + 1, 0);
   const judgements = items.map((it, j) => ({ solutionCorrect: it.correct, verdict: verdicts[j] }));
-  const repaired = items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j]).answer) }));
+  const repaired = items.map((it, j) => ({ inputCorrect: it.correct, correct: ctx.family.checkAnswer(it.problem, parseSolution(repairs[j].text).answer) }));
   metrics['eval/fixed/answers'] = items.length;
   metrics['eval/fixed/wrong_share'] = items.filter((it) => !it.correct).length / items.length;
   putQuality(judgements, repaired, 'eval/fixed/', metrics);

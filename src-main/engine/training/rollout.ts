@@ -52,6 +52,11 @@ export interface RolloutTurn {
   promptText: string;
   promptTokens: number[];
   responseTokens: number[];
+  /**
+   * A served turn's length as its endpoint counted it (`usage.completion_tokens`, else the
+   * streamed deltas): it has no token ids of a local tokenizer (issue #16). Unset for decoded turns.
+   */
+  servedTokens?: number;
   /** Behaviour log-probability of each response token (the distribution actually sampled). */
   behaviourLogProbs: number[];
   text: string;
@@ -66,6 +71,11 @@ export interface RolloutTurn {
   segments: SegmentRecord[];
   policyVersionMin: number;
   policyVersionMax: number;
+}
+
+/** Tokens a turn generated: its response's ids, or for a served turn the endpoint's count. */
+export function responseLength(turn: RolloutTurn): number {
+  return turn.servedTokens ?? turn.responseTokens.length;
 }
 
 export interface RolloutEpisode {
@@ -89,7 +99,7 @@ export interface RolloutEpisode {
 export interface ServedRole {
   /** The policy id its turns record (the config's policy that names the endpoint). */
   policyId: string;
-  generate(agent: string, requests: readonly { promptText: string; seed: number; temperature: number }[]): Promise<Array<{ text: string; segments: SegmentRecord[] }>>;
+  generate(agent: string, requests: readonly { promptText: string; seed: number; temperature: number }[]): Promise<Array<{ text: string; segments: SegmentRecord[]; tokens: number }>>;
 }
 
 export interface RolloutContext {
@@ -390,6 +400,7 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
     const replies = yield* awaitIn(served.generate(agent, pending.map((p, i) => ({ promptText: p.promptText, seed: (seed + i) >>> 0, temperature }))), `the served ${agent}`);
     return pending.map((p, i) => {
       const turn = newTurn(episodes[p.episode], p, agent, served.policyId, [], replies[i].text, replies[i].segments, [], [0, 0]);
+      turn.servedTokens = replies[i].tokens;
       judgeTurn(ctx, episodes[p.episode], p, turn);
       episodes[p.episode].turns.push(turn);
       return turn;

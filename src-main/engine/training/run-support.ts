@@ -15,7 +15,7 @@ import { Rng } from '../util/rng';
 import type { evaluate } from './evaluate';
 import { savePolicies, type PolicyRuntime } from './policies';
 import { addPpoParts, applyPpoPartsAsync, ppoPartGradientsAsync, ppoStepAsync, responseLogProbsAsync, responseTokenCount, type PolicySample, type PpoOptions, type PpoPart, type PpoRemotePart, type PpoStepResult } from './ppo';
-import type { RolloutEpisode, RolloutTurn } from './rollout';
+import { responseLength, type RolloutEpisode, type RolloutTurn } from './rollout';
 
 /** Raised when `optimization.nan_tolerance` updates in a row were skipped for NaN/Inf. */
 export class NonFiniteError extends Error {}
@@ -432,7 +432,7 @@ export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpis
       const s = byAgent.get(turn.agent) ?? { reward: [], advantage: [], length: [], correct: [], formatValid: [] };
       s.reward.push(scored[e].rewards[i].value);
       s.advantage.push(scored[e].advantages[i].value);
-      s.length.push(turn.responseTokens.length);
+      s.length.push(responseLength(turn));
       s.correct.push(turn.correct);
       s.formatValid.push(turn.formatValid);
       byAgent.set(turn.agent, s);
@@ -513,7 +513,7 @@ export function logEpisodes(
       writer.turn({
         id, runId, episodeId, step, agent: turn.agent, policyId: turn.policyId, round: turn.round, groupId: turn.groupId,
         parentTurnId: turn.parent === null ? null : ids[turn.parent], sampleIndex: turn.sampleIndex, prompt: turn.promptText,
-        text: turn.text, tokenCount: turn.responseTokens.length, parsed: turn.role === 'verifier' ? turn.verdict : turn.answer,
+        text: turn.text, tokenCount: responseLength(turn), parsed: turn.role === 'verifier' ? turn.verdict : turn.answer,
         correct: turn.correct, formatValid: turn.formatValid, policyVersionMin: turn.policyVersionMin, policyVersionMax: turn.policyVersionMax, createdAt: now,
       });
       for (const seg of turn.segments) {
@@ -539,8 +539,8 @@ export function logEvalEpisodes(writer: BatchWriter, problemIds: ProblemIds, run
       const id = writer.newId('turns');
       writer.turn({
         id, runId, episodeId, step, agent: s.role === 'solver' ? 'solver' : `${s.role}${s.round}`, policyId: s.role, round: s.round, groupId: 0,
-        parentTurnId: parent, sampleIndex: 0, prompt: s.prompt, text: s.text, tokenCount: s.text.length,
-        parsed: s.role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: true,
+        parentTurnId: parent, sampleIndex: 0, prompt: s.prompt, text: s.text, tokenCount: s.tokens,
+        parsed: s.role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: s.formatValid,
         policyVersionMin: 0, policyVersionMax: 0, createdAt: now,
       });
       parent = id;

@@ -31,7 +31,7 @@ import { createPolicy, rolePolicies, trainedPolicyIds, type PolicyRuntime } from
 import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from '../served/config';
 import type { EndpointPool } from '../served/pool';
 import { servedRole } from '../served/roles';
-import { rolloutEpisodesAsync, type RolloutTurn, type ServedRole } from './rollout';
+import { responseLength, rolloutEpisodesAsync, type RolloutTurn, type ServedRole } from './rollout';
 import { assertStartFromSolverFits, pretrainPolicy, sampleSolverSolutionsAsync, startFromSolverWeights } from './pretrain';
 import {
   evaluationSet,
@@ -315,7 +315,7 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
       Object.assign(metrics, await updateAgent(run.update, agent, roles[items[0].turn.role], items, step));
     }
     const updateMs = Date.now() - updateStart;
-    const stepTokens = episodes.reduce((a, e) => a + e.turns.reduce((b, t) => b + t.responseTokens.length, 0), 0);
+    const stepTokens = episodes.reduce((a, e) => a + e.turns.reduce((b, t) => b + responseLength(t), 0), 0);
     metrics['perf/rollout_s'] = rolloutMs / 1000;
     metrics['perf/update_s'] = updateMs / 1000;
     metrics['perf/tokens_per_s'] = stepTokens / Math.max((rolloutMs + updateMs) / 1000, 1e-3);
