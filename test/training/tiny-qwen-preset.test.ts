@@ -3,18 +3,23 @@
  * Hugging Face folder that loads (Qwen3 architecture, the Studio's tiny tokenizer with its ChatML
  * template, digests as recorded when pretrain wrote it, under 2 MB), all three from one pretrain
  * (one tokenizer, one architecture), and two RL steps of the preset run through LoRA adapters (one
- * per role, each on its role's folder) on the generated word problems, at smaller rollout sizes.
+ * per role, each on its role's folder) on the generated word problems, at smaller rollout sizes;
+ * `marsrl serve-model` serves the run's LoRA checkpoints (issue #16) as the run decodes them.
  */
 import fs from 'node:fs';
+import OpenAI from 'openai';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig } from '../../src-main/engine/config/load';
 import { resolveModelFolder } from '../../src-main/engine/config/hf-folder';
 import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { heldHfBaseCount, PEFT_WEIGHTS } from '../../src-main/engine/hf/lora';
+import { sample } from '../../src-main/engine/model/sampling';
+import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
+import { createModelServer } from '../../src-main/server/openai/server';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/model/checkpoint';
+import { loadLoraCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/model/checkpoint';
 import { resourcesDir } from '../../src-main/engine/resources';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { PRETRAIN_INFO_FILE } from '../../src-main/engine/training/pretrain';
@@ -136,6 +141,42 @@ describe('two RL steps of the tiny-qwen preset through LoRA', () => {
       const names = [...openSafetensors(path.join(rows[0].path, PEFT_WEIGHTS)).tensors.keys()];
       expect(names.length).toBeGreaterThan(0);
       for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.\d+\.(self_attn|mlp)\.[a-z_]+\.lora_[AB]\.weight$/);
+    }
+  });
+
+  it('serves its LoRA checkpoints with marsrl serve-model: base + adapters, answering as the loaded checkpoint decodes', async () => {
+    const row = store.db.prepare("SELECT path FROM checkpoints WHERE run_id = ? AND policy_id = 'solver' ORDER BY step DESC LIMIT 1").get(runId) as { path: string };
+    const served = loadCheckpointPolicy(row.path);
+    const server = await createModelServer({ policies: [served], log: () => {} });
+    // Loaded again on its own, as a run resumes it: the reference the server must match.
+    const own = loadLoraCheckpoint(row.path);
+    const base = loadHfModel(folderOf('solver'));
+    try {
+      const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'unused-on-loopback', maxRetries: 0 });
+      const messages = [{ role: 'user' as const, content: 'Mia has 7 apples and buys 5 more. How many apples does Mia have now?' }];
+      const r = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 24, logprobs: true, top_logprobs: 3 });
+      const prompt = served.tokenizer.chatPrompt(messages);
+      expect(r.usage?.prompt_tokens).toBe(prompt.length);
+      const [greedy] = sample(own.model, [prompt], { maxNewTokens: 24, temperature: 0, stopTokens: [...served.tokenizer.stopTokens] });
+      expect(r.usage?.completion_tokens).toBe(greedy.tokens.length);
+      expect(r.choices[0].message.content).toBe(served.tokenizer.responseText(greedy.tokens));
+      // The first token's three likeliest are the adapted model's log-probabilities, not the base's.
+      const top3 = (logits: Float32Array) => {
+        const max = Math.max(...logits);
+        const lse = max + Math.log(logits.reduce((a, x) => a + Math.exp(x - max), 0));
+        return [...logits].map((x) => x - lse).sort((a, b) => b - a).slice(0, 3);
+      };
+      const adapted = top3(own.model.lastLogits([prompt], [0]));
+      const frozen = top3(base.model.lastLogits([prompt], [0]));
+      const reported = r.choices[0].logprobs!.content![0].top_logprobs.map((t) => t.logprob);
+      expect(reported).toHaveLength(3);
+      reported.forEach((lp, i) => expect(Math.abs(lp - adapted[i])).toBeLessThan(1e-4));
+      expect(Math.max(...adapted.map((lp, i) => Math.abs(lp - frozen[i])))).toBeGreaterThan(1e-3);
+    } finally {
+      await server.close();
+      served.model.dispose();
+      own.model.dispose();
+      base.model.dispose();
     }
   });
 });

@@ -26,7 +26,8 @@ Concurrent requests are decoded together (continuous batching: a request that ar
 decodes joins it at the next step).
 
   FOLDER[=ID]        a Studio checkpoint folder of either family (checkpoint.json: resources/checkpoints/quick/solver,
-                     or a run's checkpoints/step-…/solver) or a Hugging Face model folder (config.json,
+                     or a run's checkpoints/step-…/solver, LoRA adapters served on their base folder)
+                     or a Hugging Face model folder (config.json,
                      safetensors, tokenizer files; chat rendered by its chat template); served as ID
                      (default: the folder's name)
   --run RUN          serve the policies of a run's latest checkpoint (id or name; --step picks another)

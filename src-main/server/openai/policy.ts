@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Role } from '../../engine/config/schema';
-import { CHECKPOINT_MANIFEST, checkpointFamily, loadCheckpoint, loadHfCheckpoint, type HfPromptSettings } from '../../engine/model/checkpoint';
+import { CHECKPOINT_MANIFEST, checkpointFamily, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/model/checkpoint';
 import { loadHfModel } from '../../engine/hf/load';
 import { hfPolicyTokenizer, type HfTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
@@ -168,8 +168,8 @@ export class CharPolicyTokenizer implements ServedTokenizer {
 }
 
 /**
- * Load a policy to serve: a Studio checkpoint folder (`checkpoint.json`) of either family, or a
- * Hugging Face model folder (`config.json`, safetensors and tokenizer files). For the GPT the
+ * Load a policy to serve: a Studio checkpoint folder (`checkpoint.json`) of either family (a LoRA
+ * checkpoint on its base, the base loaded from where the run found it), or a Hugging Face model folder (`config.json`, safetensors and tokenizer files). For the GPT the
  * role (which role token closes chat prompts) is `role`, else the folder's name when it is one of
  * solver / verifier / corrector, else solver; the Hugging Face family's chat template needs none.
  */
@@ -183,7 +183,9 @@ export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Ro
   if (!fs.existsSync(manifest)) throw new Error(`${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}) nor a Hugging Face model folder (no config.json); give a folder made by marsrl pretrain, a run's checkpoint or a model folder`);
   const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
   if (checkpointFamily(dir) === 'hf') {
-    const loaded = loadHfCheckpoint(dir);
+    // A LoRA run's checkpoint (the tiny-qwen preset's) is adapters on a base folder: served as the
+    // run decodes it, base + adapters unmerged, so its answers are the run's own.
+    const loaded = readAnyCheckpointManifest(dir).lora ? loadLoraCheckpoint(dir) : loadHfCheckpoint(dir);
     loaded.optimizer?.dispose();
     // The prompts the policy was trained with (its system prompts, thinking on or off) are kept with the checkpoint.
     return { id: opts.id ?? base, model: loaded.model, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts), created, source: path.resolve(dir) };
