@@ -1,6 +1,7 @@
 /** `marsrl serve-model` as a user starts it: a child process, driven by the official openai client. */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -58,21 +59,36 @@ describe('marsrl serve-model (child process)', () => {
     expect(served.stderr()).toMatch(/Stopped\./);
   });
 
-  it('--engine-thread decodes in a thread of its own with the same answers, and stops cleanly', async () => {
+  it('decodes in a thread of its own or in the HTTP thread (--engine) with the same answers, and stops cleanly', async () => {
     const args = ['resources/checkpoints/quick/solver', '--port', '0', '--backend', 'wasm'];
     const request = { model: 'solver', messages: [{ role: 'user' as const, content: 'sort 53819072' }], temperature: 1, seed: 11, n: 2, max_tokens: 64 };
     const answers: string[][] = [];
-    for (const extra of [[], ['--engine-thread']]) {
+    // auto picks the thread from two cores up (these machines have two or more).
+    const modes: Array<[string[], RegExp]> = [
+      [['--engine', 'inline'], /decoding in the HTTP thread/],
+      [['--engine', 'thread'], /decoding in its own thread/],
+      [['--engine-thread'], /decoding in its own thread/],
+      [[], os.availableParallelism() >= 2 ? /decoding in its own thread/ : /decoding in the HTTP thread/],
+    ];
+    for (const [extra, where] of modes) {
       const served = startServeModel([...args, ...extra]);
       try {
         const client = new OpenAI({ baseURL: await served.ready, apiKey: 'unused-on-loopback', maxRetries: 0 });
+        expect(served.stdout()).toMatch(where);
+        expect(served.stdout()).toMatch(/solver .*\(context 128 tokens\)/);
         answers.push((await client.chat.completions.create(request)).choices.map((c) => c.message.content ?? ''));
       } finally {
         expect(await served.stop()).toBe(0);
       }
     }
-    expect(answers[1]).toEqual(answers[0]);
+    for (const a of answers.slice(1)) expect(a).toEqual(answers[0]);
     expect(answers[0][0]).toMatch(/ A:/);
+    const bad = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--engine', 'gpu']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--engine must be one of auto, thread, inline \(got "gpu"\)/);
+    const both = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--engine-thread', '--engine', 'inline']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--engine-thread is --engine thread; it contradicts --engine inline/);
   });
 
   it('off loopback generates a key and requires it', async () => {

@@ -12,7 +12,7 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import { saveHfCheckpoint } from '../../src-main/engine/model/checkpoint';
 import { sample } from '../../src-main/engine/model/sampling';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
-import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
+import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tempDir } from '../helpers/tmp';
@@ -53,6 +53,26 @@ function greedy(policy: ServedPolicy, prompt: number[], maxTokens: number): numb
 }
 
 describe('marsrl serve-model: the Hugging Face family through the official openai client', () => {
+  it('describes a folder without its weights (what the HTTP thread keeps beside an engine thread) as loading it does', () => {
+    const gpt = path.resolve(__dirname, '../../resources/checkpoints/quick/verifier');
+    const cases: Array<[string, { id?: string }, ServedPolicy]> = [
+      [folder, {}, folderPolicy],
+      [path.join(tmp.dir, 'hf-step'), { id: 'qwen3-step' }, checkpointPolicy],
+      [gpt, {}, loadCheckpointPolicy(gpt)],
+    ];
+    const messages = [{ role: 'system' as const, content: 'sort' }, { role: 'user' as const, content: 'sort 3 1 2' }];
+    for (const [dir, opts, loaded] of cases) {
+      const described = describeCheckpointPolicy(dir, opts);
+      expect(described).not.toHaveProperty('model');
+      expect({ id: described.id, context: described.context, source: described.source, created: described.created }).toEqual({ id: loaded.id, context: loaded.model.context, source: loaded.source, created: loaded.created });
+      expect(described.tokenizer.chatPrompt(messages)).toEqual(loaded.tokenizer.chatPrompt(messages));
+      expect(described.tokenizer.stopTokens).toEqual(loaded.tokenizer.stopTokens);
+      expect(described.tokenizer.encodeText('sort 3 1 2')).toEqual(loaded.tokenizer.encodeText('sort 3 1 2'));
+    }
+    cases[2][2].model.dispose();
+    expect(() => describeCheckpointPolicy(tmp.dir)).toThrow(/not a Studio checkpoint folder \(no checkpoint\.json\) nor a Hugging Face model folder/);
+  });
+
   it('lists a model folder and an hf Studio checkpoint', async () => {
     expect((await client.models.list()).data.map((m) => m.id)).toEqual(['qwen3-tiny', 'qwen3-step']);
   });

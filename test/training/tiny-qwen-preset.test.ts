@@ -15,7 +15,7 @@ import { resolveModelFolder } from '../../src-main/engine/config/hf-folder';
 import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { heldHfBaseCount, PEFT_WEIGHTS } from '../../src-main/engine/hf/lora';
 import { sample } from '../../src-main/engine/model/sampling';
-import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
+import { describeCheckpointPolicy, loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer } from '../../src-main/server/openai/server';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
@@ -157,6 +157,10 @@ describe('two RL steps of the tiny-qwen preset through LoRA', () => {
       const r = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 24, logprobs: true, top_logprobs: 3 });
       const prompt = served.tokenizer.chatPrompt(messages);
       expect(r.usage?.prompt_tokens).toBe(prompt.length);
+      // Described without weights (beside an engine thread), the checkpoint renders the same prompt.
+      const described = describeCheckpointPolicy(row.path);
+      expect(described.context).toBe(served.model.context);
+      expect(described.tokenizer.chatPrompt(messages)).toEqual(prompt);
       const [greedy] = sample(own.model, [prompt], { maxNewTokens: 24, temperature: 0, stopTokens: [...served.tokenizer.stopTokens] });
       expect(r.usage?.completion_tokens).toBe(greedy.tokens.length);
       expect(r.choices[0].message.content).toBe(served.tokenizer.responseText(greedy.tokens));

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Role } from '../../engine/config/schema';
 import { initBackend, type BackendPreference } from '../../engine/model/backend';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore } from '../../engine/store';
-import { loadCheckpointPolicy, type ServedPolicy } from '../../server/openai/policy';
+import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy, type ServedPolicyInfo } from '../../server/openai/policy';
 import { ThreadEngine } from '../../server/openai/engine';
 import { createModelServer } from '../../server/openai/server';
 import { checkTokenStrength, generateToken, isLoopbackHost } from '../../server/security';
@@ -17,7 +18,7 @@ const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
                          [--token TOKEN] [--role ROLE] [--batch-window MS] [--join-wait MS] [--backend NAME]
-                         [--engine-thread]
+                         [--engine auto|thread|inline]
 
 Serves Studio policies on the OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions
 and /v1/completions, streaming, n, seed, logprobs/top_logprobs, stop), so any OpenAI client —
@@ -43,9 +44,11 @@ decodes joins it at the next step).
   --join-wait MS     how long requests arriving while a batch decodes may wait to join it together,
                      sharing one prefill (default 0: each joins at the next step)
   --backend NAME     tensor backend: auto, tensorflow, wasm, cpu (default auto)
-  --engine-thread    decode in a thread of its own (loading its own copy of each policy), so parsing
-                     and answering requests never delay a decode step; for machines with cores to
-                     spare (on a 2-core machine the hand-off cost more than it saved: npm run bench -- serve)
+  --engine MODE      where decoding runs: thread (a thread of its own, which alone loads the weights,
+                     so parsing and answering requests never delay a decode step, as vLLM keeps its
+                     engine core apart from its API server), inline (in the HTTP thread: one core),
+                     auto (default: thread when the machine has two cores or more). --engine-thread
+                     is --engine thread
 
 Example: marsrl serve-model resources/checkpoints/quick/solver resources/checkpoints/quick/verifier
 then:    curl http://127.0.0.1:${DEFAULT_PORT}/v1/chat/completions -H 'content-type: application/json' \\
@@ -68,6 +71,7 @@ export const serveModelCommand: Command = {
         'batch-window': { type: 'string' },
         'join-wait': { type: 'string' },
         backend: { type: 'string' },
+        engine: { type: 'string' },
         'engine-thread': { type: 'boolean' },
       },
       usage,
@@ -83,6 +87,13 @@ export const serveModelCommand: Command = {
     if (values.role !== undefined && !ROLES.includes(values.role as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`, usage);
     const backends = ['auto', 'tensorflow', 'wasm', 'cpu'];
     if (values.backend !== undefined && !backends.includes(values.backend)) throw new UsageError(`--backend must be one of ${backends.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
+    const engineModes = ['auto', 'thread', 'inline'];
+    if (values.engine !== undefined && !engineModes.includes(values.engine)) throw new UsageError(`--engine must be one of ${engineModes.join(', ')} (got ${JSON.stringify(values.engine)})`, usage);
+    if (values['engine-thread'] && values.engine !== undefined && values.engine !== 'thread') throw new UsageError(`--engine-thread is --engine thread; it contradicts --engine ${values.engine}`, usage);
+    const engineMode = values['engine-thread'] ? 'thread' : (values.engine ?? 'auto');
+    // On one core a second thread only adds hand-offs; from two up, decoding gets a core of its
+    // own (npm run bench -- serve on 2 cores, 8 clients: tiny-qwen's overhead 5.5% vs 18.6% inline).
+    const engineThread = engineMode === 'thread' || (engineMode === 'auto' && os.availableParallelism() >= 2);
     let token = values.token ?? ctx.env.MARSRL_TOKEN ?? null;
     if (token !== null) {
       const weakness = checkTokenStrength(token);
@@ -100,32 +111,33 @@ export const serveModelCommand: Command = {
     if (sources.length === 0) throw new UsageError('nothing to serve: give a checkpoint folder or --run RUN', usage);
 
     const info = await initBackend((values.backend ?? 'auto') as BackendPreference);
-    const policies: ServedPolicy[] = sources.map(({ dir, id }) => {
-      if (!fs.existsSync(dir)) throw new UsageError(`${dir}: no such folder`, usage);
-      return loadCheckpointPolicy(dir, { id, role: values.role as Role | undefined });
-    });
+    for (const { dir } of sources) if (!fs.existsSync(dir)) throw new UsageError(`${dir}: no such folder`, usage);
+    const role = values.role as Role | undefined;
+    // With an engine thread the weights are loaded there only; this thread keeps each policy's
+    // tokenizer and context length.
+    const policies: Array<ServedPolicy | ServedPolicyInfo> = sources.map(({ dir, id }) => (engineThread ? describeCheckpointPolicy(dir, { id, role }) : loadCheckpointPolicy(dir, { id, role })));
     let engine: ThreadEngine | null = null;
-    if (values['engine-thread']) {
-      engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role: values.role as Role | undefined })), backend: info.name, windowMs: batchWindowMs, joinWaitMs });
-      // The HTTP thread keeps only the tokenizers and each model's context length.
-      for (const p of policies) p.model.dispose();
-    }
+    if (engineThread) engine = await ThreadEngine.start({ sources: sources.map((s, i) => ({ dir: s.dir, id: policies[i].id, role })), backend: info.name, windowMs: batchWindowMs, joinWaitMs });
     const engines = engine ? new Map(policies.map((p) => [p.id, engine!.engineFor(p.id)])) : undefined;
+    const disposeInline = () => {
+      for (const p of policies) if ('model' in p) p.model.dispose();
+    };
     const server = await createModelServer({ policies, host, port, token, batchWindowMs, joinWaitMs, engines, log: ctx.err }).catch(async (error: unknown) => {
       await engine?.close();
+      disposeInline();
       throw error;
     });
     const lines = [
-      `Serving on ${server.baseUrl} (OpenAI-compatible; backend ${info.name}):`,
-      ...policies.map((p) => `  ${p.id.padEnd(12)} ${p.source}  (context ${p.model.context} tokens)`),
+      `Serving on ${server.baseUrl} (OpenAI-compatible; backend ${info.name}; decoding ${engine ? 'in its own thread' : 'in the HTTP thread'}):`,
+      ...policies.map((p) => `  ${p.id.padEnd(12)} ${p.source}  (context ${p.context} tokens)`),
     ];
     lines.push(...accessLines({ host, port: server.port, token, generated, tokenLine: (t, g) => `  API key: ${t}${g ? ' (generated for this session)' : ''}; clients send "Authorization: Bearer KEY".` }));
     lines.push('Press Ctrl-C to stop.');
     ctx.out(lines.join('\n'));
     await untilStopped(ctx);
     await server.close();
-    if (engine) await engine.close();
-    else for (const p of policies) p.model.dispose();
+    await engine?.close();
+    disposeInline();
     ctx.err('Stopped.');
     return 0;
   },

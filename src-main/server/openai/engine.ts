@@ -1,17 +1,20 @@
 /**
- * Where `marsrl serve-model` decodes (issue #16): in the HTTP server's thread (a RequestBatcher,
- * the default), or in a thread of its own (`ThreadEngine`, `--engine-thread`), as vLLM runs its
- * engine core apart from its API server. On one thread every request's HTTP parsing, JSON and
- * socket writes run between decode steps and lengthen them (the bench at 32 clients: the
- * server's thread 95% busy). With the engine on its own thread the decode loop does only what
- * in-process decoding does, plus one message in and one out per request (and one per streamed
- * update). Measured on a 2-core machine (npm run bench -- serve, quick solver) the hand-off and
- * the third busy thread cost more than they saved (overhead at 8 clients 45% vs 31% on one
- * thread), so it is opt-in, for machines with cores to spare.
+ * Where `marsrl serve-model` decodes (issue #16): in a thread of its own (`ThreadEngine`, the
+ * default from two cores up), as vLLM runs its engine core apart from its API server, or in the
+ * HTTP server's thread (a RequestBatcher; `--engine inline`, and on one core). On one thread every
+ * request's HTTP parsing, chat-template rendering, tokenizing, JSON and socket writes run between
+ * decode steps and lengthen them (the server's thread 97–99% busy at 8 clients). With the engine
+ * on its own thread the decode loop does only what in-process decoding does, plus one message in
+ * and one out per request (and one per streamed update); what it costs instead is latency, the
+ * hand-offs of a closed-loop client's round trip. Measured on a 2-core machine (npm run bench --
+ * serve --clients 8 --rounds 9 --requests 10, four runs each, interleaved): tiny-qwen's Solver
+ * 7.3 / −2.0 / 2.8 / 13.8% overhead in its thread against 17.2 / 18.1 / 16.0 / 23.0% inline; the
+ * quick GPT, whose whole request decodes in about 15 ms, 34.5 / 50.9 / 46.8 / 46.5% against
+ * 36.0 / 38.2 / 58.7 / 67.5%.
  *
- * The worker loads its own copy of each policy from the same folder (tensors do not cross
- * threads); the HTTP thread keeps the tokenizers (prompts are rendered, checked against the
- * context and tokenized there, so a bad request never reaches the engine).
+ * The worker alone loads the weights (tensors do not cross threads); the HTTP thread keeps the
+ * tokenizers and context lengths (policy.ts describeCheckpointPolicy: prompts are rendered,
+ * checked against the context and tokenized there, so a bad request never reaches the engine).
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -9,11 +9,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Role } from '../../engine/config/schema';
-import { CHECKPOINT_MANIFEST, checkpointFamily, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/model/checkpoint';
-import { loadHfModel } from '../../engine/hf/load';
-import { hfPolicyTokenizer, type HfTokenizer } from '../../engine/hf/tokenizer';
+import { CHECKPOINT_MANIFEST, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/model/checkpoint';
+import { loadHfModel, readHfConfig } from '../../engine/hf/load';
+import { HfTokenizer, hfPolicyTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
-import type { Tokenizer } from '../../engine/model/tokenizer';
+import { Tokenizer } from '../../engine/model/tokenizer';
 
 /** Why a request cannot be turned into tokens; the server answers 400 naming `param`. */
 export class PromptError extends Error {
@@ -38,15 +38,27 @@ export interface ServedTokenizer extends PolicyTokenizer {
   tokenText(id: number): string;
 }
 
-export interface ServedPolicy {
+/**
+ * What the HTTP side of `marsrl serve-model` needs of a policy: its name, its tokenizer (prompts
+ * are rendered and checked there) and its context length. When a decode engine holds the
+ * weights (engine.ts, the default on a machine with cores to spare), this is all the HTTP thread
+ * loads.
+ */
+export interface ServedPolicyInfo {
   /** The model id clients name (`model` in requests, `id` in /v1/models). */
   id: string;
-  model: PolicyModel;
+  /** Tokens a prompt and its answer may take together (max_model_len in /v1/models). */
+  context: number;
   tokenizer: ServedTokenizer;
   /** Unix seconds, for /v1/models. */
   created: number;
   /** Where it was loaded from (shown at start; not sent to clients). */
   source: string;
+}
+
+/** A policy with its weights, decoded in the thread that loaded it. */
+export interface ServedPolicy extends ServedPolicyInfo {
+  model: PolicyModel;
 }
 
 const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
@@ -178,25 +190,55 @@ export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Ro
   const base = path.basename(path.resolve(dir));
   if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
     const loaded = loadHfModel(dir);
-    return { id: opts.id ?? base, model: loaded.model, tokenizer: new HfServedTokenizer(loaded.tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
+    return { id: opts.id ?? base, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
   }
-  if (!fs.existsSync(manifest)) throw new Error(`${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}) nor a Hugging Face model folder (no config.json); give a folder made by marsrl pretrain, a run's checkpoint or a model folder`);
+  if (!fs.existsSync(manifest)) throw new Error(notAPolicyFolder(dir));
   const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
-  if (checkpointFamily(dir) === 'hf') {
+  const read = readAnyCheckpointManifest(dir);
+  if (read.family === 'hf') {
     // A LoRA run's checkpoint (the tiny-qwen preset's) is adapters on a base folder: served as the
     // run decodes it, base + adapters unmerged, so its answers are the run's own.
-    const loaded = readAnyCheckpointManifest(dir).lora ? loadLoraCheckpoint(dir) : loadHfCheckpoint(dir);
+    const loaded = read.lora ? loadLoraCheckpoint(dir) : loadHfCheckpoint(dir);
     loaded.optimizer?.dispose();
     // The prompts the policy was trained with (its system prompts, thinking on or off) are kept with the checkpoint.
-    return { id: opts.id ?? base, model: loaded.model, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts), created, source: path.resolve(dir) };
+    return { id: opts.id ?? base, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts), created, source: path.resolve(dir) };
   }
   const loaded = loadCheckpoint(dir);
   const role = opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver');
   return {
     id: opts.id ?? base,
     model: loaded.model,
+    context: loaded.model.context,
     tokenizer: new CharPolicyTokenizer(loaded.tokenizer, role),
     created,
     source: path.resolve(dir),
   };
+}
+
+/**
+ * `loadCheckpointPolicy` without the weights: the same folders, checked the same way up to the
+ * weights, giving the id, tokenizer and context the HTTP thread needs while an engine thread loads
+ * the model (so a large model is read once, not once per thread).
+ */
+export function describeCheckpointPolicy(dir: string, opts: { id?: string; role?: Role } = {}): ServedPolicyInfo {
+  const manifest = path.join(dir, CHECKPOINT_MANIFEST);
+  const base = path.basename(path.resolve(dir));
+  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
+    const { config } = readHfConfig(dir);
+    const tokenizer = HfTokenizer.fromFolder(dir);
+    return { id: opts.id ?? base, context: config.maxPositions, tokenizer: new HfServedTokenizer(tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
+  }
+  if (!fs.existsSync(manifest)) throw new Error(notAPolicyFolder(dir));
+  const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
+  const read = readAnyCheckpointManifest(dir);
+  if (read.family === 'hf') {
+    const tokenizer = HfTokenizer.fromFolder(path.join(dir, read.tokenizer.dir));
+    return { id: opts.id ?? base, context: read.model.config.maxPositions, tokenizer: new HfServedTokenizer(tokenizer, read.tokenizer.prompts), created, source: path.resolve(dir) };
+  }
+  const role = opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver');
+  return { id: opts.id ?? base, context: read.model.config.context, tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(read.tokenizer), role), created, source: path.resolve(dir) };
+}
+
+function notAPolicyFolder(dir: string): string {
+  return `${dir}: not a Studio checkpoint folder (no ${CHECKPOINT_MANIFEST}) nor a Hugging Face model folder (no config.json); give a folder made by marsrl pretrain, a run's checkpoint or a model folder`;
 }

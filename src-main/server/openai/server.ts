@@ -24,10 +24,11 @@ import { checkTokenStrength, hostAllowed, isLoopbackHost, isWildcardHost, origin
 import { RequestBatcher, type ChoiceUpdate, type DecodedChoice, type TokenInfo } from './batcher';
 import type { DecodeEngine } from './engine';
 import { ApiError, badRequest, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './protocol';
-import { PromptError, type ServedPolicy } from './policy';
+import { PromptError, type ServedPolicy, type ServedPolicyInfo } from './policy';
 
 export interface ModelServerOptions {
-  policies: ServedPolicy[];
+  /** With weights (decoded in this thread), or without where `engines` decodes them. */
+  policies: Array<ServedPolicy | ServedPolicyInfo>;
   host?: string;
   port?: number;
   token?: string | null;
@@ -57,7 +58,7 @@ export interface ModelServer {
 }
 
 interface Served {
-  policy: ServedPolicy;
+  policy: ServedPolicyInfo;
   batcher: DecodeEngine;
 }
 
@@ -76,7 +77,12 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     ids.add(p.id);
   }
   const served = new Map<string, Served>(
-    opts.policies.map((policy) => [policy.id, { policy, batcher: opts.engines?.get(policy.id) ?? new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows, joinWaitMs: opts.joinWaitMs }) }]),
+    opts.policies.map((policy) => {
+      const engine = opts.engines?.get(policy.id);
+      if (engine) return [policy.id, { policy, batcher: engine }];
+      if (!('model' in policy)) throw new Error(`policy ${JSON.stringify(policy.id)} has neither weights in this thread nor a decode engine`);
+      return [policy.id, { policy, batcher: new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows, joinWaitMs: opts.joinWaitMs }) }];
+    }),
   );
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const maxBody = opts.maxBodyBytes ?? 4 * 1024 * 1024;
@@ -129,7 +135,7 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
   async function generate(chat: boolean, body: unknown, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const model = (body as { model?: unknown } | null)?.model;
     const s = typeof model === 'string' ? served.get(model) : undefined;
-    const context = s?.policy.model.context ?? 1;
+    const context = s?.policy.context ?? 1;
     const defaults = { maxTokens: context, maxN: 64 };
     const parsed = chat ? parseChatRequest(body, defaults) : parseCompletionRequest(body, defaults);
     if (!s) throw unknownModel(parsed.model);
@@ -215,8 +221,8 @@ function unknownModel(model: string): ApiError {
   return new ApiError(404, `The model \`${model}\` does not exist; GET /v1/models lists the served ones`, 'invalid_request_error', 'model', 'model_not_found');
 }
 
-function modelCard(p: ServedPolicy) {
-  return { id: p.id, object: 'model', created: p.created, owned_by: 'marsrl-studio', max_model_len: p.model.context };
+function modelCard(p: ServedPolicyInfo) {
+  return { id: p.id, object: 'model', created: p.created, owned_by: 'marsrl-studio', max_model_len: p.context };
 }
 
 function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
