@@ -60,7 +60,7 @@ describe('marsrl serve-model: the Hugging Face family through the official opena
       [path.join(tmp.dir, 'hf-step'), { id: 'qwen3-step' }, checkpointPolicy],
       [gpt, {}, loadCheckpointPolicy(gpt)],
     ];
-    const messages = [{ role: 'system' as const, content: 'sort' }, { role: 'user' as const, content: 'sort 3 1 2' }];
+    const messages = [{ role: 'user' as const, content: 'sort 3 1 2' }];
     for (const [dir, opts, loaded] of cases) {
       const described = describeCheckpointPolicy(dir, opts);
       expect(described).not.toHaveProperty('model');
