@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30]
- *                        [--model quick|tiny-qwen|bench] [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine-thread]
+ *                        [--model tiny-qwen,quick|bench] [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine auto|thread|inline]
  *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
@@ -10,23 +10,25 @@
  * another (a closed loop); every request is seeded, so both sides generate the same tokens.
  * Overhead = served wall time / in-process wall time − 1 (target at 8 clients: under 10%, issue #16).
  *
- * The model served (`--model`): `quick`, the quick preset's Solver (a GPT of about 0.1 M
- * parameters, the default), `tiny-qwen`, the tiny-qwen preset's Solver (a Qwen3 of 0.13 M, the
- * Hugging Face path), or `bench`, the hf bench's fixed model (Qwen3 architecture with Qwen3's real
- * 151 936-token vocabulary, 8 layers × 256, random weights, written once to a temp folder: hf.ts
- * benchFolder). A request to the two tiny ones decodes in a few milliseconds, about what an HTTP
- * round trip and its JSON cost here, so their overhead is mostly that fixed cost; with a real
- * vocabulary the decoding dominates. `--checkpoint DIR` serves any checkpoint or model folder.
+ * The models served (`--model`, a table each; default `tiny-qwen,quick`): `tiny-qwen`, the
+ * tiny-qwen preset's Solver (a Qwen3 of 0.13 M parameters, the Hugging Face path every served
+ * language model takes), `quick`, the quick preset's Solver (a character GPT of about 0.1 M), or
+ * `bench`, the hf bench's fixed model (Qwen3 architecture with Qwen3's real 151 936-token
+ * vocabulary, 8 layers × 256, random weights, written once to a temp folder: hf.ts benchFolder).
+ * A quick request decodes whole in about 15 ms at 8 clients, so a closed-loop client's round trip
+ * (HTTP both ways, its JSON, the hand-offs to and from the engine thread: a few milliseconds on a
+ * 2-core machine) is a large share of it; the larger the model, the smaller that share.
+ * `--checkpoint DIR` serves any checkpoint or model folder.
  *
  * Also printed: the engine's plain batched sampler (`sample`) on the same prompts in batches of
  * the client count, for scale. Sides are interleaved in `rounds` rounds and each side's best round
  * counts (the machines this runs on are shared; the load average is printed).
  *
- * The server runs as its own `marsrl serve-model` process, as a user runs it, and the clients in
- * the bench's process (their requests, JSON and HTTP cost the server nothing, as a client on
- * another machine would not), decoding in its HTTP thread as serve-model does by default
- * (`--engine-thread`: in a thread of its own). `--inline-server` runs the server in the bench's process instead,
- * where the clients' JSON work competes with decoding for the same thread.
+ * The server runs as its own `marsrl serve-model` process, as a user runs it, with its `--engine`
+ * (default auto: decoding in a thread of its own from two cores up), and the clients in the
+ * bench's process (their requests, JSON and HTTP cost the server nothing, as a client on another
+ * machine would not). `--inline-server` runs the server in the bench's process instead, where the
+ * clients' JSON work competes with decoding for the same thread.
  *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
  * a `system` run (the unrolled chain, greedy and k = 4 sampled chains per problem, no controls) of
@@ -125,19 +127,21 @@ interface BenchServer {
   busy?: () => { idle: number; active: number };
   /** Re-read the counters where they live in another process. */
   refresh?: () => Promise<void>;
+  /** Where the server said it decodes (a child server only). */
+  where?: string;
   close(): Promise<void>;
 }
 
 /** `marsrl serve-model DIR` as a child process on a free port; resolves once it says where it serves. */
-async function childModelServer(dir: string, backend: string, engineThread: boolean, batching: { windowMs: number; joinWaitMs: number }): Promise<BenchServer> {
-  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--batch-window', String(batching.windowMs), '--join-wait', String(batching.joinWaitMs), ...(engineThread ? ['--engine-thread'] : [])];
+async function childModelServer(dir: string, backend: string, engine: string, batching: { windowMs: number; joinWaitMs: number }): Promise<BenchServer> {
+  const args = [path.join(projectRoot(), 'bin', 'marsrl.js'), 'serve-model', dir, '--port', '0', '--backend', backend, '--batch-window', String(batching.windowMs), '--join-wait', String(batching.joinWaitMs), '--engine', engine];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  const baseUrl = await new Promise<string>((resolve, reject) => {
+  const [baseUrl, where] = await new Promise<[string, string]>((resolve, reject) => {
     const onData = (d: Buffer) => {
       output += d.toString();
-      const m = /Serving on (http:\/\/\S+?) /.exec(output);
-      if (m) resolve(m[1]);
+      const m = /Serving on (http:\/\/\S+?) \(.*; (decoding [^)]*)\)/.exec(output);
+      if (m) resolve([m[1], m[2]]);
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -158,6 +162,7 @@ async function childModelServer(dir: string, backend: string, engineThread: bool
     stats: () => stats!,
     busy: () => ({ ...loop }),
     refresh,
+    where,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -171,67 +176,35 @@ function best(ms: Measure[]): Measure {
   return ms.reduce((a, b) => (b.ms < a.ms ? b : a));
 }
 
-export async function run(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      clients: { type: 'string', default: '1,8,32' },
-      requests: { type: 'string', default: '6' },
-      rounds: { type: 'string', default: '5' },
-      'max-tokens': { type: 'string', default: '64' },
-      digits: { type: 'string', default: '8' },
-      checkpoint: { type: 'string' },
-      model: { type: 'string', default: 'quick' },
-      backend: { type: 'string', default: 'auto' },
-      'system-problems': { type: 'string', default: '24' },
-      json: { type: 'boolean', default: false },
-      'inline-server': { type: 'boolean', default: false },
-      'engine-thread': { type: 'boolean', default: false },
-      'join-wait': { type: 'string', default: '0' },
-      'batch-window': { type: 'string', default: '0' },
-    },
-    strict: true,
-  });
-  const levels = values.clients.split(',').map(Number);
-  if (!levels.every((c) => Number.isInteger(c) && c >= 1 && c <= 256)) throw new Error(`--clients must be integers from 1 to 256 separated by commas, got ${values.clients}`);
-  const perClient = Number(values.requests);
-  const rounds = Number(values.rounds);
-  const maxTokens = Number(values['max-tokens']);
-  const digits = values.digits.split(',').map(Number);
-  if (!digits.every((d) => Number.isInteger(d) && d >= 1 && d <= 40)) throw new Error(`--digits must be integers from 1 to 40 separated by commas, got ${values.digits}`);
-  for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
-    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
-  }
-  const joinWaitMs = Number(values['join-wait']);
-  if (!(Number.isInteger(joinWaitMs) && joinWaitMs >= 0)) throw new Error(`--join-wait must be a non-negative integer (ms), got ${values['join-wait']}`);
-  const windowMs = Number(values['batch-window']);
-  if (!(Number.isInteger(windowMs) && windowMs >= 0)) throw new Error(`--batch-window must be a non-negative integer (ms), got ${values['batch-window']}`);
-  const backend = values.backend as BackendPreference;
-  if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
-  const info = await initBackend(backend);
-  tf.enableProdMode();
-  const out = (s = '') => {
-    if (!values.json) console.log(s);
-  };
-  const models: Record<string, () => Promise<string>> = {
-    quick: async () => path.join(resourcesDir(), 'checkpoints', 'quick', 'solver'),
-    'tiny-qwen': async () => path.join(resourcesDir(), 'checkpoints', 'tiny-qwen', 'solver'),
-    bench: async () => (await benchFolder('bench', false)).dir,
-  };
-  if (!(values.model in models)) throw new Error(`--model must be one of ${Object.keys(models).join(', ')} (or pass --checkpoint DIR), got ${values.model}`);
-  const dir = values.checkpoint ?? (await models[values.model]());
+interface ModelBenchOptions {
+  levels: number[];
+  perClient: number;
+  rounds: number;
+  maxTokens: number;
+  digits: number[];
+  backend: string;
+  engine: string;
+  inlineServer: boolean;
+  windowMs: number;
+  joinWaitMs: number;
+  out: (s?: string) => void;
+}
+
+/** The table for one model: served against in-process at each client count. */
+async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Record<string, number>>> {
+  const { out, maxTokens, rounds, perClient } = o;
   const policy = loadCheckpointPolicy(dir);
   let server: BenchServer;
-  if (values['inline-server']) {
-    const inline = await createModelServer({ policies: [policy], batchWindowMs: windowMs, joinWaitMs, log: () => {} });
+  if (o.inlineServer) {
+    const inline = await createModelServer({ policies: [policy], batchWindowMs: o.windowMs, joinWaitMs: o.joinWaitMs, log: () => {} });
     server = { baseUrl: inline.baseUrl, stats: () => inline.batchers.get(policy.id)!.stats, close: () => inline.close() };
-  } else server = await childModelServer(dir, info.name, values['engine-thread'], { windowMs, joinWaitMs });
+  } else server = await childModelServer(dir, o.backend, o.engine, { windowMs: o.windowMs, joinWaitMs: o.joinWaitMs });
   // The in-process side batches as the server does.
-  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs, joinWaitMs });
+  const batcher = new RequestBatcher(policy.model, policy.tokenizer, { windowMs: o.windowMs, joinWaitMs: o.joinWaitMs });
   const client = new EndpointClient({ name: 'bench', baseUrl: server.baseUrl, model: policy.id, retries: 0, timeoutMs: 600_000 });
   out(`serve bench: ${policy.id} from ${dir} (context ${policy.model.context}), ${perClient} requests per client, max_tokens ${maxTokens}, temperature 1, seeded`);
-  out(`tfjs backend: ${info.name}, ${info.threads} thread(s); load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
-  out(values['inline-server'] ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model in its own process at ${server.baseUrl}, decoding ${values['engine-thread'] ? 'in its engine thread (--engine-thread)' : 'in its HTTP thread'}`);
+  out(`load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
+  out(o.inlineServer ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model --engine ${o.engine} in its own process at ${server.baseUrl}, ${server.where ?? ''}`);
   out('');
   out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead   sampler tok/s');
   const results: Array<Record<string, number>> = [];
@@ -241,13 +214,13 @@ export async function run(argv: string[]): Promise<void> {
       await servedRound(client, questions(8, 2), maxTokens);
       await inProcessRound(batcher, policy, questions(8, 2), maxTokens);
     }
-    for (const clients of levels) {
-      const work = questions(clients, perClient, digits);
+    for (const clients of o.levels) {
+      const work = questions(clients, perClient, o.digits);
       await server.refresh?.();
       const before = { served: server.stats ? { ...server.stats() } : null, local: { ...batcher.stats } };
       const served: Measure[] = [];
-      // How busy the server's thread is while it serves: near 100% means decoding and HTTP
-      // compete for it; well below means the clients' round trips leave it waiting.
+      // How busy the server's HTTP thread is while it serves: near 100% means decoding and HTTP
+      // compete for it (inline); well below means the clients' round trips leave it waiting.
       const loop = { active: 0, idle: 0 };
       const servedOnce = async (w: Work[][]) => {
         await server.refresh?.();
@@ -281,7 +254,7 @@ export async function run(argv: string[]): Promise<void> {
       if (server.stats && before.served) {
         // Same batches on both sides means the comparison measures serving, not batch composition.
         out(`        batches: served ${batchesOf(server.stats(), before.served)}; ${localBatches}`);
-        if (loop.active + loop.idle > 0) out(`        server thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds`);
+        if (loop.active + loop.idle > 0) out(`        server HTTP thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);
@@ -295,15 +268,77 @@ export async function run(argv: string[]): Promise<void> {
       );
     }
     const at8 = results.find((r) => r.clients === 8);
-    if (at8) out(`\ntarget at 8 clients: serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
-    const systemProblems = Number(values['system-problems']);
-    if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
-    const system = systemProblems > 0 ? await systemThroughput(systemProblems, out) : null;
-    if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, results, system }, null, 2));
+    if (at8) out(`\n${policy.id} (${path.basename(path.dirname(dir))}): target at 8 clients, serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
+    return results;
   } finally {
     await server.close();
     policy.model.dispose();
   }
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      clients: { type: 'string', default: '1,8,32' },
+      requests: { type: 'string', default: '6' },
+      rounds: { type: 'string', default: '5' },
+      'max-tokens': { type: 'string', default: '64' },
+      digits: { type: 'string', default: '8' },
+      checkpoint: { type: 'string' },
+      model: { type: 'string', default: 'tiny-qwen,quick' },
+      backend: { type: 'string', default: 'auto' },
+      'system-problems': { type: 'string', default: '24' },
+      json: { type: 'boolean', default: false },
+      'inline-server': { type: 'boolean', default: false },
+      engine: { type: 'string', default: 'auto' },
+      'engine-thread': { type: 'boolean', default: false },
+      'join-wait': { type: 'string', default: '0' },
+      'batch-window': { type: 'string', default: '0' },
+    },
+    strict: true,
+  });
+  const levels = values.clients.split(',').map(Number);
+  if (!levels.every((c) => Number.isInteger(c) && c >= 1 && c <= 256)) throw new Error(`--clients must be integers from 1 to 256 separated by commas, got ${values.clients}`);
+  const perClient = Number(values.requests);
+  const rounds = Number(values.rounds);
+  const maxTokens = Number(values['max-tokens']);
+  const digits = values.digits.split(',').map(Number);
+  if (!digits.every((d) => Number.isInteger(d) && d >= 1 && d <= 40)) throw new Error(`--digits must be integers from 1 to 40 separated by commas, got ${values.digits}`);
+  for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
+    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
+  }
+  const joinWaitMs = Number(values['join-wait']);
+  if (!(Number.isInteger(joinWaitMs) && joinWaitMs >= 0)) throw new Error(`--join-wait must be a non-negative integer (ms), got ${values['join-wait']}`);
+  const windowMs = Number(values['batch-window']);
+  if (!(Number.isInteger(windowMs) && windowMs >= 0)) throw new Error(`--batch-window must be a non-negative integer (ms), got ${values['batch-window']}`);
+  const backend = values.backend as BackendPreference;
+  if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
+  const engine = values['engine-thread'] ? 'thread' : values.engine;
+  if (!['auto', 'thread', 'inline'].includes(engine)) throw new Error(`--engine must be auto, thread or inline, got ${engine}`);
+  const info = await initBackend(backend);
+  tf.enableProdMode();
+  const out = (s = '') => {
+    if (!values.json) console.log(s);
+  };
+  const models: Record<string, () => Promise<string>> = {
+    quick: async () => path.join(resourcesDir(), 'checkpoints', 'quick', 'solver'),
+    'tiny-qwen': async () => path.join(resourcesDir(), 'checkpoints', 'tiny-qwen', 'solver'),
+    bench: async () => (await benchFolder('bench', false)).dir,
+  };
+  const names = values.checkpoint !== undefined ? [] : values.model.split(',');
+  for (const name of names) if (!(name in models)) throw new Error(`--model must be one or more of ${Object.keys(models).join(', ')} separated by commas (or pass --checkpoint DIR), got ${name}`);
+  const dirs = values.checkpoint !== undefined ? [values.checkpoint] : await Promise.all(names.map((n) => models[n]()));
+  out(`tfjs backend: ${info.name}, ${info.threads} thread(s)`);
+  const tables: Array<{ model: string; results: Array<Record<string, number>> }> = [];
+  for (const dir of dirs) {
+    out('');
+    tables.push({ model: dir, results: await benchModel(dir, { levels, perClient, rounds, maxTokens, digits, backend: info.name, engine, inlineServer: values['inline-server'], windowMs, joinWaitMs, out }) });
+  }
+  const systemProblems = Number(values['system-problems']);
+  if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
+  const system = systemProblems > 0 ? await systemThroughput(systemProblems, out) : null;
+  if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, engine, tables, system }, null, 2));
 }
 
 /** A reasoning-system run through the pool against the in-process evaluation of the same checkpoints (chains/s). */
