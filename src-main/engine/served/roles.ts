@@ -13,14 +13,22 @@ import type { EndpointPool } from './pool';
  * What one call sends: temperature 0 is greedy whatever the endpoint says; otherwise the
  * endpoint's own temperature and top_p win where it sets them (a served model comes with its
  * recommended sampling, MarsRL's 0.6 / 0.95), else the run's. Every call is seeded.
+ *
+ * A policy that declares a Hugging Face model sends its `enable_thinking` as a chat-template
+ * option, so the server renders the chat as the Studio renders that policy's prompts (Qwen3's
+ * template adds an empty think block only when asked: without it the same checkpoint served
+ * answered the tiny-qwen preset's held-out problems 0.07 where in process it answered 0.30). The
+ * endpoint's own `chat_template_kwargs` win over it.
  */
 export function callSampling(config: RunConfig, role: Role, temperature: number, seed: number): EndpointSampling {
-  const endpoint = config.endpoints![config.policies[config.agents[role]].endpoint!];
+  const policy = config.policies[config.agents[role]];
+  const endpoint = config.endpoints![policy.endpoint!];
   const sampling: EndpointSampling =
     temperature === 0
       ? { temperature: 0, seed, n: 1 }
       : { temperature: endpoint.sampling.temperature ?? temperature, top_p: endpoint.sampling.top_p ?? config.rollout.top_p, seed, n: 1 };
   sampling.max_tokens = endpoint.sampling.max_tokens ?? config.rollout.max_response_tokens;
+  if (policy.model.kind === 'hf') sampling.chat_template_kwargs = { enable_thinking: policy.model.enable_thinking, ...endpoint.sampling.chat_template_kwargs };
   return sampling;
 }
 
