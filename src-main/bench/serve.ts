@@ -49,6 +49,7 @@ import { initBackend, type BackendPreference } from '../engine/model/backend';
 import type { GPT } from '../engine/model/gpt';
 import { sample } from '../engine/model/sampling';
 import { projectRoot, resourcesDir } from '../engine/resources';
+import { median } from '../engine/compare/stats';
 import { deepMerge, presetDocument, resolveConfig } from '../engine/config/load';
 import { EndpointClient } from '../engine/served/client';
 import { systemRun } from '../engine/served/system-run';
@@ -173,12 +174,6 @@ async function childModelServer(dir: string, backend: string, engine: string, ba
         child.kill('SIGINT');
       }),
   };
-}
-
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function best(ms: Measure[]): Measure {
