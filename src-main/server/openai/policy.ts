@@ -180,39 +180,45 @@ export class CharPolicyTokenizer implements ServedTokenizer {
 }
 
 /**
+ * What both loading and describing read first: which kind of folder `dir` is, and the names the
+ * server shows for it. A Studio checkpoint's manifest, or null for a Hugging Face model folder.
+ * For the GPT the role (which role token closes chat prompts) is `role`, else the folder's name
+ * when it is one of solver / verifier / corrector, else solver.
+ */
+function policyFolder(dir: string, opts: { id?: string; role?: Role }) {
+  const manifestFile = path.join(dir, CHECKPOINT_MANIFEST);
+  const base = path.basename(path.resolve(dir));
+  const hfFolder = !fs.existsSync(manifestFile) && fs.existsSync(path.join(dir, 'config.json'));
+  if (!hfFolder && !fs.existsSync(manifestFile)) throw new Error(notAPolicyFolder(dir));
+  return {
+    names: { id: opts.id ?? base, created: Math.floor(fs.statSync(hfFolder ? path.join(dir, 'config.json') : manifestFile).mtimeMs / 1000), source: path.resolve(dir) },
+    manifest: hfFolder ? null : readAnyCheckpointManifest(dir),
+    role: opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver'),
+  };
+}
+
+/**
  * Load a policy to serve: a Studio checkpoint folder (`checkpoint.json`) of either family (a LoRA
- * checkpoint on its base, the base loaded from where the run found it), or a Hugging Face model folder (`config.json`, safetensors and tokenizer files). For the GPT the
- * role (which role token closes chat prompts) is `role`, else the folder's name when it is one of
- * solver / verifier / corrector, else solver; the Hugging Face family's chat template needs none.
+ * checkpoint on its base, the base loaded from where the run found it), or a Hugging Face model
+ * folder (`config.json`, safetensors and tokenizer files); the Hugging Face family's chat
+ * template needs no role.
  */
 export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Role } = {}): ServedPolicy {
-  const manifest = path.join(dir, CHECKPOINT_MANIFEST);
-  const base = path.basename(path.resolve(dir));
-  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
+  const { names, manifest, role } = policyFolder(dir, opts);
+  if (manifest === null) {
     const loaded = loadHfModel(dir);
-    return { id: opts.id ?? base, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
+    return { ...names, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, { systemPrompts: {} }) };
   }
-  if (!fs.existsSync(manifest)) throw new Error(notAPolicyFolder(dir));
-  const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
-  const read = readAnyCheckpointManifest(dir);
-  if (read.family === 'hf') {
+  if (manifest.family === 'hf') {
     // A LoRA run's checkpoint (the tiny-qwen preset's) is adapters on a base folder: served as the
     // run decodes it, base + adapters unmerged, so its answers are the run's own.
-    const loaded = read.lora ? loadLoraCheckpoint(dir) : loadHfCheckpoint(dir);
+    const loaded = manifest.lora ? loadLoraCheckpoint(dir) : loadHfCheckpoint(dir);
     loaded.optimizer?.dispose();
     // The prompts the policy was trained with (its system prompts, thinking on or off) are kept with the checkpoint.
-    return { id: opts.id ?? base, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts), created, source: path.resolve(dir) };
+    return { ...names, model: loaded.model, context: loaded.model.context, tokenizer: new HfServedTokenizer(loaded.tokenizer, loaded.prompts) };
   }
   const loaded = loadCheckpoint(dir);
-  const role = opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver');
-  return {
-    id: opts.id ?? base,
-    model: loaded.model,
-    context: loaded.model.context,
-    tokenizer: new CharPolicyTokenizer(loaded.tokenizer, role),
-    created,
-    source: path.resolve(dir),
-  };
+  return { ...names, model: loaded.model, context: loaded.model.context, tokenizer: new CharPolicyTokenizer(loaded.tokenizer, role) };
 }
 
 /**
@@ -221,22 +227,14 @@ export function loadCheckpointPolicy(dir: string, opts: { id?: string; role?: Ro
  * the model (so a large model is read once, not once per thread).
  */
 export function describeCheckpointPolicy(dir: string, opts: { id?: string; role?: Role } = {}): ServedPolicyInfo {
-  const manifest = path.join(dir, CHECKPOINT_MANIFEST);
-  const base = path.basename(path.resolve(dir));
-  if (!fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'config.json'))) {
-    const { config } = readHfConfig(dir);
-    const tokenizer = HfTokenizer.fromFolder(dir);
-    return { id: opts.id ?? base, context: config.maxPositions, tokenizer: new HfServedTokenizer(tokenizer, { systemPrompts: {} }), created: Math.floor(fs.statSync(path.join(dir, 'config.json')).mtimeMs / 1000), source: path.resolve(dir) };
+  const { names, manifest, role } = policyFolder(dir, opts);
+  if (manifest === null) {
+    return { ...names, context: readHfConfig(dir).config.maxPositions, tokenizer: new HfServedTokenizer(HfTokenizer.fromFolder(dir), { systemPrompts: {} }) };
   }
-  if (!fs.existsSync(manifest)) throw new Error(notAPolicyFolder(dir));
-  const created = Math.floor(fs.statSync(manifest).mtimeMs / 1000);
-  const read = readAnyCheckpointManifest(dir);
-  if (read.family === 'hf') {
-    const tokenizer = HfTokenizer.fromFolder(path.join(dir, read.tokenizer.dir));
-    return { id: opts.id ?? base, context: read.model.config.maxPositions, tokenizer: new HfServedTokenizer(tokenizer, read.tokenizer.prompts), created, source: path.resolve(dir) };
+  if (manifest.family === 'hf') {
+    return { ...names, context: manifest.model.config.maxPositions, tokenizer: new HfServedTokenizer(HfTokenizer.fromFolder(path.join(dir, manifest.tokenizer.dir)), manifest.tokenizer.prompts) };
   }
-  const role = opts.role ?? (ROLES.includes(base as Role) ? (base as Role) : 'solver');
-  return { id: opts.id ?? base, context: read.model.config.context, tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(read.tokenizer), role), created, source: path.resolve(dir) };
+  return { ...names, context: manifest.model.config.context, tokenizer: new CharPolicyTokenizer(Tokenizer.fromJSON(manifest.tokenizer), role) };
 }
 
 function notAPolicyFolder(dir: string): string {
