@@ -42,14 +42,14 @@ async function setup(script: Behaviour[], client: Partial<EndpointClientOptions>
 describe('EndpointClient against a loopback server', () => {
   it('sends the model, sampling parameters and the key read from the environment at call time', async () => {
     const env: NodeJS.ProcessEnv = { SERVED_TEST_KEY: KEY };
-    const { fault, c } = await setup([], { env, sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0.05, max_tokens: 32, seed: 7, n: 2, logprobs: true, top_logprobs: 2, chat_template_kwargs: { enable_thinking: false } } });
+    const { fault, c } = await setup([], { env, sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0.05, max_tokens: 32, seed: 7, n: 2, logprobs: true, top_logprobs: 2, chat_template_kwargs: { enable_thinking: false }, ignore_eos: true, min_tokens: 4 } });
     const r = await c.chat([{ role: 'user', content: 'What is 2+2?' }]);
     expect(r.choices.map((x) => x.text)).toEqual(['hello world 0', 'hello world 1']);
     expect(r.usage).toEqual({ promptTokens: 7, completionTokens: 6, totalTokens: 13 });
     expect(r.choices[0].logprobs?.map((l) => l.logprob)).toEqual([-0.5, -1, -1.5]);
     expect(r.attempts).toBe(1);
     const body = fault.seen[0].body!;
-    expect(body).toMatchObject({ model: 'fault-model', temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0.05, max_tokens: 32, seed: 7, n: 2, logprobs: true, top_logprobs: 2, chat_template_kwargs: { enable_thinking: false } });
+    expect(body).toMatchObject({ model: 'fault-model', temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0.05, max_tokens: 32, seed: 7, n: 2, logprobs: true, top_logprobs: 2, chat_template_kwargs: { enable_thinking: false }, ignore_eos: true, min_tokens: 4 });
     expect(fault.seen[0].authorization).toBe(`Bearer ${KEY}`);
     // The key is read per call: a rotated key is used by the next request.
     env.SERVED_TEST_KEY = `${KEY}-rotated`;

@@ -177,6 +177,61 @@ describe('marsrl serve-model through the official openai client', () => {
     expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('top_k');
   });
 
+  it('ignore_eos and min_tokens (vLLM extensions): decoding runs through the stop token, and min_tokens holds it and stop sequences off', async () => {
+    const messages = [{ role: 'user' as const, content: QUESTION }];
+    const extra = (body: Record<string, unknown>) => body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const prompt = solver.tokenizer.chatPrompt(messages);
+    const eos = solver.tokenizer.stopTokens[0];
+    const eosText = solver.tokenizer.tokenText(eos);
+    const natural = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 64, logprobs: true });
+    const naturalLength = natural.usage!.completion_tokens - 1; // the stop token is counted, not shown
+    expect(natural.choices[0].finish_reason).toBe('stop');
+
+    // ignore_eos: the plain sampler without stop tokens is the reference, stop token and all.
+    const fixed = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 0, max_tokens: 64, ignore_eos: true, logprobs: true }));
+    const [through] = sample(solver.model as GPT, [prompt], { maxNewTokens: 64, seed: 0, temperature: 0, stopTokens: [] });
+    expect(fixed.usage!.completion_tokens).toBe(64);
+    expect(fixed.choices[0].finish_reason).toBe('length');
+    expect(fixed.choices[0].message.content).toBe(solver.tokenizer.responseText(through.tokens));
+    expect(fixed.choices[0].message.content!.startsWith(natural.choices[0].message.content!)).toBe(true);
+    expect(fixed.choices[0].logprobs!.content![naturalLength].token).toBe(eosText);
+    const sampled = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 1, seed: 11, n: 3, max_tokens: 50, ignore_eos: true }));
+    expect(sampled.usage!.completion_tokens).toBe(150);
+
+    // min_tokens: the stop token is masked for the first min_tokens tokens, so where greedy
+    // decoding ended, the most likely token is the stop token and the one chosen is the runner-up.
+    const held = await client.chat.completions.create(extra({ model: 'solver', messages, temperature: 0, max_tokens: 64, min_tokens: naturalLength + 3, logprobs: true, top_logprobs: 2 }));
+    const content = held.choices[0].logprobs!.content!;
+    expect(held.usage!.completion_tokens).toBeGreaterThanOrEqual(naturalLength + 3);
+    expect(content.slice(0, naturalLength + 3).some((t) => t.token === eosText)).toBe(false);
+    expect(content.slice(0, naturalLength).map((t) => t.token)).toEqual(natural.choices[0].logprobs!.content!.map((t) => t.token));
+    expect(content[naturalLength].top_logprobs[0].token).toBe(eosText);
+    expect(content[naturalLength].token).toBe(content[naturalLength].top_logprobs[1].token);
+
+    // Stop sequences count only where they end in the text after the first min_tokens tokens
+    // (vLLM's rule): " A:" ending on the last protected token is passed over, ending one later it cuts.
+    const raw = `<bos>${QUESTION}<solver>`;
+    const whole = (await client.completions.create({ model: 'solver', prompt: raw, temperature: 0, max_tokens: 64 })).choices[0].text;
+    const marker = whole.indexOf(' A:');
+    expect(marker).toBeGreaterThan(0);
+    expect(solver.tokenizer.encodeText(whole.slice(0, marker + 3))).toHaveLength(marker + 3); // one token per character
+    const withStop = (minTokens: number) => client.completions.create({ model: 'solver', prompt: raw, temperature: 0, max_tokens: 64, stop: [' A:'], ...({ min_tokens: minTokens } as object) });
+    expect((await withStop(marker + 3)).choices[0].text).toBe(whole);
+    const cut = await withStop(marker + 2);
+    expect(cut.choices[0].text).toBe(whole.slice(0, marker));
+    expect(cut.choices[0].finish_reason).toBe('stop');
+
+    for (const [body, param] of [
+      [{ min_tokens: 10, max_tokens: 5 }, 'min_tokens'],
+      [{ min_tokens: -1 }, 'min_tokens'],
+      [{ ignore_eos: 'yes' }, 'ignore_eos'],
+    ] as const) {
+      const bad = await client.chat.completions.create(extra({ model: 'solver', messages, ...body })).catch((e: unknown) => e);
+      expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe(param);
+    }
+  });
+
   it('answers a bad request with 400 naming the field, and an unknown model with 404', async () => {
     const bad = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: QUESTION }], temperature: 5 }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);

@@ -43,6 +43,10 @@ export interface EndpointSampling {
   top_logprobs?: number;
   /** Chat-template options, e.g. Qwen3's `{ enable_thinking: false }` (vLLM / SGLang). */
   chat_template_kwargs?: Record<string, unknown>;
+  /** Decode to max_tokens through the end-of-sequence token (vLLM / SGLang): fixed-length outputs. */
+  ignore_eos?: boolean;
+  /** Tokens before a stop token or stop sequence may end a choice (vLLM / SGLang). */
+  min_tokens?: number;
 }
 
 export interface EndpointClientOptions {
@@ -435,6 +439,8 @@ export class EndpointClient {
       }
     }
     if (s.chat_template_kwargs !== undefined && !unsupported.has('chat_template_kwargs')) out.chat_template_kwargs = s.chat_template_kwargs;
+    if (s.ignore_eos) out.ignore_eos = true;
+    if (s.min_tokens !== undefined && s.min_tokens > 0) out.min_tokens = s.min_tokens;
     return out;
   }
 

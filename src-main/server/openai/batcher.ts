@@ -43,6 +43,16 @@ export interface DecodeParams {
   topK?: number;
   /** Drop tokens less likely than min_p × the most likely one, after temperature (vLLM's min_p). */
   minP?: number;
+  /**
+   * Keep decoding through the end-of-sequence token until maxTokens (vLLM's and SGLang's
+   * ignore_eos): fixed-length outputs, as serving benchmarks use them.
+   */
+  ignoreEos?: boolean;
+  /**
+   * The first minTokens tokens can be neither a stop token (its logits are masked) nor end in a
+   * stop sequence (vLLM's min_tokens: stop strings are matched only in the text later tokens add).
+   */
+  minTokens?: number;
 }
 
 export interface TokenInfo {
@@ -92,6 +102,8 @@ interface Row {
   ends: number[];
   reported: number;
   finished: 'stop' | 'length' | null;
+  /** Length of `text` once the first minTokens tokens are out: a stop sequence must end after it. */
+  stopFloor: number;
 }
 
 interface PendingJob extends DecodeJob {
@@ -234,7 +246,7 @@ export class RequestBatcher {
     this.stats.prefills++;
     const fresh: Row[] = [];
     for (const job of jobs) {
-      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null }));
+      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null, stopFloor: 0 }));
       fresh.push(...job.rows);
     }
     run.jobs.push(...jobs);
@@ -351,18 +363,23 @@ export class RequestBatcher {
       }
       const rowLogits = logits.subarray((r - from) * V, (r - from + 1) * V);
       const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
-      const { token } = sampleFromLogits(truncated(rowLogits, p), p.temperature, p.topP, u);
+      const minTokens = p.minTokens ?? 0;
+      const protectedToken = row.ids.length < minTokens;
+      let sampling = truncated(rowLogits, p);
+      if (protectedToken && stopIds.length > 0) sampling = withoutTokens(sampling === rowLogits ? Float32Array.from(rowLogits) : sampling, stopIds);
+      const { token } = sampleFromLogits(sampling, p.temperature, p.topP, u);
       // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
       const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
       row.ids.push(token);
-      if (stopIds.includes(token)) {
+      if (stopIds.includes(token) && !p.ignoreEos) {
         row.finished = 'stop';
       } else {
         const text = this.tokenizer.responseText(row.ids);
         row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
         row.ends.push(text.length);
         row.text = text;
-        const cut = earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)));
+        if (protectedToken) row.stopFloor = text.length;
+        const cut = protectedToken ? -1 : earliestStop(text, p.stop, Math.max(0, row.emitted - longest(p.stop)), row.stopFloor);
         if (cut >= 0) {
           row.text = text.slice(0, cut);
           row.finished = 'stop';
@@ -449,11 +466,17 @@ function longest(stops: readonly string[]): number {
   return stops.reduce((m, s) => Math.max(m, s.length), 0);
 }
 
-/** Index of the earliest stop sequence in `text` at or after `from`, or −1. */
-function earliestStop(text: string, stops: readonly string[], from: number): number {
+/** The logits with `ids` at −∞ (min_tokens keeps the stop tokens from being sampled). */
+function withoutTokens(logits: Float32Array, ids: readonly number[]): Float32Array {
+  for (const id of ids) if (id >= 0 && id < logits.length) logits[id] = -Infinity;
+  return logits;
+}
+
+/** Index of the earliest stop sequence in `text` at or after `from` that ends after `endAfter`, or −1. */
+function earliestStop(text: string, stops: readonly string[], from: number, endAfter = 0): number {
   let best = -1;
   for (const s of stops) {
-    const i = text.indexOf(s, from);
+    const i = text.indexOf(s, Math.max(from, endAfter - s.length + 1));
     if (i >= 0 && (best < 0 || i < best)) best = i;
   }
   return best;

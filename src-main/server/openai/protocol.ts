@@ -101,6 +101,12 @@ function common(body: unknown, defaults: { maxTokens: number; maxN: number }): {
     if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string' && s.length > 0)) throw badRequest('stop must be a string or up to 4 non-empty strings', 'stop');
     stop = body.stop as string[];
   } else if (body.stop !== undefined && body.stop !== null) throw badRequest('stop must be a string or an array of strings', 'stop');
+  // vLLM's and SGLang's length controls: ignore_eos decodes to max_tokens (serving benchmarks'
+  // fixed output lengths); min_tokens holds off the stop token and stop sequences (vLLM refuses a
+  // min_tokens above max_tokens, and so does this server).
+  if (body.ignore_eos !== undefined && body.ignore_eos !== null && typeof body.ignore_eos !== 'boolean') throw badRequest('ignore_eos must be a boolean', 'ignore_eos');
+  const minTokens = numberField(body, 'min_tokens', 0, 0, 1_000_000, true);
+  if (minTokens > maxTokens) throw badRequest(`min_tokens (${minTokens}) must not exceed ${body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens'} (${maxTokens})`, 'min_tokens');
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw badRequest('stream must be a boolean', 'stream');
   const streamOptions = body.stream_options;
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw badRequest('stream_options must be an object', 'stream_options');
@@ -110,7 +116,7 @@ function common(body: unknown, defaults: { maxTokens: number; maxN: number }): {
       model: body.model,
       stream: body.stream === true,
       includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
-      params: { temperature, topP, n, maxTokens, seed: seed >>> 0, stop, topLogprobs: 0, topK, minP },
+      params: { temperature, topP, n, maxTokens, seed: seed >>> 0, stop, topLogprobs: 0, topK, minP, ignoreEos: body.ignore_eos === true, minTokens },
     },
   };
 }
