@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30]
+ * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30] [--outputs natural,fixed]
  *                        [--model tiny-qwen,quick|bench] [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine auto|thread|inline]
  *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
  *
@@ -22,15 +22,22 @@
  * 2-core machine) is a large share of it; the larger the model, the smaller that share.
  * `--checkpoint DIR` serves any checkpoint or model folder.
  *
- * Also printed: the engine's plain batched sampler (`sample`) on the same prompts in batches of
- * the client count, for scale. Sides are interleaved in `rounds` rounds (which goes first
+ * Each client count is measured twice (`--outputs`): with answers as long as the model makes them
+ * (`natural`: about 20 tokens for both shipped Solvers), and with every answer max_tokens long
+ * (`fixed`: vLLM's ignore_eos, the fixed output lengths of vLLM's and SGLang's serving
+ * benchmarks), where a request's round trip is spread over more decoding.
+ *
+ * Also printed: the CPU time per request on each side (Linux: the server process's threads from
+ * /proc, the clients' from this process), which says how much the HTTP path adds to decoding on
+ * a machine whose cores it shares; and the engine's plain batched sampler (`sample`) on the same
+ * prompts in batches of the client count, for scale. Sides are interleaved in `rounds` rounds (which goes first
  * alternates); requests/s are each side's best round (the machines this runs on are shared; the
  * load average is printed).
  *
  * The server runs as its own `marsrl serve-model` process, as a user runs it, with its `--engine`
  * (default auto: decoding in a thread of its own from two cores up), and the clients in the
- * bench's process (their requests, JSON and HTTP cost the server nothing, as a client on another
- * machine would not). `--inline-server` runs the server in the bench's process instead, where the
+ * bench's process: another process, but the same cores, so on a small machine their HTTP and
+ * JSON work takes CPU time from the server as a client on another machine would not. `--inline-server` runs the server in the bench's process instead, where the
  * clients' JSON work competes with decoding for the same thread.
  *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
@@ -74,6 +81,13 @@ interface Measure {
   tokens: number;
 }
 
+/**
+ * How long the answers are: `natural`, as the model ends them; `fixed`, every request decoding
+ * max_tokens through the stop token (vLLM's ignore_eos), as vLLM's and SGLang's serving
+ * benchmarks fix output lengths.
+ */
+type Outputs = 'natural' | 'fixed';
+
 /** Client c sorts lists of `digits[c % digits.length]` digits (mixed lengths show whether short requests wait for long ones). */
 function questions(clients: number, perClient: number, digits: readonly number[] = [8]): Work[][] {
   const rng = new Rng(2026, 'bench-serve');
@@ -82,13 +96,13 @@ function questions(clients: number, perClient: number, digits: readonly number[]
   );
 }
 
-async function servedRound(client: EndpointClient, work: Work[][], maxTokens: number): Promise<Measure> {
+async function servedRound(client: EndpointClient, work: Work[][], maxTokens: number, outputs: Outputs = 'natural'): Promise<Measure> {
   const t0 = performance.now();
   let tokens = 0;
   await Promise.all(
     work.map(async (list) => {
       for (const w of list) {
-        const r = await client.chat([{ role: 'user', content: w.question }], { sampling: { seed: w.seed, max_tokens: maxTokens, temperature: 1 } });
+        const r = await client.chat([{ role: 'user', content: w.question }], { sampling: { seed: w.seed, max_tokens: maxTokens, temperature: 1, ignore_eos: outputs === 'fixed' } });
         tokens += r.usage?.completionTokens ?? 0;
       }
     }),
@@ -96,14 +110,14 @@ async function servedRound(client: EndpointClient, work: Work[][], maxTokens: nu
   return { ms: performance.now() - t0, requests: work.flat().length, tokens };
 }
 
-async function inProcessRound(batcher: RequestBatcher, policy: ServedPolicy, work: Work[][], maxTokens: number): Promise<Measure> {
+async function inProcessRound(batcher: RequestBatcher, policy: ServedPolicy, work: Work[][], maxTokens: number, outputs: Outputs = 'natural'): Promise<Measure> {
   const t0 = performance.now();
   let tokens = 0;
   await Promise.all(
     work.map(async (list) => {
       for (const w of list) {
         const prompt = policy.tokenizer.chatPrompt([{ role: 'user', content: w.question }]);
-        const choices = await batcher.submit({ prompt, params: { maxTokens: Math.min(maxTokens, policy.model.context - prompt.length), temperature: 1, topP: 1, seed: w.seed, n: 1, stop: [], topLogprobs: 0 } });
+        const choices = await batcher.submit({ prompt, params: { maxTokens: Math.min(maxTokens, policy.model.context - prompt.length), temperature: 1, topP: 1, seed: w.seed, n: 1, stop: [], topLogprobs: 0, ignoreEos: outputs === 'fixed' } });
         tokens += choices[0].ids.length;
       }
     }),
@@ -111,13 +125,13 @@ async function inProcessRound(batcher: RequestBatcher, policy: ServedPolicy, wor
   return { ms: performance.now() - t0, requests: work.flat().length, tokens };
 }
 
-function samplerRound(policy: ServedPolicy, work: Work[][], maxTokens: number): Measure {
+function samplerRound(policy: ServedPolicy, work: Work[][], maxTokens: number, outputs: Outputs): Measure {
   const t0 = performance.now();
   let tokens = 0;
   const perClient = work[0].length;
   for (let k = 0; k < perClient; k++) {
     const prompts = work.map((list) => policy.tokenizer.chatPrompt([{ role: 'user', content: list[k].question }]));
-    const out = sample(policy.model as GPT, prompts, { maxNewTokens: Math.min(maxTokens, policy.model.context - Math.max(...prompts.map((p) => p.length))), temperature: 1, seed: k, stopTokens: [...policy.tokenizer.stopTokens] });
+    const out = sample(policy.model as GPT, prompts, { maxNewTokens: Math.min(maxTokens, policy.model.context - Math.max(...prompts.map((p) => p.length))), temperature: 1, seed: k, stopTokens: outputs === 'fixed' ? [] : [...policy.tokenizer.stopTokens] });
     tokens += out.reduce((a, s) => a + s.tokens.length, 0);
   }
   return { ms: performance.now() - t0, requests: work.flat().length, tokens };
@@ -133,6 +147,8 @@ interface BenchServer {
   refresh?: () => Promise<void>;
   /** Where the server said it decodes (a child server only). */
   where?: string;
+  /** CPU time the server's process has used, ms, every thread (a child server on Linux only). */
+  cpuMs?: () => number | null;
   close(): Promise<void>;
 }
 
@@ -167,6 +183,7 @@ async function childModelServer(dir: string, backend: string, engine: string, ba
     busy: () => ({ ...loop }),
     refresh,
     where,
+    cpuMs: () => processCpuMs(child.pid),
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -174,6 +191,26 @@ async function childModelServer(dir: string, backend: string, engine: string, ba
         child.kill('SIGINT');
       }),
   };
+}
+
+/**
+ * User plus system CPU time of a process, ms, from /proc/PID/stat (fields 14 and 15, in clock
+ * ticks of 1/100 s: Linux's USER_HZ); null where there is no /proc.
+ */
+function processCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** This process's CPU time, ms, every thread. */
+function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 function best(ms: Measure[]): Measure {
@@ -186,6 +223,7 @@ interface ModelBenchOptions {
   rounds: number;
   maxTokens: number;
   digits: number[];
+  outputs: Outputs[];
   backend: string;
   engine: string;
   inlineServer: boolean;
@@ -210,7 +248,7 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
   out(`load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs; best of ${rounds} rounds`);
   out(o.inlineServer ? 'server: in the bench process (--inline-server)' : `server: marsrl serve-model --engine ${o.engine} in its own process at ${server.baseUrl}, ${server.where ?? ''}`);
   out('');
-  out('clients   served req/s  tok/s    in-process req/s  tok/s    overhead (paired, best)   sampler tok/s');
+  out('clients outputs   served req/s  tok/s    in-process req/s  tok/s    overhead (paired, best)   sampler tok/s');
   const results: Array<Record<string, number>> = [];
   try {
     // Warm both paths (JIT, wasm kernels, keep-alive connections): the first calls are several times slower.
@@ -218,7 +256,7 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       await servedRound(client, questions(8, 2), maxTokens);
       await inProcessRound(batcher, policy, questions(8, 2), maxTokens);
     }
-    for (const clients of o.levels) {
+    for (const [outputs, clients] of o.outputs.flatMap((x) => o.levels.map((c) => [x, c] as const))) {
       const work = questions(clients, perClient, o.digits);
       await server.refresh?.();
       const before = { served: server.stats ? { ...server.stats() } : null, local: { ...batcher.stats } };
@@ -226,10 +264,21 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       // How busy the server's HTTP thread is while it serves: near 100% means decoding and HTTP
       // compete for it (inline); well below means the clients' round trips leave it waiting.
       const loop = { active: 0, idle: 0 };
+      // CPU time per request on each side: the served side's is the server process's (decoding,
+      // HTTP, JSON, V8's helper threads) plus the clients' (this process); the in-process side's is
+      // this process's. On a machine with few cores the difference competes with decoding.
+      const cpu = { server: 0, clients: 0, local: 0, measured: true };
       const servedOnce = async (w: Work[][]) => {
         await server.refresh?.();
         const b0 = server.busy?.();
-        const m = await servedRound(client, w, maxTokens);
+        const c0 = server.cpuMs?.() ?? null;
+        const own0 = ownCpuMs();
+        const m = await servedRound(client, w, maxTokens, outputs);
+        const own1 = ownCpuMs();
+        const c1 = server.cpuMs?.() ?? null;
+        if (c0 !== null && c1 !== null) cpu.server += c1 - c0;
+        else cpu.measured = false;
+        cpu.clients += own1 - own0;
         await server.refresh?.();
         const b1 = server.busy?.();
         if (b0 && b1) {
@@ -238,18 +287,24 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
         }
         return m;
       };
+      const localOnce = async (w: Work[][]) => {
+        const own0 = ownCpuMs();
+        const m = await inProcessRound(batcher, policy, w, maxTokens, outputs);
+        cpu.local += ownCpuMs() - own0;
+        return m;
+      };
       const local: Measure[] = [];
       const plain: Measure[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so neither always meets the machine in the same state.
         if (r % 2 === 0) {
           served.push(await servedOnce(work));
-          local.push(await inProcessRound(batcher, policy, work, maxTokens));
+          local.push(await localOnce(work));
         } else {
-          local.push(await inProcessRound(batcher, policy, work, maxTokens));
+          local.push(await localOnce(work));
           served.push(await servedOnce(work));
         }
-        plain.push(samplerRound(policy, work, maxTokens));
+        plain.push(samplerRound(policy, work, maxTokens, outputs));
       }
       const batchesOf = (now: BatcherStats, then: BatcherStats) =>
         `${now.batches - then.batches} started, ${now.joined - then.joined} requests joined running ones, ${now.prefills - then.prefills} prefills, ${((now.rowSteps - then.rowSteps) / (now.steps - then.steps)).toFixed(2)} rows/step`;
@@ -259,6 +314,8 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
         // Same batches on both sides means the comparison measures serving, not batch composition.
         out(`        batches: served ${batchesOf(server.stats(), before.served)}; ${localBatches}`);
         if (loop.active + loop.idle > 0) out(`        server HTTP thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds`);
+        const requests = rounds * work.flat().length;
+        if (cpu.measured) out(`        CPU per request: served ${((cpu.server + cpu.clients) / requests).toFixed(2)} ms (server ${(cpu.server / requests).toFixed(2)}, clients ${(cpu.clients / requests).toFixed(2)}), in-process ${(cpu.local / requests).toFixed(2)} ms; ${os.availableParallelism()} CPUs`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);
@@ -269,14 +326,18 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       // speed drifts over minutes here (the in-process side alone between 170 and 280 requests/s
       // across runs), which a best-of-each comparison does not cancel and a paired one does.
       const overhead = median(served.map((m, r) => m.ms / local[r].ms)) - 1;
-      const row = { clients, servedRequestsPerS: (s.requests / s.ms) * 1000, servedTokensPerS: (s.tokens / s.ms) * 1000, inProcessRequestsPerS: (l.requests / l.ms) * 1000, inProcessTokensPerS: (l.tokens / l.ms) * 1000, overhead, bestOverhead, samplerTokensPerS: (p.tokens / p.ms) * 1000 };
+      const row = { clients, fixedLength: outputs === 'fixed' ? 1 : 0, servedRequestsPerS: (s.requests / s.ms) * 1000, servedTokensPerS: (s.tokens / s.ms) * 1000, inProcessRequestsPerS: (l.requests / l.ms) * 1000, inProcessTokensPerS: (l.tokens / l.ms) * 1000, overhead, bestOverhead, samplerTokensPerS: (p.tokens / p.ms) * 1000 };
       results.push(row);
       out(
-        `${String(clients).padStart(7)}   ${row.servedRequestsPerS.toFixed(1).padStart(11)}  ${row.servedTokensPerS.toFixed(0).padStart(6)}   ${row.inProcessRequestsPerS.toFixed(1).padStart(15)}  ${row.inProcessTokensPerS.toFixed(0).padStart(6)}   ${(overhead * 100).toFixed(1).padStart(6)}%  ${(bestOverhead * 100).toFixed(1).padStart(6)}%   ${row.samplerTokensPerS.toFixed(0).padStart(12)}`,
+        `${String(clients).padStart(7)} ${outputs.padEnd(7)}   ${row.servedRequestsPerS.toFixed(1).padStart(11)}  ${row.servedTokensPerS.toFixed(0).padStart(6)}   ${row.inProcessRequestsPerS.toFixed(1).padStart(15)}  ${row.inProcessTokensPerS.toFixed(0).padStart(6)}   ${(overhead * 100).toFixed(1).padStart(6)}%  ${(bestOverhead * 100).toFixed(1).padStart(6)}%   ${row.samplerTokensPerS.toFixed(0).padStart(12)}`,
       );
     }
-    const at8 = results.find((r) => r.clients === 8);
-    if (at8) out(`\n${policy.id} (${path.basename(path.dirname(dir))}): target at 8 clients, serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
+    out('');
+    for (const outputs of o.outputs) {
+      const at8 = results.find((r) => r.clients === 8 && r.fixedLength === (outputs === 'fixed' ? 1 : 0));
+      const length = outputs === 'fixed' ? `answers of max_tokens ${maxTokens} (ignore_eos)` : 'answers as the model ends them';
+      if (at8) out(`${policy.id} (${path.basename(path.dirname(dir))}), ${length}: target at 8 clients, serving overhead under 10% of in-process decoding time — ${(at8.overhead * 100).toFixed(1)}%: ${at8.overhead < 0.1 ? 'met' : 'NOT met'}`);
+    }
     return results;
   } finally {
     await server.close();
@@ -293,6 +354,7 @@ export async function run(argv: string[]): Promise<void> {
       rounds: { type: 'string', default: '5' },
       'max-tokens': { type: 'string', default: '64' },
       digits: { type: 'string', default: '8' },
+      outputs: { type: 'string', default: 'natural,fixed' },
       checkpoint: { type: 'string' },
       model: { type: 'string', default: 'tiny-qwen,quick' },
       backend: { type: 'string', default: 'auto' },
@@ -313,6 +375,8 @@ export async function run(argv: string[]): Promise<void> {
   const maxTokens = Number(values['max-tokens']);
   const digits = values.digits.split(',').map(Number);
   if (!digits.every((d) => Number.isInteger(d) && d >= 1 && d <= 40)) throw new Error(`--digits must be integers from 1 to 40 separated by commas, got ${values.digits}`);
+  const outputs = values.outputs.split(',') as Outputs[];
+  if (!outputs.every((x) => x === 'natural' || x === 'fixed')) throw new Error(`--outputs must be natural, fixed or both separated by a comma, got ${values.outputs}`);
   for (const [name, v] of [['requests', perClient], ['rounds', rounds], ['max-tokens', maxTokens]] as const) {
     if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer, got ${v}`);
   }
@@ -341,7 +405,7 @@ export async function run(argv: string[]): Promise<void> {
   const tables: Array<{ model: string; results: Array<Record<string, number>> }> = [];
   for (const dir of dirs) {
     out('');
-    tables.push({ model: dir, results: await benchModel(dir, { levels, perClient, rounds, maxTokens, digits, backend: info.name, engine, inlineServer: values['inline-server'], windowMs, joinWaitMs, out }) });
+    tables.push({ model: dir, results: await benchModel(dir, { levels, perClient, rounds, maxTokens, digits, outputs, backend: info.name, engine, inlineServer: values['inline-server'], windowMs, joinWaitMs, out }) });
   }
   const systemProblems = Number(values['system-problems']);
   if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
