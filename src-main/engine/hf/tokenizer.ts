@@ -14,6 +14,7 @@ import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { ChatMessage, PolicyTokenizer } from '../model/policy-model';
+import { WindowedDecoder, type ResponseDecoder } from '../model/response-decoder';
 import { HfFormatError } from './safetensors';
 import { chatMessagesOf } from '../agents/prompts';
 
@@ -71,6 +72,11 @@ export class HfTokenizer {
   private readonly tokenizer: Tokenizer;
   private template: Template | null = null;
   private readonly specialIds: Set<number>;
+  /**
+   * tokenizer_config.json clean_up_tokenization_spaces (a space before punctuation dropped when
+   * decoding); absent means true, as in transformers 4 and @huggingface/tokenizers.
+   */
+  private readonly cleansUpSpaces: boolean;
 
   private constructor(dir: string, tokenizerJson: Record<string, unknown>, config: Record<string, unknown>, generation: Record<string, unknown> | null, template: { text: string; file: string; key: string } | null) {
     this.dir = dir;
@@ -86,6 +92,8 @@ export class HfTokenizer {
     let size = 0;
     for (const id of this.tokenizer.get_vocab(true).values()) size = Math.max(size, id + 1);
     this.vocabSize = size;
+    const cleanup = config.clean_up_tokenization_spaces;
+    this.cleansUpSpaces = cleanup === undefined || cleanup === null ? true : cleanup === true;
     this.specialIds = new Set([...this.tokenizer.get_added_tokens_decoder()].filter(([, t]) => t.special).map(([id]) => id));
 
     const cfgFile = path.join(dir, TOKENIZER_CONFIG);
@@ -154,7 +162,17 @@ export class HfTokenizer {
   }
 
   decode(ids: readonly number[], opts: { skipSpecialTokens?: boolean } = {}): string {
-    return this.tokenizer.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false });
+    if (ids.length === 0) return '';
+    return this.tokenizer.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false, clean_up_tokenization_spaces: this.cleansUpSpaces });
+  }
+
+  /**
+   * An answer's text token by token, equal to `decode(ids, { skipSpecialTokens: true })` of the
+   * whole answer (response-decoder.ts): the decoder's output in short windows, the config's
+   * space clean-up applied on top.
+   */
+  responseDecoder(): ResponseDecoder {
+    return new WindowedDecoder((ids) => (ids.length === 0 ? '' : this.tokenizer.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false })), this.cleansUpSpaces);
   }
 
   /** The token text of one id (undefined for ids outside the vocabulary). */
