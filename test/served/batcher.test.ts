@@ -2,7 +2,11 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { RequestBatcher, type DecodeParams } from '../../src-main/server/openai/batcher';
-import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
+import { HfServedTokenizer, loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
+import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
+import { sample } from '../../src-main/engine/model/sampling';
+import { ScriptedModel } from '../../src-main/bench/scripted-model';
+import { LLAMA3_TOKENIZER, QWEN3_TOKENIZER } from '../hf/corpus';
 
 let policy: ServedPolicy;
 beforeAll(async () => {
@@ -125,5 +129,69 @@ describe('RequestBatcher scheduling', () => {
     expect(cut.finishReason).toBe('stop');
     // No delta ever carried a prefix of the stop sequence that later turned out to be part of it.
     expect(deltas.some((d) => d.includes(' A'))).toBe(false);
+  });
+});
+
+describe('RequestBatcher over a real tokenizer and vocabulary (scripted logits)', () => {
+  const tokenizers = { qwen3: HfTokenizer.fromFolder(QWEN3_TOKENIZER), llama3: HfTokenizer.fromFolder(LLAMA3_TOKENIZER) };
+
+  for (const [name, tok] of Object.entries(tokenizers)) {
+    it(`${name}: streamed deltas add up to the answer's text, never half a character, never a space the clean-up takes back`, async () => {
+      const served = new HfServedTokenizer(tok, { systemPrompts: {} });
+      const ids = (text: string) => tok.encode(text, { addSpecialTokens: false });
+      // "Hello" " " "." as three tokens: clean-up (Llama 3) turns the whole into "Hello."; the
+      // parrot and abacus are split into byte tokens by both tokenizers.
+      const script = [...ids('Hello'), ...ids(' '), ...ids('.'), ...ids(' world 🦜🧮 因此 don'), ...ids("'t"), ...ids(' stop')];
+      const model = new ScriptedModel({ vocabSize: tok.vocabSize, context: 512, script });
+      const prompt = served.chatPrompt([{ role: 'user', content: 'say it' }]);
+      const deltas: string[] = [];
+      const streamedTokens: number[] = [];
+      const [answer] = await new RequestBatcher(model, served).submit({
+        prompt,
+        params: { ...params(3), maxTokens: script.length },
+        onUpdate: (u) => {
+          deltas.push(u.delta);
+          streamedTokens.push(...u.tokens.map((t) => t.id));
+        },
+      });
+      expect(answer.ids).toEqual(script);
+      expect(answer.text).toBe(tok.decode(script, { skipSpecialTokens: true }));
+      if (name === 'llama3') expect(answer.text.startsWith('Hello. world')).toBe(true);
+      expect(deltas.join('')).toBe(answer.text);
+      for (const d of deltas) expect(d).not.toContain('\uFFFD');
+      expect(streamedTokens).toEqual(script);
+      // A stop sequence is found in the text as the whole decode writes it.
+      const [cut] = await new RequestBatcher(model, served).submit({ prompt, params: { ...params(3), maxTokens: script.length, stop: ['🧮'] } });
+      expect(cut.text).toBe(answer.text.slice(0, answer.text.indexOf('🧮')));
+    });
+  }
+
+  it('top_k samples as the in-process sampler does, and top_logprobs are the k largest of the whole vocabulary, as a full sort finds them', async () => {
+    const tok = tokenizers.qwen3;
+    const served = new HfServedTokenizer(tok, { systemPrompts: {} });
+    const script = tok.encode('one two three four five six', { addSpecialTokens: false });
+    // A low margin over the noise, so sampling at temperature 0.8 really draws among the top 20.
+    const model = new ScriptedModel({ vocabSize: tok.vocabSize, context: 512, script, noiseSeed: 3, margin: 3 });
+    const prompt = served.chatPrompt([{ role: 'user', content: 'count' }]);
+    const p: DecodeParams = { ...params(5), maxTokens: 6, temperature: 0.8, topK: 20, n: 3, topLogprobs: 5, ignoreEos: true };
+    const choices = await new RequestBatcher(model, served).submit({ prompt, params: p });
+    const reference = sample(model, [prompt, prompt, prompt], { maxNewTokens: 6, temperature: 0.8, topK: 20, seed: 5 });
+    for (const c of choices) {
+      expect(c.ids).toEqual(reference[c.index].tokens);
+      c.tokens.forEach((t, j) => expect(t.logprob).toBeCloseTo(reference[c.index].rawLogProbs[j], 5));
+    }
+    expect(new Set(choices.map((c) => c.ids.join())).size).toBeGreaterThan(1);
+    // The logits of each position, as the scripted model gives them, and a plain sort of them.
+    const { logits: first, cache } = model.prefill([prompt], [0], prompt.length + 8);
+    const rows = [first];
+    for (let j = 1; j < 6; j++) rows.push(model.decodeStep(Int32Array.of(0), Int32Array.of(prompt.length + j - 1), cache).logits);
+    rows.forEach((logits, j) => {
+      const lse = Math.log(logits.reduce((a, x) => a + Math.exp(x), 0));
+      const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b).slice(0, 5);
+      for (const c of choices) {
+        expect(c.tokens[j].top.map((t) => t.token)).toEqual(order.map((id) => served.tokenText(id)));
+        c.tokens[j].top.forEach((t, i) => expect(t.logprob).toBeCloseTo(logits[order[i]] - lse, 4));
+      }
+    });
   });
 });

@@ -18,8 +18,12 @@
  *    whatever else shares the batch, and whenever the request joined it;
  *  - left padding, positions after the padding, and compaction of the cache once half the rows
  *    are finished, as the sampler does.
+ *  - top_k is the sampler's (exactly k tokens, ties to the lower id), applied by it.
  * Log-probabilities reported are log softmax(logits) at temperature 1 (the sampler's
  * `rawLogProbs`, vLLM's default `raw_logprobs`): the policy's own probability of the token.
+ * Per token the loop does what in-process sampling does and little more: the answer's text is
+ * built token by token (response-decoder.ts) rather than decoded whole at every step, and
+ * top_logprobs are found in one pass; `npm run bench -- serve` prints both sides' host work.
  *
  * The loop yields to the event loop between steps, so streamed tokens go out as they are made
  * and new requests are accepted.
@@ -27,6 +31,7 @@
 import type { PolicyModel, DecodeCache } from '../../engine/model/policy-model';
 import { sampleFromLogits } from '../../engine/model/sampling';
 import { Rng } from '../../engine/util/rng';
+import type { ResponseDecoder } from '../../engine/model/response-decoder';
 import type { ServedTokenizer } from './policy';
 
 export interface DecodeParams {
@@ -94,6 +99,8 @@ interface Row {
   job: PendingJob;
   choice: number;
   ids: number[];
+  /** The answer's text as its tokens come (its first `decoder.stable` characters final). */
+  decoder: ResponseDecoder;
   text: string;
   /** Characters of `text` already reported. */
   emitted: number;
@@ -246,7 +253,7 @@ export class RequestBatcher {
     this.stats.prefills++;
     const fresh: Row[] = [];
     for (const job of jobs) {
-      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null, stopFloor: 0 }));
+      job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], decoder: this.tokenizer.responseDecoder(), text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null, stopFloor: 0 }));
       fresh.push(...job.rows);
     }
     run.jobs.push(...jobs);
@@ -365,17 +372,22 @@ export class RequestBatcher {
       const u = new Rng(p.seed, `tok:${row.choice}:${row.ids.length}`).next();
       const minTokens = p.minTokens ?? 0;
       const protectedToken = row.ids.length < minTokens;
-      let sampling = truncated(rowLogits, p);
+      let sampling = withMinP(rowLogits, p);
       if (protectedToken && stopIds.length > 0) sampling = withoutTokens(sampling === rowLogits ? Float32Array.from(rowLogits) : sampling, stopIds);
-      const { token } = sampleFromLogits(sampling, p.temperature, p.topP, u);
-      // Reported log-probabilities stay the policy's own (untruncated, temperature 1).
-      const rawLogProb = rowLogits[token] - logSumExp(rowLogits);
+      const sampled = sampleFromLogits(sampling, p.temperature, p.topP, u, topKOf(p, V));
+      const token = sampled.token;
+      // Reported log-probabilities stay the policy's own (untruncated, temperature 1): the
+      // sampler's when it saw the logits as they are, else one more pass over them.
+      const lse = sampling === rowLogits ? rowLogits[token] - sampled.rawLogProb : logSumExp(rowLogits);
       row.ids.push(token);
       if (stopIds.includes(token) && !p.ignoreEos) {
         row.finished = 'stop';
+        row.text = row.decoder.finish();
       } else {
-        const text = this.tokenizer.responseText(row.ids);
-        row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rawLogProb, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs) : [] });
+        row.decoder.push(token);
+        const finishing = row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context;
+        const text = finishing ? row.decoder.finish() : row.decoder.text;
+        row.tokens.push({ id: token, token: this.tokenizer.tokenText(token), logprob: rowLogits[token] - lse, top: p.topLogprobs > 0 ? this.topOf(rowLogits, p.topLogprobs, lse) : [] });
         row.ends.push(text.length);
         row.text = text;
         if (protectedToken) row.stopFloor = text.length;
@@ -383,7 +395,7 @@ export class RequestBatcher {
         if (cut >= 0) {
           row.text = text.slice(0, cut);
           row.finished = 'stop';
-        } else if (row.ids.length >= p.maxTokens || row.job.prompt.length + row.ids.length >= model.context) {
+        } else if (finishing) {
           row.finished = 'length';
         }
       }
@@ -405,7 +417,8 @@ export class RequestBatcher {
   /** Report text that can no longer turn into a stop sequence, with the tokens it completes. */
   private report(row: Row): void {
     const p = row.job.params;
-    const safe = row.finished ? row.text.length : row.text.length - heldBack(row.text, p.stop);
+    // Text is final once no later token can change it (response-decoder.ts) nor complete a stop sequence in it.
+    const safe = row.finished ? row.text.length : Math.min(row.decoder.stable, row.text.length - heldBack(row.text, p.stop));
     let n = row.reported;
     while (n < row.tokens.length && row.ends[n] <= safe) n++;
     // A stop sequence cut inside a token keeps that token: it carries the last reported text.
@@ -418,14 +431,9 @@ export class RequestBatcher {
     row.job.onUpdate?.(update);
   }
 
-  private topOf(logits: Float32Array, k: number): Array<{ token: string; logprob: number }> {
-    let max = -Infinity;
-    for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
-    let sum = 0;
-    for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
-    const lse = max + Math.log(sum);
-    const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b);
-    return order.slice(0, k).map((id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
+  /** The k most likely tokens, likeliest first (ties: lower id first), with log-probabilities under `lse`. */
+  private topOf(logits: Float32Array, k: number, lse: number): Array<{ token: string; logprob: number }> {
+    return largest(logits, k).map((id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
   }
 }
 
@@ -438,28 +446,52 @@ function logSumExp(logits: Float32Array): number {
 }
 
 /**
- * The logits with top_k and min_p applied (excluded tokens at −∞), as vLLM applies them before
- * top_p: top_k keeps the k largest logits (ties at the k-th kept), min_p keeps tokens whose
- * probability at the sampling temperature is at least min_p × the largest, i.e. logits within
- * τ·ln(1/min_p) of the maximum. Greedy decoding is unchanged by either.
+ * The logits with min_p applied (excluded tokens at −∞; the logits themselves when min_p is off):
+ * min_p keeps tokens whose probability at the sampling temperature is at least min_p × the
+ * largest, i.e. logits within τ·ln(1/min_p) of the maximum (vLLM's min_p). Greedy decoding is
+ * unchanged by it. top_k is the sampler's own (`topKOf`): both keep the largest logits, so which
+ * of the two goes first does not change what is left.
  */
-function truncated(logits: Float32Array, p: DecodeParams): Float32Array {
+function withMinP(logits: Float32Array, p: DecodeParams): Float32Array {
   const V = logits.length;
-  const topK = p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
   const minP = p.minP !== undefined && p.minP > 0 && p.temperature > 0 ? p.minP : 0;
-  if (topK === 0 && minP === 0) return logits;
+  if (minP === 0) return logits;
+  let max = -Infinity;
+  for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
+  const floor = max + p.temperature * Math.log(minP);
   const out = Float32Array.from(logits);
-  if (topK > 0) {
-    const kth = Float32Array.from(logits).sort().reverse()[topK - 1];
-    for (let i = 0; i < V; i++) if (out[i] < kth) out[i] = -Infinity;
-  }
-  if (minP > 0) {
-    let max = -Infinity;
-    for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
-    const floor = max + p.temperature * Math.log(minP);
-    for (let i = 0; i < V; i++) if (out[i] < floor) out[i] = -Infinity;
-  }
+  for (let i = 0; i < V; i++) if (out[i] < floor) out[i] = -Infinity;
   return out;
+}
+
+/**
+ * vLLM's top_k (0 or −1 off) as the in-process sampler takes it: exactly the k largest, ties to
+ * the lower id (sampling.ts topKIndices), found in one pass rather than by sorting the vocabulary
+ * (20 ms a token over Qwen3's 151 936 logits).
+ */
+function topKOf(p: DecodeParams, V: number): number {
+  return p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
+}
+
+/**
+ * Ids of the k largest values, largest first, ties to the lower id: one pass that keeps the best
+ * k found so far in order (top_logprobs asks for at most 20), instead of sorting the vocabulary.
+ */
+function largest(values: Float32Array, k: number): number[] {
+  const n = Math.min(k, values.length);
+  const best: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (best.length === n) {
+      // Not above the last one kept (an equal one kept has the lower id).
+      if (!(v > values[best[n - 1]])) continue;
+      best.pop();
+    }
+    let at = best.length;
+    while (at > 0 && values[best[at - 1]] < v) at--;
+    best.splice(at, 0, i);
+  }
+  return best;
 }
 
 function longest(stops: readonly string[]): number {

@@ -14,6 +14,7 @@ import { loadHfModel, readHfConfig } from '../../engine/hf/load';
 import { HfTokenizer, hfPolicyTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
 import { Tokenizer } from '../../engine/model/tokenizer';
+import { AppendDecoder, type ResponseDecoder } from '../../engine/model/response-decoder';
 
 /** Why a request cannot be turned into tokens; the server answers 400 naming `param`. */
 export class PromptError extends Error {
@@ -36,6 +37,8 @@ export interface ServedTokenizer extends PolicyTokenizer {
   chatPrompt(messages: readonly ChatMessage[], templateKwargs?: Readonly<Record<string, unknown>>): number[];
   /** The text a single token stands for (its literal for special tokens), for logprobs. */
   tokenText(id: number): string;
+  /** An answer's text built as its tokens are sampled, equal to `responseText` of them all (response-decoder.ts). */
+  responseDecoder(): ResponseDecoder;
 }
 
 /**
@@ -101,6 +104,10 @@ export class HfServedTokenizer implements ServedTokenizer {
     return this.tokenizer.encode(text, { addSpecialTokens: false });
   }
 
+  responseDecoder(): ResponseDecoder {
+    return this.tokenizer.responseDecoder();
+  }
+
   chatPrompt(messages: readonly ChatMessage[], templateKwargs: Readonly<Record<string, unknown>> = {}): number[] {
     const thinking = templateKwargs.enable_thinking;
     if (thinking !== undefined && typeof thinking !== 'boolean') throw new PromptError('chat_template_kwargs.enable_thinking must be true or false', 'chat_template_kwargs.enable_thinking');
@@ -149,6 +156,10 @@ export class CharPolicyTokenizer implements ServedTokenizer {
 
   responseText(tokens: readonly number[]): string {
     return this.tokenizer.decode(tokens, { skipSpecial: true });
+  }
+
+  responseDecoder(): ResponseDecoder {
+    return new AppendDecoder((id) => this.tokenizer.decode([id], { skipSpecial: true }));
   }
 
   encodeText(text: string): number[] {
