@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- serve [--clients 1,8,32] [--requests K] [--rounds R] [--max-tokens N] [--digits 8 | 2,30] [--outputs natural,fixed]
  *                        [--model tiny-qwen,quick|bench] [--checkpoint DIR] [--backend auto|wasm|cpu|tensorflow] [--engine auto|thread|inline]
- *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P] [--json]`
+ *                        [--join-wait MS] [--batch-window MS] [--inline-server] [--system-problems P]
+ *                        [--host-rows R] [--host-tokens N] [--text-tokens N] [--json]`
  *
  * Requests/s and tokens/s of `marsrl serve-model` (the OpenAI-compatible server, over loopback
  * HTTP with the Studio's endpoint client) with 1, 8 and 32 concurrent clients, against the same
@@ -41,6 +42,10 @@
  * `--inline-server` runs the server in the bench's process instead, where the clients' JSON work
  * competes with decoding for the same thread.
  *
+ * Then the engine's host work per token besides the forward pass, on Qwen3's real vocabulary
+ * and tokenizer, against the in-process sampler's (serve-host.ts; `--host-rows 0` skips it), and
+ * the cost of the answer's text after every token up to `--text-tokens`.
+ *
  * Then the reasoning-system run's throughput through the pool (`--system-problems P`, 0 skips it):
  * a `system` run (the unrolled chain, greedy and k = 4 sampled chains per problem, no controls) of
  * the quick preset with its three agents served by serve-model, against the in-process evaluation
@@ -70,6 +75,7 @@ import { RequestBatcher, type BatcherStats } from '../server/openai/batcher';
 import { loadCheckpointPolicy, type ServedPolicy } from '../server/openai/policy';
 import { createModelServer } from '../server/openai/server';
 import { benchFolder } from './hf';
+import { hostWork } from './serve-host';
 
 interface Work {
   question: string;
@@ -367,6 +373,9 @@ export async function run(argv: string[]): Promise<void> {
       'engine-thread': { type: 'boolean', default: false },
       'join-wait': { type: 'string', default: '0' },
       'batch-window': { type: 'string', default: '0' },
+      'host-rows': { type: 'string', default: '2' },
+      'host-tokens': { type: 'string', default: '128' },
+      'text-tokens': { type: 'string', default: '16000' },
     },
     strict: true,
   });
@@ -409,10 +418,16 @@ export async function run(argv: string[]): Promise<void> {
     out('');
     tables.push({ model: dir, results: await benchModel(dir, { levels, perClient, rounds, maxTokens, digits, outputs, backend: info.name, engine, inlineServer: values['inline-server'], windowMs, joinWaitMs, out }) });
   }
+  const [hostRows, hostTokens, textTokens] = (['host-rows', 'host-tokens', 'text-tokens'] as const).map((k) => {
+    const v = Number(values[k]);
+    if (!(Number.isInteger(v) && v >= 0)) throw new Error(`--${k} must be a non-negative integer, got ${values[k]}`);
+    return v;
+  });
+  const host = hostRows > 0 && hostTokens > 0 ? await hostWork({ rows: hostRows, tokens: hostTokens, textTokens, reps: Math.min(rounds, 3), out }) : null;
   const systemProblems = Number(values['system-problems']);
   if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
   const system = systemProblems > 0 ? await systemThroughput(systemProblems, out) : null;
-  if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, engine, tables, system }, null, 2));
+  if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, engine, tables, host, system }, null, 2));
 }
 
 /** A reasoning-system run through the pool against the in-process evaluation of the same checkpoints (chains/s). */
