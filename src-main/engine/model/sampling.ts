@@ -339,16 +339,40 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
       argmax = i;
     }
   }
+  // At temperature 1 (RL's usual) the sampling weights are the raw softmax's terms: one pass of
+  // exp over the vocabulary instead of two (Qwen3's 151 936 logits: about 1 ms each here).
+  const w = temperature === 0 ? null : new Float64Array(V);
   let sumRaw = 0;
-  for (let i = 0; i < V; i++) sumRaw += Math.exp(logits[i] - max);
+  if (w && temperature === 1) {
+    for (let i = 0; i < V; i++) {
+      w[i] = Math.exp(logits[i] - max);
+      sumRaw += w[i];
+    }
+  } else for (let i = 0; i < V; i++) sumRaw += Math.exp(logits[i] - max);
   const rawLse = max + Math.log(sumRaw);
-  if (temperature === 0) return { token: argmax, logProb: 0, rawLogProb: logits[argmax] - rawLse };
+  if (!w) return { token: argmax, logProb: 0, rawLogProb: logits[argmax] - rawLse };
 
-  const w = new Float64Array(V);
-  let total = 0;
-  for (let i = 0; i < V; i++) {
-    w[i] = Math.exp((logits[i] - max) / temperature);
-    total += w[i];
+  let total = sumRaw;
+  if (temperature !== 1) {
+    total = 0;
+    for (let i = 0; i < V; i++) {
+      w[i] = Math.exp((logits[i] - max) / temperature);
+      total += w[i];
+    }
+  }
+  if (!(topK > 0 && topK < V) && !(topP < 1)) {
+    // Every token, in id order: scanned directly, without building an index array of the
+    // vocabulary (Int32Array.from over 151 936 ids cost more than the sampling itself).
+    let target = u * total;
+    let token = V - 1;
+    for (let i = 0; i < V; i++) {
+      target -= w[i];
+      if (target < 0) {
+        token = i;
+        break;
+      }
+    }
+    return { token, logProb: Math.log(w[token] / total), rawLogProb: logits[token] - rawLse };
   }
   let order: Int32Array;
   let n: number;
@@ -361,7 +385,8 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
     n = order.length;
     kept = total;
     if (topP < 1) ({ n, kept } = nucleusPrefix(order, w, topP * total));
-  } else if (topP < 1) {
+  } else {
+    // top_p < 1 (the early return took the case with neither).
     order = nucleusCandidates(w, topP * total).sort(byWeight);
     ({ n, kept } = nucleusPrefix(order, w, topP * total));
     if (n === order.length && order.length < V && kept < topP * total) {
@@ -369,10 +394,6 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
       order = Int32Array.from({ length: V }, (_, i) => i).sort(byWeight);
       ({ n, kept } = nucleusPrefix(order, w, topP * total));
     }
-  } else {
-    order = Int32Array.from({ length: V }, (_, i) => i);
-    n = V;
-    kept = total;
   }
   let target = u * kept;
   let token = order[n - 1];
