@@ -3,8 +3,8 @@
  * besides the forward pass, on Qwen3's real 151 936-token vocabulary and tokenizer (issue #16):
  *
  *  - Sampling: the batcher (batcher.ts) decoding `rows` requests of `tokens` tokens each, for
- *    four kinds of request (greedy; temperature 1 with top_p 0.95; temperature 0.7 with top_k 20;
- *    temperature 1 with logprobs and top_logprobs 5), against the in-process sampler
+ *    five kinds of request (greedy, with and without logprobs; temperature 1 with top_p 0.95;
+ *    temperature 0.7 with top_k 20; temperature 1 with top_logprobs 5), against the in-process sampler
  *    (sampling.ts `sample`, what RL rollouts use) on the same logits with the answer's text
  *    decoded once at the end. The model is a ScriptedModel (its logits a fixed noise vector with
  *    the scripted token on top), whose own time, measured alone, is subtracted from both: what
@@ -35,11 +35,12 @@ function answerText(minTokens: number, tok: HfTokenizer): string {
 
 interface SamplingKind {
   name: string;
-  params: Pick<DecodeParams, 'temperature' | 'topP' | 'topK' | 'topLogprobs'>;
+  params: Pick<DecodeParams, 'temperature' | 'topP' | 'topK' | 'topLogprobs' | 'logprobs'>;
 }
 
 const KINDS: SamplingKind[] = [
   { name: 'greedy', params: { temperature: 0, topP: 1, topLogprobs: 0 } },
+  { name: 'greedy, no logprobs', params: { temperature: 0, topP: 1, topLogprobs: 0, logprobs: false } },
   { name: 'T 1, top_p 0.95', params: { temperature: 1, topP: 0.95, topLogprobs: 0 } },
   { name: 'T 0.7, top_k 20', params: { temperature: 0.7, topP: 1, topK: 20, topLogprobs: 0 } },
   { name: 'T 1, top_logprobs 5', params: { temperature: 1, topP: 1, topLogprobs: 5 } },

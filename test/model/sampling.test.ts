@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createModel, type GPT } from '../../src-main/engine/model/gpt';
 import { decodeSegment, disposeDecodeState, sample, sampleFromLogits, startDecode } from '../../src-main/engine/model/sampling';
+import { Rng } from '../../src-main/engine/util/rng';
 import { maxAbsDiff, TINY } from './helpers';
 
 beforeAll(async () => {
@@ -139,6 +140,26 @@ describe('sampleFromLogits', () => {
         expect(rawLogProb).toBeCloseTo(logits[token] - Math.log(logits.reduce((a, l) => a + Math.exp(l), 0)), 9);
       }
       counts.forEach((c, i) => expect(Math.abs(c / N - target[i])).toBeLessThanOrEqual(2 / N));
+    }
+  });
+});
+
+describe('sampleFromLogits without the raw log-probability', () => {
+  it('draws the same token with the same behaviour log-probability; the raw one is left out only where it needs a pass of its own', () => {
+    const rng = new Rng(5, 'raw-off');
+    for (let trial = 0; trial < 200; trial++) {
+      const logits = Array.from({ length: rng.int(2, 300) }, () => 4 * rng.next() - 2);
+      const temperature = [0, 0.7, 1, 1.5][trial % 4];
+      const topP = trial % 3 === 0 ? 0.9 : 1;
+      const topK = trial % 5 === 0 ? 7 : 0;
+      const u = rng.next();
+      const withRaw = sampleFromLogits(logits, temperature, topP, u, topK);
+      const without = sampleFromLogits(logits, temperature, topP, u, topK, false);
+      expect(without.token).toBe(withRaw.token);
+      expect(without.logProb).toBe(withRaw.logProb);
+      // At temperature 1 the sampling pass is the raw one: it comes for free.
+      if (temperature === 1) expect(without.rawLogProb).toBe(withRaw.rawLogProb);
+      else expect(without.rawLogProb).toBeNaN();
     }
   });
 });

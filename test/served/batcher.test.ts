@@ -181,6 +181,12 @@ describe('RequestBatcher over a real tokenizer and vocabulary (scripted logits)'
       c.tokens.forEach((t, j) => expect(t.logprob).toBeCloseTo(reference[c.index].rawLogProbs[j], 5));
     }
     expect(new Set(choices.map((c) => c.ids.join())).size).toBeGreaterThan(1);
+    // Without logprobs the same tokens are drawn (and none is reported), greedy or sampled.
+    for (const q of [p, { ...p, temperature: 0 }]) {
+      const [withLogprobs, without] = await Promise.all([new RequestBatcher(model, served).submit({ prompt, params: { ...q, topLogprobs: 0 } }), new RequestBatcher(model, served).submit({ prompt, params: { ...q, topLogprobs: 0, logprobs: false } })]);
+      expect(without.map((c) => c.ids)).toEqual(withLogprobs.map((c) => c.ids));
+      for (const t of without[0].tokens) expect(t.logprob).toBeNaN();
+    }
     // The logits of each position, as the scripted model gives them, and a plain sort of them.
     const { logits: first, cache } = model.prefill([prompt], [0], prompt.length + 8);
     const rows = [first];

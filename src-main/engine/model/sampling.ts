@@ -328,8 +328,12 @@ function paddedRows(state: DecodeState, seqIdx: number[]): { rows: number[][]; l
  * threshold, and every token at or above it is sorted — O(V + n log n) for a nucleus of n
  * instead of O(V·n), with the same prefix, the same sums in the same order and so the same
  * result as selecting by repeated maximum.
+ *
+ * `raw` false leaves the raw log-probability out (NaN) where it costs a pass of exp over the
+ * vocabulary of its own (greedy, and temperatures other than 1): a served request that asks for
+ * no logprobs needs only the token. The token drawn is the same either way.
  */
-export function sampleFromLogits(logits: ArrayLike<number>, temperature: number, topP: number, u: number, topK = 0): { token: number; logProb: number; rawLogProb: number } {
+export function sampleFromLogits(logits: ArrayLike<number>, temperature: number, topP: number, u: number, topK = 0, raw = true): { token: number; logProb: number; rawLogProb: number } {
   const V = logits.length;
   let max = -Infinity;
   let argmax = 0;
@@ -348,7 +352,8 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
       w[i] = Math.exp(logits[i] - max);
       sumRaw += w[i];
     }
-  } else for (let i = 0; i < V; i++) sumRaw += Math.exp(logits[i] - max);
+  } else if (raw) for (let i = 0; i < V; i++) sumRaw += Math.exp(logits[i] - max);
+  else sumRaw = NaN;
   const rawLse = max + Math.log(sumRaw);
   if (!w) return { token: argmax, logProb: 0, rawLogProb: logits[argmax] - rawLse };
 

@@ -42,8 +42,13 @@ export interface DecodeParams {
   n: number;
   /** Text sequences that end a choice (not included in its text). */
   stop: string[];
-  /** Alternatives per position to report (0 = none); logprobs of the chosen tokens are always kept. */
+  /** Alternatives per position to report (0 = none). */
   topLogprobs: number;
+  /**
+   * Whether the chosen tokens' log-probabilities are wanted (default true). Without them a token
+   * costs one pass over the logits fewer (greedy: the max alone); `TokenInfo.logprob` is NaN.
+   */
+  logprobs?: boolean;
   /** Keep only the k most likely tokens (vLLM's top_k); 0 or −1 keeps all. */
   topK?: number;
   /** Drop tokens less likely than min_p × the most likely one, after temperature (vLLM's min_p). */
@@ -374,11 +379,12 @@ export class RequestBatcher {
       const protectedToken = row.ids.length < minTokens;
       let sampling = withMinP(rowLogits, p);
       if (protectedToken && stopIds.length > 0) sampling = withoutTokens(sampling === rowLogits ? Float32Array.from(rowLogits) : sampling, stopIds);
-      const sampled = sampleFromLogits(sampling, p.temperature, p.topP, u, topKOf(p, V));
+      const wanted = p.logprobs !== false || p.topLogprobs > 0;
+      const sampled = sampleFromLogits(sampling, p.temperature, p.topP, u, topKOf(p, V), wanted && sampling === rowLogits);
       const token = sampled.token;
       // Reported log-probabilities stay the policy's own (untruncated, temperature 1): the
       // sampler's when it saw the logits as they are, else one more pass over them.
-      const lse = sampling === rowLogits ? rowLogits[token] - sampled.rawLogProb : logSumExp(rowLogits);
+      const lse = !wanted ? NaN : sampling === rowLogits ? rowLogits[token] - sampled.rawLogProb : logSumExp(rowLogits);
       row.ids.push(token);
       if (stopIds.includes(token) && !p.ignoreEos) {
         row.finished = 'stop';

@@ -142,7 +142,7 @@ export function parseChatRequest(body: unknown, defaults: { maxTokens: number; m
   if (top > 0 && !logprobs) throw badRequest('top_logprobs requires logprobs: true', 'top_logprobs');
   const kwargs = b.chat_template_kwargs ?? {};
   if (!isObject(kwargs)) throw badRequest('chat_template_kwargs must be an object of template variables, e.g. {"enable_thinking": false}', 'chat_template_kwargs');
-  return { ...base, messages, chatTemplateKwargs: kwargs, logprobs, params: { ...base.params, topLogprobs: top } };
+  return { ...base, messages, chatTemplateKwargs: kwargs, logprobs, params: { ...base.params, topLogprobs: top, logprobs } };
 }
 
 export function parseCompletionRequest(body: unknown, defaults: { maxTokens: number; maxN: number }): ParsedCompletion {
@@ -155,5 +155,5 @@ export function parseCompletionRequest(body: unknown, defaults: { maxTokens: num
   if (typeof prompt !== 'string' || prompt === '') throw badRequest('prompt must be a non-empty string', 'prompt');
   // Completions' `logprobs` is the number of alternatives (0–5); present means "return them".
   const lp = b.logprobs === undefined || b.logprobs === null ? null : numberField(b, 'logprobs', 0, 0, 5, true);
-  return { ...base, prompt, logprobs: lp !== null, params: { ...base.params, topLogprobs: lp ?? 0 } };
+  return { ...base, prompt, logprobs: lp !== null, params: { ...base.params, topLogprobs: lp ?? 0, logprobs: lp !== null } };
 }
