@@ -1,14 +1,15 @@
 /**
  * The part of `npm run bench -- serve` that measures what serve-model's engine does per token
- * besides the forward pass, on Qwen3's real 151 936-token vocabulary and tokenizer (issue #16):
+ * besides the forward pass, on Qwen3's real vocabulary (151 669 tokens) and tokenizer (issue #16):
  *
  *  - Sampling: the batcher (batcher.ts) decoding `rows` requests of `tokens` tokens each, for
  *    five kinds of request (greedy, with and without logprobs; temperature 1 with top_p 0.95;
- *    temperature 0.7 with top_k 20; temperature 1 with top_logprobs 5), against the in-process sampler
- *    (sampling.ts `sample`, what RL rollouts use) on the same logits with the answer's text
- *    decoded once at the end. The model is a ScriptedModel (its logits a fixed noise vector with
- *    the scripted token on top), whose own time, measured alone, is subtracted from both: what
- *    remains is each side's host work per generated token.
+ *    temperature 0.7 with top_k 20; temperature 1 with top_logprobs 5), against the in-process
+ *    sampler (sampling.ts `sample`, what RL rollouts use; raw log-probabilities computed where
+ *    the request asks for them) on the same logits, the answer's text decoded once at the end.
+ *    The model is a ScriptedModel (its logits a fixed noise vector with the scripted token on
+ *    top), whose own time, measured alone, is subtracted from both: what remains is each side's
+ *    host work per generated token.
  *  - Text after every token, which the batcher needs for stop sequences and streaming: the
  *    incremental decoder (response-decoder.ts) against decoding the whole answer again at every
  *    token, at answer lengths up to `textTokens`.
@@ -105,7 +106,8 @@ export async function hostWork(opts: HostWorkOptions): Promise<Record<string, un
       const seqs = sample(
         model,
         Array.from({ length: rows }, () => prompt),
-        { maxNewTokens: tokens, temperature: kind.params.temperature, topP: kind.params.topP, topK: kind.params.topK ?? 0, seed: 1 },
+        // Log-probabilities computed where the request asks for them, as on the served side.
+        { maxNewTokens: tokens, temperature: kind.params.temperature, topP: kind.params.topP, topK: kind.params.topK ?? 0, seed: 1, rawLogProbs: kind.params.logprobs !== false },
       );
       for (const s of seqs) served.responseText(s.tokens);
       return performance.now() - t0;

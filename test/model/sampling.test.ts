@@ -35,6 +35,18 @@ describe('sample', () => {
     model.dispose();
   });
 
+  it('without raw log-probabilities draws the same tokens with the same behaviour log-probabilities', () => {
+    const model = createModel(TINY, 61, { initStd: 0.3 });
+    for (const temperature of [0, 0.7]) {
+      const kept = sample(model, PROMPTS, { maxNewTokens: 8, temperature, seed: 5 });
+      const skipped = sample(model, PROMPTS, { maxNewTokens: 8, temperature, seed: 5, rawLogProbs: false });
+      expect(skipped.map((s) => s.tokens)).toEqual(kept.map((s) => s.tokens));
+      expect(skipped.map((s) => s.logProbs)).toEqual(kept.map((s) => s.logProbs));
+      for (const s of skipped) for (const x of s.rawLogProbs) expect(x).toBeNaN();
+    }
+    model.dispose();
+  });
+
   it('is deterministic per sequence: same seed same tokens, whatever else is in the batch', () => {
     const model = createModel(TINY, 62, { initStd: 0.3 });
     const a = sample(model, PROMPTS, { maxNewTokens: 7, seed: 9, topP: 0.9 });

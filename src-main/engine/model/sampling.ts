@@ -45,6 +45,11 @@ export interface SampleOptions {
   stopTokens?: number[];
   /** Seed of the per-sequence random streams. Default: drawn from `rng`, else 0. */
   seed?: number;
+  /**
+   * Keep `rawLogProbs` (default true). False leaves them NaN where they would cost a pass over the
+   * vocabulary of their own (greedy, temperatures other than 1); the tokens drawn are the same.
+   */
+  rawLogProbs?: boolean;
   /** Used only to draw `seed` when it is not given. */
   rng?: Rng;
   /** Use the key/value cache (default true); false recomputes the whole prefix every step. */
@@ -85,6 +90,8 @@ export interface DecodeState {
   topP: number;
   /** 0 (or absent, in states made before top-k existed) disables it. */
   topK?: number;
+  /** False: raw log-probabilities are not computed (SampleOptions.rawLogProbs); absent means kept. */
+  rawLogProbs?: boolean;
   stopTokens: number[];
   maxNewTokens: number;
   useKvCache: boolean;
@@ -116,6 +123,7 @@ export function startDecode(prompts: number[][], opts: SampleOptions): DecodeSta
     temperature,
     topP,
     topK,
+    rawLogProbs: opts.rawLogProbs ?? true,
     stopTokens: [...(opts.stopTokens ?? [])],
     maxNewTokens: opts.maxNewTokens,
     useKvCache: opts.useKvCache ?? true,
@@ -202,7 +210,7 @@ function* segmentSteps(model: PolicyModel, state: DecodeState, maxTokens: number
       const seq = state.sequences[c.rows[r]];
       const j = seq.tokens.length;
       const u = new Rng(state.seed, `tok:${seq.streamId}:${j}`).next();
-      const { token, logProb, rawLogProb } = sampleFromLogits(c.logits.subarray(r * V, (r + 1) * V), state.temperature, state.topP, u, state.topK ?? 0);
+      const { token, logProb, rawLogProb } = sampleFromLogits(c.logits.subarray(r * V, (r + 1) * V), state.temperature, state.topP, u, state.topK ?? 0, state.rawLogProbs !== false);
       seq.tokens.push(token);
       seq.logProbs.push(logProb);
       seq.rawLogProbs.push(rawLogProb);
