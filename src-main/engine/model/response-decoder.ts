@@ -50,7 +50,8 @@ const SPACE_CLEANUP: ReadonlyArray<readonly [string, string]> = [
   [" 've", "'ve"],
   [" 're", "'re"],
 ];
-const LONGEST_CLEANUP = Math.max(...SPACE_CLEANUP.map(([from]) => from.length));
+const CLEANUP_PATTERNS = SPACE_CLEANUP.map(([from]) => from);
+const LONGEST_CLEANUP = Math.max(...CLEANUP_PATTERNS.map((from) => from.length));
 
 export function cleanUpSpaces(text: string): string {
   let out = text;
@@ -119,7 +120,7 @@ export class CleanedText {
    */
   private settled(): number {
     const raw = this.raw;
-    let at = raw.length - unfinishedPattern(raw);
+    let at = raw.length - unfinishedPrefix(raw, CLEANUP_PATTERNS);
     for (let moved = true; moved && at > this.headRaw; ) {
       moved = false;
       for (let s = Math.max(this.headRaw, at - (LONGEST_CLEANUP - 1)); s < at; s++) {
@@ -134,12 +135,15 @@ export class CleanedText {
   }
 }
 
-/** Length of the longest suffix of `raw` that is a proper prefix of a clean-up pattern. */
-function unfinishedPattern(raw: string): number {
+/**
+ * Length of the longest suffix of `text` that is a proper prefix of one of `patterns`: text that
+ * may still grow into one (a clean-up pattern here, a stop sequence in the batcher).
+ */
+export function unfinishedPrefix(text: string, patterns: readonly string[]): number {
   let held = 0;
-  for (const [from] of SPACE_CLEANUP) {
-    for (let k = Math.min(from.length - 1, raw.length); k > held; k--) {
-      if (raw.endsWith(from.slice(0, k))) {
+  for (const pattern of patterns) {
+    for (let k = Math.min(pattern.length - 1, text.length); k > held; k--) {
+      if (text.endsWith(pattern.slice(0, k))) {
         held = k;
         break;
       }

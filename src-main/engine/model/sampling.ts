@@ -392,7 +392,7 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
   let kept: number;
   const byWeight = (a: number, b: number) => (w[a] !== w[b] ? w[b] - w[a] : a - b);
   if (topK > 0 && topK < V) {
-    order = topKIndices(w, topK).sort(byWeight);
+    order = largestIds(w, topK);
     total = 0;
     for (let k = 0; k < order.length; k++) total += w[order[k]];
     n = order.length;
@@ -457,7 +457,7 @@ function nucleusCandidates(w: Float64Array, target: number): Int32Array {
 }
 
 /** Indices of the k largest weights (ties by lower index), in no particular order: a min-heap of size k. */
-function topKIndices(w: Float64Array, k: number): Int32Array {
+function topKIndices(w: ArrayLike<number>, k: number): Int32Array {
   const heap = new Int32Array(k);
   // "a is worse than b": smaller weight, or equal weight and larger index.
   const worse = (a: number, b: number) => w[a] < w[b] || (w[a] === w[b] && a > b);
@@ -475,11 +475,23 @@ function topKIndices(w: Float64Array, k: number): Int32Array {
   };
   for (let i = 0; i < k; i++) heap[i] = i;
   for (let i = (k >> 1) - 1; i >= 0; i--) down(i);
+  // Every index in the heap is below i, so an equal weight never displaces one: only a larger
+  // weight than the root's gets in, and the root's weight is kept at hand.
+  let floor = k > 0 ? w[heap[0]] : Infinity;
   for (let i = k; i < w.length; i++) {
-    if (worse(heap[0], i)) {
+    if (w[i] > floor) {
       heap[0] = i;
       down(0);
+      floor = w[heap[0]];
     }
   }
   return heap;
+}
+
+/**
+ * Ids of the k largest values, largest first, ties to the lower id: what top-k keeps, in the
+ * order the sampler walks it (and serve-model reports top_logprobs in), without sorting them all.
+ */
+export function largestIds(values: ArrayLike<number>, k: number): Int32Array {
+  return topKIndices(values, Math.min(k, values.length)).sort((a, b) => (values[a] !== values[b] ? values[b] - values[a] : a - b));
 }

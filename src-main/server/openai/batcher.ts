@@ -29,9 +29,9 @@
  * and new requests are accepted.
  */
 import type { PolicyModel, DecodeCache } from '../../engine/model/policy-model';
-import { sampleFromLogits } from '../../engine/model/sampling';
+import { largestIds, sampleFromLogits } from '../../engine/model/sampling';
 import { Rng } from '../../engine/util/rng';
-import type { ResponseDecoder } from '../../engine/model/response-decoder';
+import { unfinishedPrefix, type ResponseDecoder } from '../../engine/model/response-decoder';
 import type { ServedTokenizer } from './policy';
 
 export interface DecodeParams {
@@ -424,7 +424,7 @@ export class RequestBatcher {
   private report(row: Row): void {
     const p = row.job.params;
     // Text is final once no later token can change it (response-decoder.ts) nor complete a stop sequence in it.
-    const safe = row.finished ? row.text.length : Math.min(row.decoder.stable, row.text.length - heldBack(row.text, p.stop));
+    const safe = row.finished ? row.text.length : Math.min(row.decoder.stable, row.text.length - unfinishedPrefix(row.text, p.stop));
     let n = row.reported;
     while (n < row.tokens.length && row.ends[n] <= safe) n++;
     // A stop sequence cut inside a token keeps that token: it carries the last reported text.
@@ -439,7 +439,7 @@ export class RequestBatcher {
 
   /** The k most likely tokens, likeliest first (ties: lower id first), with log-probabilities under `lse`. */
   private topOf(logits: Float32Array, k: number, lse: number): Array<{ token: string; logprob: number }> {
-    return largest(logits, k).map((id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
+    return Array.from(largestIds(logits, k), (id) => ({ token: this.tokenizer.tokenText(id), logprob: logits[id] - lse }));
   }
 }
 
@@ -479,27 +479,6 @@ function topKOf(p: DecodeParams, V: number): number {
   return p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
 }
 
-/**
- * Ids of the k largest values, largest first, ties to the lower id: one pass that keeps the best
- * k found so far in order (top_logprobs asks for at most 20), instead of sorting the vocabulary.
- */
-function largest(values: Float32Array, k: number): number[] {
-  const n = Math.min(k, values.length);
-  const best: number[] = [];
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (best.length === n) {
-      // Not above the last one kept (an equal one kept has the lower id).
-      if (!(v > values[best[n - 1]])) continue;
-      best.pop();
-    }
-    let at = best.length;
-    while (at > 0 && values[best[at - 1]] < v) at--;
-    best.splice(at, 0, i);
-  }
-  return best;
-}
-
 function longest(stops: readonly string[]): number {
   return stops.reduce((m, s) => Math.max(m, s.length), 0);
 }
@@ -518,18 +497,4 @@ function earliestStop(text: string, stops: readonly string[], from: number, endA
     if (i >= 0 && (best < 0 || i < best)) best = i;
   }
   return best;
-}
-
-/** Length of the longest suffix of `text` that is a proper prefix of some stop sequence. */
-function heldBack(text: string, stops: readonly string[]): number {
-  let held = 0;
-  for (const s of stops) {
-    for (let k = Math.min(s.length - 1, text.length); k > held; k--) {
-      if (text.endsWith(s.slice(0, k))) {
-        held = k;
-        break;
-      }
-    }
-  }
-  return held;
 }
