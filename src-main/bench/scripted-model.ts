@@ -33,8 +33,6 @@ export class ScriptedModel implements PolicyModel<ScriptCache> {
   readonly numParams = 0;
   readonly vocabSize: number;
   readonly context: number;
-  /** decodeStep calls so far. */
-  steps = 0;
   private readonly script: readonly number[];
   private readonly base: Float32Array;
   private readonly margin: number;
@@ -75,7 +73,6 @@ export class ScriptedModel implements PolicyModel<ScriptCache> {
   }
 
   decodeStep(tokens: Int32Array, positions: Int32Array, cache: ScriptCache): { cache: ScriptCache; logits: Float32Array } {
-    this.steps++;
     // Position p feeds the token at p; the next one is generated token number p − prompt + 1.
     return { cache, logits: this.logitsFor(Array.from(positions, (p, r) => p - cache.promptLengths[r] + 1)) };
   }

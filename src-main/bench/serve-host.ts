@@ -56,13 +56,8 @@ export interface HostWorkOptions {
   out: (s?: string) => void;
 }
 
-function bestOf(reps: number, f: () => number): number {
-  let best = Infinity;
-  for (let i = 0; i < reps; i++) best = Math.min(best, f());
-  return best;
-}
-
-async function bestOfAsync(reps: number, f: () => Promise<number>): Promise<number> {
+/** The smallest of `reps` measurements (ms) of `f`, synchronous or not. */
+async function bestOf(reps: number, f: () => number | Promise<number>): Promise<number> {
   let best = Infinity;
   for (let i = 0; i < reps; i++) best = Math.min(best, await f());
   return best;
@@ -78,7 +73,7 @@ export async function hostWork(opts: HostWorkOptions): Promise<Record<string, un
   const result: Record<string, unknown> = { vocabSize: tok.vocabSize, rows, tokens };
 
   // The scripted model alone: a prefill and tokens − 1 steps of `rows` rows.
-  const modelMs = bestOf(opts.reps, () => {
+  const modelMs = await bestOf(opts.reps, () => {
     const t0 = performance.now();
     let { cache } = model.prefill(
       Array.from({ length: rows }, () => prompt),
@@ -95,13 +90,13 @@ export async function hostWork(opts: HostWorkOptions): Promise<Record<string, un
   out(`  ${'request'.padEnd(22)} ${'serve-model µs'.padStart(15)} ${'in-process µs'.padStart(14)} ${'ratio'.padStart(7)}`);
   const kinds: Array<Record<string, unknown>> = [];
   for (const kind of KINDS) {
-    const batcherMs = await bestOfAsync(opts.reps, async () => {
+    const batcherMs = await bestOf(opts.reps, async () => {
       const b = new RequestBatcher(model, served);
       const t0 = performance.now();
       await Promise.all(Array.from({ length: rows }, (_, i) => b.submit({ prompt, params: { ...kind.params, maxTokens: tokens, seed: i, n: 1, stop: [], ignoreEos: true } })));
       return performance.now() - t0;
     });
-    const samplerMs = bestOf(opts.reps, () => {
+    const samplerMs = await bestOf(opts.reps, () => {
       const t0 = performance.now();
       const seqs = sample(
         model,
@@ -125,7 +120,7 @@ export async function hostWork(opts: HostWorkOptions): Promise<Record<string, un
     const texts: Array<Record<string, number>> = [];
     for (let n = 1000; n <= opts.textTokens; n *= 4) {
       const ids = script.slice(0, n);
-      const incremental = bestOf(opts.reps, () => {
+      const incremental = await bestOf(opts.reps, () => {
         const t0 = performance.now();
         const d = served.responseDecoder();
         for (const id of ids) d.push(id);
@@ -134,7 +129,7 @@ export async function hostWork(opts: HostWorkOptions): Promise<Record<string, un
       });
       // Whole decodes at every token cost ~n²; a sample of positions spread over the answer, scaled.
       const every = Math.max(1, Math.floor(n / 200));
-      const whole = bestOf(opts.reps, () => {
+      const whole = await bestOf(opts.reps, () => {
         const t0 = performance.now();
         for (let k = every; k <= n; k += every) served.responseText(ids.slice(0, k));
         return (performance.now() - t0) * every;

@@ -399,6 +399,13 @@ export async function run(argv: string[]): Promise<void> {
   if (!['auto', 'tensorflow', 'wasm', 'cpu'].includes(backend)) throw new Error(`--backend must be auto, tensorflow, wasm or cpu, got ${backend}`);
   const engine = values['engine-thread'] ? 'thread' : values.engine;
   if (!['auto', 'thread', 'inline'].includes(engine)) throw new Error(`--engine must be auto, thread or inline, got ${engine}`);
+  const [hostRows, hostTokens, textTokens] = (['host-rows', 'host-tokens', 'text-tokens'] as const).map((k) => {
+    const v = Number(values[k]);
+    if (!(Number.isInteger(v) && v >= 0)) throw new Error(`--${k} must be a non-negative integer, got ${values[k]}`);
+    return v;
+  });
+  const systemProblems = Number(values['system-problems']);
+  if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
   const info = await initBackend(backend);
   tf.enableProdMode();
   const out = (s = '') => {
@@ -418,14 +425,7 @@ export async function run(argv: string[]): Promise<void> {
     out('');
     tables.push({ model: dir, results: await benchModel(dir, { levels, perClient, rounds, maxTokens, digits, outputs, backend: info.name, engine, inlineServer: values['inline-server'], windowMs, joinWaitMs, out }) });
   }
-  const [hostRows, hostTokens, textTokens] = (['host-rows', 'host-tokens', 'text-tokens'] as const).map((k) => {
-    const v = Number(values[k]);
-    if (!(Number.isInteger(v) && v >= 0)) throw new Error(`--${k} must be a non-negative integer, got ${values[k]}`);
-    return v;
-  });
   const host = hostRows > 0 && hostTokens > 0 ? await hostWork({ rows: hostRows, tokens: hostTokens, textTokens, reps: Math.min(rounds, 3), out }) : null;
-  const systemProblems = Number(values['system-problems']);
-  if (!(Number.isInteger(systemProblems) && systemProblems >= 0)) throw new Error(`--system-problems must be a non-negative integer, got ${values['system-problems']}`);
   const system = systemProblems > 0 ? await systemThroughput(systemProblems, out) : null;
   if (values.json) console.log(JSON.stringify({ backend: info.name, load: os.loadavg()[0], perClient, maxTokens, rounds, engine, tables, host, system }, null, 2));
 }
