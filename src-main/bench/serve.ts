@@ -14,11 +14,11 @@
  * each side's best round is printed beside it.
  *
  * Rounds are long (40 requests per client by default) so that both sides are measured in their
- * steady state. In a short round the in-process callers stay in lockstep: the shipped Solvers
- * answer "sort" questions in equal lengths, so every row finishes in the same step and the next
- * requests, submitted in that same turn of the event loop, are prefilled together as one batch
- * (quick GPT: 0.17 prefills per request over 6 requests per client), which no clients over a
- * network do; over more requests the in-process rows drift apart as well (0.53 prefills per
+ * steady state. In a short round, in-process callers whose answers have equal lengths stay in
+ * lockstep: the quick GPT answers every "sort" question in 24 tokens, so every row finishes in the
+ * same step and the next requests, submitted in that same turn of the event loop, are prefilled
+ * together as one batch (0.17 prefills per request over 6 requests per client), which no clients
+ * over a network do; over more requests its in-process rows drift apart as well (0.53 prefills per
  * request over 60, as served). And each round starts with every client's first request at once,
  * a burst the server takes one request at a time. With 6 requests per client both effects made
  * up most of the measured overhead (quick GPT at 8 clients: 46.6% against 14.5–21.1% over 60;
