@@ -390,7 +390,7 @@ export function sampleFromLogits(logits: ArrayLike<number>, temperature: number,
   let order: Int32Array;
   let n: number;
   let kept: number;
-  const byWeight = (a: number, b: number) => (w[a] !== w[b] ? w[b] - w[a] : a - b);
+  const byWeight = largestFirst(w);
   if (topK > 0 && topK < V) {
     order = largestIds(w, topK);
     total = 0;
@@ -493,5 +493,10 @@ function topKIndices(w: ArrayLike<number>, k: number): Int32Array {
  * order the sampler walks it (and serve-model reports top_logprobs in), without sorting them all.
  */
 export function largestIds(values: ArrayLike<number>, k: number): Int32Array {
-  return topKIndices(values, Math.min(k, values.length)).sort((a, b) => (values[a] !== values[b] ? values[b] - values[a] : a - b));
+  return topKIndices(values, Math.min(k, values.length)).sort(largestFirst(values));
+}
+
+/** Orders ids by their value, largest first, ties to the lower id: the order top-k and top-p walk. */
+function largestFirst(values: ArrayLike<number>): (a: number, b: number) => number {
+  return (a, b) => (values[a] !== values[b] ? values[b] - values[a] : a - b);
 }
