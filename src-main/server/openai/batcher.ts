@@ -380,7 +380,7 @@ export class RequestBatcher {
       let sampling = withMinP(rowLogits, p);
       if (protectedToken && stopIds.length > 0) sampling = withoutTokens(sampling === rowLogits ? Float32Array.from(rowLogits) : sampling, stopIds);
       const wanted = p.logprobs !== false || p.topLogprobs > 0;
-      const sampled = sampleFromLogits(sampling, p.temperature, p.topP, u, topKOf(p, V), wanted && sampling === rowLogits);
+      const sampled = sampleFromLogits(sampling, p.temperature, p.topP, u, p.topK ?? 0, wanted && sampling === rowLogits);
       const token = sampled.token;
       // Reported log-probabilities stay the policy's own (untruncated, temperature 1): the
       // sampler's when it saw the logits as they are, else one more pass over them.
@@ -455,8 +455,9 @@ function logSumExp(logits: Float32Array): number {
  * The logits with min_p applied (excluded tokens at −∞; the logits themselves when min_p is off):
  * min_p keeps tokens whose probability at the sampling temperature is at least min_p × the
  * largest, i.e. logits within τ·ln(1/min_p) of the maximum (vLLM's min_p). Greedy decoding is
- * unchanged by it. top_k is the sampler's own (`topKOf`): both keep the largest logits, so which
- * of the two goes first does not change what is left.
+ * unchanged by it. top_k is the sampler's own (where vLLM's 0 or −1, and any k from the
+ * vocabulary's size up, leave it off): both keep the largest logits, so which of the two goes
+ * first does not change what is left.
  */
 function withMinP(logits: Float32Array, p: DecodeParams): Float32Array {
   const V = logits.length;
@@ -468,15 +469,6 @@ function withMinP(logits: Float32Array, p: DecodeParams): Float32Array {
   const out = Float32Array.from(logits);
   for (let i = 0; i < V; i++) if (out[i] < floor) out[i] = -Infinity;
   return out;
-}
-
-/**
- * vLLM's top_k (0 or −1 off) as the in-process sampler takes it: exactly the k largest, ties to
- * the lower id (sampling.ts topKIndices), found in one pass rather than by sorting the vocabulary
- * (20 ms a token over Qwen3's 151 936 logits).
- */
-function topKOf(p: DecodeParams, V: number): number {
-  return p.topK !== undefined && p.topK > 0 && p.topK < V ? p.topK : 0;
 }
 
 function longest(stops: readonly string[]): number {
