@@ -41,7 +41,10 @@
  *
  * Also printed: the CPU time per request on each side (Linux: the server process's threads from
  * /proc, the clients' from this process), which says how much the HTTP path adds to decoding on
- * a machine whose cores it shares; and the engine's plain batched sampler (`sample`) on the same
+ * a machine whose cores it shares, split by thread: the server's HTTP thread, its engine thread
+ * and V8's helper threads (concurrent compiles, GC) against the in-process decoding thread and its
+ * helpers; the engine thread's CPU time over the served rounds' wall time (below 100%: it waited
+ * for the clients' next requests or for a core); and the engine's plain batched sampler (`sample`) on the same
  * prompts in batches of the client count, for scale. Sides are interleaved in `rounds` rounds
  * (which goes first alternates); requests/s are each side's best round (the machines this runs on
  * are shared; the load average is printed).
@@ -168,6 +171,9 @@ interface BenchServer {
   where?: string;
   /** CPU time the server's process has used, ms, every thread (a child server on Linux only). */
   cpuMs?: () => number | null;
+  /** The same per thread, by thread id, and the id of its main (HTTP) thread (a child server on Linux only). */
+  threadCpuMs?: () => Map<number, number> | null;
+  mainThread?: number;
   close(): Promise<void>;
 }
 
@@ -203,6 +209,8 @@ async function childModelServer(dirs: string[], backend: string, engine: string,
     refresh,
     where,
     cpuMs: () => processCpuMs(child.pid),
+    threadCpuMs: () => threadCpuMs(child.pid),
+    mainThread: child.pid,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -216,11 +224,26 @@ async function childModelServer(dirs: string[], backend: string, engine: string,
  * User plus system CPU time of a process, ms, from /proc/PID/stat (fields 14 and 15, in clock
  * ticks of 1/100 s: Linux's USER_HZ); null where there is no /proc.
  */
-function processCpuMs(pid: number | undefined): number | null {
+function processCpuMs(pid: number | undefined, file = `/proc/${pid}/stat`): number | null {
   if (pid === undefined) return null;
   try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const fields = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** processCpuMs for each thread of a process (/proc/PID/task/TID/stat), by thread id; null where there is no /proc. */
+function threadCpuMs(pid: number | undefined): Map<number, number> | null {
+  if (pid === undefined) return null;
+  try {
+    const out = new Map<number, number>();
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      const ms = processCpuMs(Number(tid), `/proc/${pid}/task/${tid}/stat`);
+      if (ms !== null) out.set(Number(tid), ms);
+    }
+    return out;
   } catch {
     return null;
   }
@@ -230,6 +253,18 @@ function processCpuMs(pid: number | undefined): number | null {
 function ownCpuMs(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
+}
+
+/**
+ * The server's CPU time by thread, ms: its main (HTTP) thread, its engine thread where it decodes
+ * in one (the busiest of the others: Node names no threads, and the rest, V8's helpers and the
+ * module loader's, are far below it while it decodes), and the rest together (V8's helpers).
+ */
+function serverThreads(threads: Map<number, number>, server: BenchServer): { main: number; engine: number | null; helpers: number } | null {
+  if (threads.size === 0 || server.mainThread === undefined) return null;
+  const others = [...threads].filter(([tid]) => tid !== server.mainThread).map(([, ms]) => ms);
+  const engine = /own thread/.test(server.where ?? '') && others.length > 0 ? Math.max(...others) : null;
+  return { main: threads.get(server.mainThread) ?? 0, engine, helpers: others.reduce((a, b) => a + b, 0) - (engine ?? 0) };
 }
 
 function best(ms: Measure[]): Measure {
@@ -287,17 +322,22 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       // CPU time per request on each side: the served side's is the server process's (decoding,
       // HTTP, JSON, V8's helper threads) plus the clients' (this process); the in-process side's is
       // this process's. On a machine with few cores the difference competes with decoding.
-      const cpu = { server: 0, clients: 0, local: 0, measured: true };
+      // Per server thread as well: its HTTP thread, its engine thread and V8's helper threads
+      // (TurboFan's concurrent compiles, GC), which share the cores with the decoding.
+      const cpu = { server: 0, clients: 0, local: 0, localMain: 0, measured: true, threads: new Map<number, number>() };
       const servedOnce = async (w: Work[][]) => {
         await server.refresh?.();
         const b0 = server.busy?.();
         const c0 = server.cpuMs?.() ?? null;
+        const t0 = server.threadCpuMs?.() ?? null;
         const own0 = ownCpuMs();
         const m = await servedRound(client, w, maxTokens, outputs);
         const own1 = ownCpuMs();
         const c1 = server.cpuMs?.() ?? null;
+        const t1 = server.threadCpuMs?.() ?? null;
         if (c0 !== null && c1 !== null) cpu.server += c1 - c0;
         else cpu.measured = false;
+        if (t0 && t1) for (const [tid, ms] of t1) cpu.threads.set(tid, (cpu.threads.get(tid) ?? 0) + ms - (t0.get(tid) ?? 0));
         cpu.clients += own1 - own0;
         await server.refresh?.();
         const b1 = server.busy?.();
@@ -309,8 +349,12 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       };
       const localOnce = async (w: Work[][]) => {
         const own0 = ownCpuMs();
+        const main0 = processCpuMs(process.pid, `/proc/${process.pid}/task/${process.pid}/stat`);
         const m = await inProcessRound(batcher, policy, w, maxTokens, outputs);
+        const main1 = processCpuMs(process.pid, `/proc/${process.pid}/task/${process.pid}/stat`);
         cpu.local += ownCpuMs() - own0;
+        if (main0 !== null && main1 !== null) cpu.localMain += main1 - main0;
+        else cpu.localMain = NaN;
         return m;
       };
       const local: Measure[] = [];
@@ -334,8 +378,13 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
       if (server.stats && before.served) {
         // Same batches on both sides means the comparison measures serving, not batch composition.
         out(`        batches: served ${batchesOf(server.stats(), before.served)}; ${localBatches}`);
-        if (loop.active + loop.idle > 0) out(`        server HTTP thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds`);
-        if (cpu.measured) out(`        CPU per request: served ${((cpu.server + cpu.clients) / measuredRequests).toFixed(2)} ms (server ${(cpu.server / measuredRequests).toFixed(2)}, clients ${(cpu.clients / measuredRequests).toFixed(2)}), in-process ${(cpu.local / measuredRequests).toFixed(2)} ms; ${os.availableParallelism()} CPUs`);
+        // The engine thread's CPU time over the served rounds' wall time: what is missing from 100%
+        // is time it waited for requests (the clients' round trips) or for a core.
+        const threads = serverThreads(cpu.threads, server);
+        const servedWall = served.reduce((a, m) => a + m.ms, 0);
+        if (loop.active + loop.idle > 0) out(`        server HTTP thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds${threads?.engine ? `, its engine thread on a CPU ${((100 * threads.engine) / servedWall).toFixed(0)}%` : ''}`);
+        const perRequest = (ms: number) => (ms / measuredRequests).toFixed(2);
+        if (cpu.measured) out(`        CPU per request: served ${perRequest(cpu.server + cpu.clients)} ms (server ${perRequest(cpu.server)}${!threads ? '' : threads.engine !== null ? `: HTTP thread ${perRequest(threads.main)}, engine thread ${perRequest(threads.engine)}, V8 helpers ${perRequest(threads.helpers)}` : `: HTTP and decoding ${perRequest(threads.main)}, V8 helpers ${perRequest(threads.helpers)}`}, clients ${perRequest(cpu.clients)}), in-process ${perRequest(cpu.local)} ms${Number.isNaN(cpu.localMain) ? '' : ` (decoding thread ${perRequest(cpu.localMain)}, V8 helpers ${perRequest(cpu.local - cpu.localMain)})`}; ${os.availableParallelism()} CPUs`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);
