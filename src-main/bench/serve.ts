@@ -224,8 +224,12 @@ async function childModelServer(dirs: string[], backend: string, engine: string,
  * User plus system CPU time of a process, ms, from /proc/PID/stat (fields 14 and 15, in clock
  * ticks of 1/100 s: Linux's USER_HZ); null where there is no /proc.
  */
-function processCpuMs(pid: number | undefined, file = `/proc/${pid}/stat`): number | null {
-  if (pid === undefined) return null;
+function processCpuMs(pid: number | undefined): number | null {
+  return pid === undefined ? null : statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** The CPU time in a /proc stat file: a process's, or one thread's (/proc/PID/task/TID/stat). */
+function statCpuMs(file: string): number | null {
   try {
     const fields = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
@@ -234,13 +238,13 @@ function processCpuMs(pid: number | undefined, file = `/proc/${pid}/stat`): numb
   }
 }
 
-/** processCpuMs for each thread of a process (/proc/PID/task/TID/stat), by thread id; null where there is no /proc. */
+/** processCpuMs for each thread of a process, by thread id; null where there is no /proc. */
 function threadCpuMs(pid: number | undefined): Map<number, number> | null {
   if (pid === undefined) return null;
   try {
     const out = new Map<number, number>();
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-      const ms = processCpuMs(Number(tid), `/proc/${pid}/task/${tid}/stat`);
+      const ms = statCpuMs(`/proc/${pid}/task/${tid}/stat`);
       if (ms !== null) out.set(Number(tid), ms);
     }
     return out;
@@ -347,11 +351,12 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
         }
         return m;
       };
+      const ownMainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
       const localOnce = async (w: Work[][]) => {
         const own0 = ownCpuMs();
-        const main0 = processCpuMs(process.pid, `/proc/${process.pid}/task/${process.pid}/stat`);
+        const main0 = statCpuMs(ownMainThread);
         const m = await inProcessRound(batcher, policy, w, maxTokens, outputs);
-        const main1 = processCpuMs(process.pid, `/proc/${process.pid}/task/${process.pid}/stat`);
+        const main1 = statCpuMs(ownMainThread);
         cpu.local += ownCpuMs() - own0;
         if (main0 !== null && main1 !== null) cpu.localMain += main1 - main0;
         else cpu.localMain = NaN;
@@ -384,7 +389,13 @@ async function benchModel(dir: string, o: ModelBenchOptions): Promise<Array<Reco
         const servedWall = served.reduce((a, m) => a + m.ms, 0);
         if (loop.active + loop.idle > 0) out(`        server HTTP thread busy ${((100 * loop.active) / (loop.active + loop.idle)).toFixed(0)}% of the served rounds${threads?.engine ? `, its engine thread on a CPU ${((100 * threads.engine) / servedWall).toFixed(0)}%` : ''}`);
         const perRequest = (ms: number) => (ms / measuredRequests).toFixed(2);
-        if (cpu.measured) out(`        CPU per request: served ${perRequest(cpu.server + cpu.clients)} ms (server ${perRequest(cpu.server)}${!threads ? '' : threads.engine !== null ? `: HTTP thread ${perRequest(threads.main)}, engine thread ${perRequest(threads.engine)}, V8 helpers ${perRequest(threads.helpers)}` : `: HTTP and decoding ${perRequest(threads.main)}, V8 helpers ${perRequest(threads.helpers)}`}, clients ${perRequest(cpu.clients)}), in-process ${perRequest(cpu.local)} ms${Number.isNaN(cpu.localMain) ? '' : ` (decoding thread ${perRequest(cpu.localMain)}, V8 helpers ${perRequest(cpu.local - cpu.localMain)})`}; ${os.availableParallelism()} CPUs`);
+        const serverSplit = !threads
+          ? ''
+          : threads.engine !== null
+            ? `: HTTP thread ${perRequest(threads.main)}, engine thread ${perRequest(threads.engine)}, V8 helpers ${perRequest(threads.helpers)}`
+            : `: HTTP and decoding ${perRequest(threads.main)}, V8 helpers ${perRequest(threads.helpers)}`;
+        const localSplit = Number.isNaN(cpu.localMain) ? '' : ` (decoding thread ${perRequest(cpu.localMain)}, V8 helpers ${perRequest(cpu.local - cpu.localMain)})`;
+        if (cpu.measured) out(`        CPU per request: served ${perRequest(cpu.server + cpu.clients)} ms (server ${perRequest(cpu.server)}${serverSplit}, clients ${perRequest(cpu.clients)}), in-process ${perRequest(cpu.local)} ms${localSplit}; ${os.availableParallelism()} CPUs`);
       } else out(`        batches: ${localBatches} (the served side's are counted in its own process)`);
       const s = best(served);
       const l = best(local);
