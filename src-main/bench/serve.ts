@@ -570,7 +570,7 @@ async function systemThroughput(problems: number, serving: { backend: string; en
       // As many calls in flight per agent as one serve-model batch holds (batcher.ts: 64 rows);
       // with 24 problems and 32 a run's chains (each call waiting on the last) left batches of a
       // few rows: 2.2–2.4× the in-process time, against 0.99–1.03× with 96 and 64 on the day it
-      // was set (1.46–1.78× on a slower day, the commit that set it measured again beside the
+      // was set (1.46–1.94× on a slower day, the commit that set it measured again beside the
       // current tree: the machine's, not the code's).
       endpoints: Object.fromEntries(roles.map((r) => [r, { base_url: server.baseUrl, model: r, concurrency: 64 }])),
       policies: Object.fromEntries(roles.map((r) => [r, { endpoint: r }])),
