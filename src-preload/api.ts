@@ -49,6 +49,49 @@ export interface RunSummary {
   study: RunStudyCell | null;
   /** The config values at the paths asked for in `ListRunsQuery.configPaths` (as text; '' when unset). */
   configValues: Record<string, string>;
+  /** Someone asked the run to stop (from any process); it stops at its next safe point (issue 35). */
+  stopRequest: { at: number; reason: string } | null;
+  /**
+   * What can really be done with the run next, first the one to offer (issue 35): stop a live run,
+   * resume from the checkpoint of a step, or (no checkpoint) run again with the same config.
+   */
+  actions: RunAction[];
+}
+
+export type RunAction =
+  | { kind: 'stop'; command: string; text: string }
+  /** `checkpointStep` null: a reasoning-system run, resumed from its stored turns. */
+  | { kind: 'resume'; checkpointStep: number | null; command: string; text: string }
+  | { kind: 'run-again'; command: string; text: string };
+
+/** What the run's last resume did (its `resumed` event), as the run page reports it (issue 35). */
+export interface ResumeReport {
+  /** When it resumed (ms since the epoch). */
+  at: number;
+  attempt: number;
+  /** The checkpoint loaded: its step and folder. */
+  checkpointStep: number;
+  checkpointDir: string;
+  /** Newer checkpoints that could not be loaded, newest first, with why (a checksum failure …). */
+  skipped: { step: number | null; dir: string; error: string }[];
+  /** Rows of the steps it redoes, kept as superseded by this attempt. */
+  superseded: { turns: number; episodes: number; metrics: number };
+}
+
+/**
+ * An agent that has collapsed to one output (issue 35): a Verifier approving or rejecting nearly
+ * everything whatever it judges, a Corrector returning its input unchanged. With the numbers.
+ */
+export interface CollapseFlag {
+  agent: string;
+  kind: 'approves-everything' | 'rejects-everything' | 'returns-input';
+  /** One sentence with the counts: "rejected 312 of 320 verdicts (97.5%), 151 of 155 right solutions among them". */
+  message: string;
+  /** The share of outputs that were the one output, and over how many. */
+  share: number;
+  count: number;
+  /** The training steps the flag was read over (inclusive). */
+  steps: [number, number];
 }
 
 /** A run's place in a study: what tells it apart from the study's other runs (issue 18). */
@@ -71,6 +114,10 @@ export interface RunDetail extends RunSummary {
   counts: { problems: number; episodes: number; turns: number; supersededTurns: number; segments: number; metrics: number; events: number; checkpoints: number };
   /** The step of the last checkpoint (a resume continues after it); null before the first. */
   lastCheckpointStep: number | null;
+  /** The last resume: which checkpoint it used, which newer ones it skipped and why, what it superseded. */
+  lastResume: ResumeReport | null;
+  /** Agents that have collapsed to one output over the run's last training steps (empty when none). */
+  collapse: CollapseFlag[];
   /**
    * The spans the run was running (first start, each resume), from its events; `end` is null for
    * the span still running. "Ran for" sums them, so time stopped does not count (issue 18).
@@ -286,6 +333,46 @@ export interface EpisodeDetail {
   turns: (Turn & { segments: Segment[] })[];
   /** What the task family's notation in these texts means, from the family's own description. */
   notation: { roles: string[]; marker: string; meaning: string }[];
+  /** The turns the episode filters asked for matched (the browser highlights them, issue 35); empty without filters. */
+  matchedTurnIds: number[];
+}
+
+/** The episode filters whose matching turns `getEpisode` names (the turn-level ones). */
+export interface EpisodeMatch {
+  verifier?: EpisodeQuery['verifier'];
+  corrector?: EpisodeQuery['corrector'];
+}
+
+/** One statistic of an advantage's normalisation, with the turns it is over and its working. */
+export interface AdvantageStatistic {
+  scope: 'group' | 'agent';
+  symbol: string;
+  turnIds: number[];
+  count: number;
+  value: number;
+  working: string;
+  singleSample: string | null;
+}
+
+/** A turn's advantage as a reader recomputes it (issue 35): group, statistics, formula, numbers. */
+export interface AdvantageExplanation {
+  turnId: number;
+  agent: string;
+  mode: string;
+  groupKey: string;
+  members: { turnId: number; agent: string; reward: number; advantage: number }[];
+  reward: number;
+  baseline: AdvantageStatistic;
+  scale: AdvantageStatistic | null;
+  std: 'unbiased' | 'population';
+  eps: number;
+  formula: string;
+  substituted: string;
+  weight: number;
+  recomputed: number;
+  stored: number;
+  storedMu: number;
+  storedSigma: number;
 }
 
 export interface RunEvent {
@@ -395,6 +482,8 @@ export interface CompareRunRow {
   values: Record<string, number | null>;
   sources: Record<string, string>;
   delta: Record<string, number | null>;
+  /** Agents of this run that collapsed to one output (empty when none). */
+  collapse: CollapseFlag[];
 }
 
 export interface CompareGroupRow {
@@ -408,7 +497,21 @@ export interface CompareGroupRow {
   spread: Record<string, { exceeds: boolean | null; chance: number | null }>;
 }
 
+/**
+ * What a comparison cannot claim (issue 35): one seed behind a side (a difference is then not
+ * evidence; `command` is the study that would make it so), or an agent that collapsed.
+ */
+export interface CompareWarning {
+  kind: 'one-seed' | 'collapse';
+  message: string;
+  /** The command that answers it (a study over seeds), when there is one. */
+  command: string | null;
+  runIds: number[];
+}
+
 export interface CompareResult {
+  /** Seeds behind each side, and what can and cannot be read from the table. */
+  warnings: CompareWarning[];
   metrics: CompareMetric[];
   runs: CompareRunRow[];
   groups: CompareGroupRow[];
@@ -605,11 +708,16 @@ export interface StudioApi {
   stopRun(runId: number): Promise<void>;
   /** Continue an interrupted run from its last checkpoint. */
   resumeRun(runId: number): Promise<void>;
+  /** Start a new run with run `runId`'s config (a run that cannot be resumed: `marsrl run --like`). */
+  runAgain(runId: number): Promise<{ runId: number }>;
+  /** The group a turn's advantage was normalised in, its statistics and formula, to recompute it by hand. */
+  explainAdvantage(turnId: number): Promise<AdvantageExplanation>;
   listMetricKeys(runId: number): Promise<string[]>;
   getSeries(query: SeriesQuery): Promise<Series[]>;
   listTurns(query: TurnQuery): Promise<Page<Turn>>;
   listEpisodes(query: EpisodeQuery): Promise<Page<EpisodeSummary>>;
-  getEpisode(episodeId: number): Promise<EpisodeDetail>;
+  /** One episode's turns; with `match`, the ids of the turns those filters matched. */
+  getEpisode(episodeId: number, match?: EpisodeMatch): Promise<EpisodeDetail>;
   listEvents(runId: number, afterId?: number): Promise<Page<RunEvent>>;
   getTimeline(runId: number): Promise<TimelineSpan[]>;
   /** Start exporting runs as a dataset; progress and the end arrive as pushed events. */
@@ -647,6 +755,8 @@ export const STUDIO_METHODS = [
   'startRun',
   'stopRun',
   'resumeRun',
+  'runAgain',
+  'explainAdvantage',
   'listMetricKeys',
   'getSeries',
   'listTurns',

@@ -30,6 +30,19 @@ import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
 import { toModelInspection, toRunDetail, toRunSummary } from './views';
+import { explainAdvantage } from '../engine/rl/explain';
+import { DEFAULT_ADVANTAGE_OPTIONS, type AdvantageOptions } from '../engine/rl/advantages';
+import { runAgainRequest } from '../engine/training/advice';
+
+/** The std convention, ε and one-sample rule a run normalised its advantages with (the defaults for a config that no longer resolves). */
+function advantageOptionsOf(config: Record<string, unknown>): AdvantageOptions {
+  try {
+    const { advantage } = resolveConfig(config);
+    return { std: advantage.std, singleSample: advantage.single_sample, eps: advantage.eps };
+  } catch {
+    return DEFAULT_ADVANTAGE_OPTIONS;
+  }
+}
 
 /** Launching and stopping runs belongs to the run manager; the service only forwards. */
 export interface RunController {
@@ -227,6 +240,17 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       return controller().resume(runId);
     },
 
+    async runAgain(runId) {
+      return controller().start(runAgainRequest(requireRun(runId)));
+    },
+
+    async explainAdvantage(turnId) {
+      const group = store.diagnostics.advantageGroup(turnId);
+      if (!group) throw new StudioError('not_found', `turn ${turnId} does not exist or has no advantage (a held-out turn is not trained on)`);
+      const run = requireRun(store.trajectories.getTurn(turnId)!.runId);
+      return explainAdvantage(group, advantageOptionsOf(run.config));
+    },
+
     async listMetricKeys(runId) {
       requireRun(runId);
       return store.metrics.keys(runId);
@@ -255,7 +279,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       return { items: page.items.map(toEpisodeSummary), nextCursor: page.nextCursor };
     },
 
-    async getEpisode(episodeId) {
+    async getEpisode(episodeId, match) {
       const episode = store.trajectories.getEpisode(episodeId);
       if (!episode) throw new StudioError('not_found', `episode ${episodeId} does not exist`);
       const problem = episode.problemId === null ? null : store.trajectories.getProblem(episode.problemId);
@@ -267,6 +291,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
         episode: toEpisodeSummary({ ...episode, question: problem?.question ?? null, reference: problem?.answer ?? null, turnCount: turns.length }),
         turns,
         notation: familyNotation(problem?.family ?? '').map((n) => ({ ...n, roles: [...n.roles] })),
+        matchedTurnIds: match ? store.diagnostics.matchingTurns(episodeId, match) : [],
       };
     },
 

@@ -1,9 +1,11 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
-import type { ModelInspection, RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
+import type { ModelInspection, ResumeReport, RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
 import type { HfInspectReport } from '../engine/hf/inspect';
 import { loraModuleShapes } from '../engine/hf/lora-settings';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
+import { collapseFlags } from '../engine/compare/collapse';
+import { runActions } from '../engine/training/advice';
 
 /** The headline metrics shown next to every run in lists. */
 export const KEY_METRICS = [
@@ -51,7 +53,8 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
     id: run.id,
     name: run.name,
     status: stale === null ? run.status : 'interrupted',
-    statusReason: stale === null ? run.statusReason : `${stale}; resume it with \`marsrl resume ${run.id}\``,
+    // What to do about it is in `actions`, which knows whether a checkpoint exists (issue 35).
+    statusReason: stale === null ? run.statusReason : stale,
     preset: run.preset,
     task: configValue(run.config, 'task.family'),
     rewardScheme: configValue(run.config, 'reward.scheme'),
@@ -68,6 +71,23 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
     keyMetrics: store.metrics.latest(run.id, KEY_METRICS),
     study: studyCellOf(store, run.id),
     configValues: Object.fromEntries(configPaths.map((p) => [p, configValue(run.config, p)])),
+    stopRequest: stale === null && (run.status === 'running' || run.status === 'queued') ? run.stopRequest : null,
+    actions: runActions(store, run),
+  };
+}
+
+/** The run's last `resumed` event as the page reports it (older events lack the step and the skips). */
+export function lastResume(store: Store, runId: number): ResumeReport | null {
+  const event = store.events.latestOfKind(runId, 'resumed');
+  if (!event || event.step === null) return null;
+  const data = (event.data ?? {}) as { path?: string; attempt?: number; superseded?: Partial<ResumeReport['superseded']>; skippedCheckpoints?: { step?: number; dir?: string; error?: string }[] };
+  return {
+    at: event.time,
+    attempt: data.attempt ?? 0,
+    checkpointStep: event.step,
+    checkpointDir: data.path ?? '',
+    skipped: (data.skippedCheckpoints ?? []).map((s) => ({ step: typeof s.step === 'number' ? s.step : null, dir: s.dir ?? '', error: s.error ?? '' })),
+    superseded: { turns: data.superseded?.turns ?? 0, episodes: data.superseded?.episodes ?? 0, metrics: data.superseded?.metrics ?? 0 },
   };
 }
 
@@ -113,6 +133,8 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     backendInfo: run.backendInfo,
     counts: store.runs.counts(run.id),
     lastCheckpointStep: store.events.latestCheckpoint(run.id)?.step ?? null,
+    lastResume: lastResume(store, run.id),
+    collapse: collapseFlags(store, run.id),
     runningSpans: runningSpans(store, run),
   };
 }

@@ -157,7 +157,7 @@ export function startDesktopApp(): void {
       }
     });
     setWorkerSpawner(utilityProcessSpawner);
-    const runs = createRunManager({ store, databasePath, hub });
+    const runs = createRunManager({ store, databasePath, hub, origin: 'the app' });
     runs.recoverStaleRuns();
     // Closing the app stops running runs at their next safe point; they stay resumable.
     let stopping = false;

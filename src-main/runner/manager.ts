@@ -24,9 +24,11 @@ import { readCheckpointManifest } from '../engine/model/checkpoint';
 import { resolveInitPath } from '../engine/training/policies';
 import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
+import { adviceSentence, resumableCheckpointStep, runActions } from '../engine/training/advice';
 import { codeVersion } from '../engine/version';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
+import { requestRunStop } from './stop';
 
 export interface RunManagerOptions {
   store: Store;
@@ -34,6 +36,8 @@ export interface RunManagerOptions {
   hub?: EventHub;
   /** Receives every worker message (the CLI's progress bar listens here). */
   onWorkerMessage?: (message: WorkerToManager) => void;
+  /** Who this process is, in stop reasons of runs it stops for another owner ("marsrl serve", "the app"). */
+  origin?: string;
 }
 
 export interface RunManager extends RunController {
@@ -142,7 +146,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       const reason = stopReason ?? died ?? (signal ? `worker process killed by ${signal}` : `worker process exited with code ${code}`);
       store.runs.setStatus(runId, 'interrupted', reason);
       store.runs.heartbeat(runId, null);
-      store.events.log(runId, 'error', 'worker_exit', `the run's worker stopped unexpectedly: ${reason}; resume it with \`marsrl resume ${runId}\``, { code, signal });
+      // What can be done next depends on whether a checkpoint was saved (training/advice.ts).
+      const advice = adviceSentence(runActions(store, store.runs.get(runId)!));
+      store.events.log(runId, 'error', 'worker_exit', `the run's worker stopped unexpectedly: ${reason}; ${advice}`, { code, signal });
     }
     const final = store.runs.get(runId)!;
     publish({ type: 'run-status', runId, status: final.status, reason: final.statusReason });
@@ -222,7 +228,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         // It leaves on its own only when told to stop; a signal or an error exit is a death.
         if (!trainerExit && entry.stopReason === null && (code !== 0 || signal)) {
           rolloutDeath = `rollout worker process ${signal ? `killed by ${signal}` : `exited with code ${code}`}`;
-          store.events.log(runId, 'error', 'worker_exit', `the run's rollout worker stopped unexpectedly: ${rolloutDeath}; the trainer stops at its next safe point; resume the run with \`marsrl resume ${runId}\``, { code, signal, role: 'rollout' });
+          store.events.log(runId, 'error', 'worker_exit', `the run's rollout worker stopped unexpectedly: ${rolloutDeath}; the trainer stops at its next safe point`, { code, signal, role: 'rollout' });
           worker.send({ type: 'stop', reason: rolloutDeath });
           const timer = setTimeout(() => worker.kill('SIGTERM'), TRAINER_GRACE_MS);
           timer.unref();
@@ -244,7 +250,18 @@ export function createRunManager(options: RunManagerOptions): RunManager {
 
     async stop(runId) {
       const entry = active.get(runId);
-      if (!entry) throw new StudioError('conflict', `run ${runId} is not running in this process`);
+      if (!entry) {
+        // Owned by another process (a terminal's `marsrl run`, the app): a request recorded with
+        // the run, which its worker honours at its next safe point (runner/stop.ts). Returns once
+        // recorded; the run's status follows as pushed events.
+        const outcome = requestRunStop(store, runId, options.origin ?? `process ${process.pid}`);
+        if (outcome.kind === 'marked') publish({ type: 'run-status', runId, status: 'interrupted', reason: outcome.reason });
+        else publish({ type: 'run-updated', runId });
+        return;
+      }
+      // Recorded for every reader too (another window shows "stopping"); the message is faster.
+      store.runs.requestStop(runId, 'stopped by the user');
+      publish({ type: 'run-updated', runId });
       entry.stopReason = 'stopped by the user';
       entry.worker.send({ type: 'stop', reason: 'stopped by the user' });
       entry.rollout?.send({ type: 'stop', reason: 'stopped by the user' });
@@ -257,11 +274,18 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     async resume(runId) {
       const run = store.runs.get(runId);
       if (!run) throw new StudioError('not_found', `run ${runId} does not exist`);
-      if (active.has(runId) || run.status === 'running') throw new StudioError('conflict', `run ${runId} is already running`);
+      if (active.has(runId)) throw new StudioError('conflict', `run ${runId} is already running`);
+      if (run.status === 'running') {
+        // Recorded running but nothing runs it (killed with every process, issue 35: the page said
+        // "resume" and Resume answered "already running"): mark it as every reader shows it.
+        const dead = staleRunReason(run);
+        if (dead === null) throw new StudioError('conflict', `run ${runId} is already running (worker pid ${run.workerPid ?? 'unknown'}); stop it first with \`marsrl stop ${runId}\``);
+        store.runs.markStale((candidate) => (candidate.id === runId ? dead : null));
+      }
       if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
       // A reasoning-system run resumes from its stored turns, not from a checkpoint.
-      if (!store.events.latestCheckpoint(runId) && !isSystemRun(run.config)) {
-        throw new StudioError('conflict', `run ${runId} has no checkpoint yet (it stopped before the first one); start a new run instead`);
+      if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config)) {
+        throw new StudioError('conflict', `run ${runId} has no checkpoint (it stopped before the first one), so it cannot be resumed; run it again with the same config: \`marsrl run --like ${runId}\``);
       }
       // Another process (a second `marsrl resume`, the app) may be resuming it right now.
       if (!store.runs.claimForResume(runId)) {
@@ -293,7 +317,7 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       const marked = store.runs.markStale((run) => {
         if (active.has(run.id)) return null;
         const why = staleRunReason(run);
-        return why === null ? null : `${why} (the app or machine stopped while it ran); resume it with \`marsrl resume ${run.id}\``;
+        return why === null ? null : `${why} (the app or machine stopped while it ran)`;
       });
       for (const runId of marked) {
         const run = store.runs.get(runId)!;

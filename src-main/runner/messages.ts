@@ -19,6 +19,8 @@ export type ManagerToWorker =
 export type WorkerToManager =
   | { type: 'started'; runId: number; pid: number; role?: WorkerRole }
   | { type: 'progress'; runId: number; progress: TrainProgress }
+  /** The trainer read a stop request another process recorded (runner/stop.ts) and is stopping. */
+  | { type: 'stopping'; runId: number; reason: string }
   | { type: 'finished'; runId: number; status: 'done' | 'failed' | 'interrupted'; step: number; reason: string | null }
   /** For the run's other worker; the manager forwards it as is. */
   | { type: 'peer'; runId: number; payload: TrainerToRollout | RolloutToTrainer };

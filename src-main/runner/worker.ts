@@ -9,9 +9,9 @@
  * - rollout (`pipeline` runs only): generates episodes with its own copies of the policies and
  *   writes only its own timeline spans (segment decodes, staleness waits).
  *
- * Stopping: a `stop` message, SIGTERM, SIGINT or the manager going away stop either worker at its
- * next safe point; the trainer marks the run interrupted with the reason and it stays resumable
- * from its last checkpoint.
+ * Stopping: a `stop` message, a stop request recorded with the run by any process (runner/stop.ts),
+ * SIGTERM, SIGINT or the manager going away stop either worker at its next safe point; the trainer
+ * marks the run interrupted with the reason and it stays resumable from its last checkpoint.
  */
 import { resolveConfig } from '../engine/config/load';
 import { initBackend } from '../engine/model/backend';
@@ -21,6 +21,9 @@ import { runRolloutLoop } from '../engine/training/pipeline-rollout';
 import { systemRun } from '../engine/served/system-run';
 import { trainRun, type TrainProgress } from '../engine/training/trainer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
+
+/** How often a running worker reads its run's stop request (a primary-key read). */
+const STOP_POLL_MS = 1000;
 
 interface ParentPort {
   postMessage(message: unknown): void;
@@ -123,9 +126,23 @@ async function main(): Promise<number> {
   // (store/liveness.ts); the timer only fires when training yields, which it does every step.
   const heartbeat = setInterval(() => store.runs.heartbeat(args.runId, process.pid), 30_000);
   heartbeat.unref();
+  // A stop asked for by another process (the app, `marsrl serve`, `marsrl stop`; runner/stop.ts
+  // says why a request in the store rather than a signal): read every second and at every step,
+  // honoured at the next safe point like Ctrl-C.
+  const checkStopRequest = () => {
+    if (controller.signal.aborted) return;
+    const request = store.runs.stopRequest(args.runId);
+    if (request === null) return;
+    post({ type: 'stopping', runId: args.runId, reason: request.reason });
+    stop(request.reason);
+  };
+  checkStopRequest();
+  const stopPoll = setInterval(checkStopRequest, STOP_POLL_MS);
+  stopPoll.unref();
 
   const onProgress = (progress: TrainProgress) => {
     store.runs.heartbeat(args.runId, process.pid);
+    checkStopRequest();
     post({ type: 'progress', runId: args.runId, progress });
   };
   // A config with a system block is a reasoning-system run (inference only, issue #16).
@@ -144,6 +161,7 @@ async function main(): Promise<number> {
         onProgress,
       });
   clearInterval(heartbeat);
+  clearInterval(stopPoll);
   const reason = outcome.status === 'done' ? null : outcome.reason;
   try {
     store.runs.setStatus(args.runId, outcome.status, reason);

@@ -117,7 +117,9 @@ describe('run worker processes', () => {
     store.runs.heartbeat(id, 2 ** 22 + 12345);
     const manager = createRunManager({ store, databasePath });
     expect(manager.recoverStaleRuns()).toContain(id);
-    expect(store.runs.get(id)).toMatchObject({ status: 'interrupted', statusReason: expect.stringMatching(/worker process \(pid \d+\) is gone.*marsrl resume/) });
+    // It has no checkpoint: the reason must not advise a resume the manager refuses (issue 35).
+    expect(store.runs.get(id)).toMatchObject({ status: 'interrupted', statusReason: expect.stringMatching(/worker process \(pid \d+\) is gone/) });
+    expect(store.runs.get(id)!.statusReason).not.toMatch(/resume/);
   });
 
   it('rejects a bad launch request with the field path and writes nothing', async () => {

@@ -88,9 +88,11 @@ describe('a run whose every process was SIGKILLed at once', () => {
   it('reads as interrupted, with why, in marsrl runs, marsrl show and the API', async () => {
     const runs = marsrl(['runs', '--db', databasePath, '--json']);
     expect(runs.code, runs.stderr).toBe(0);
-    const listed = (JSON.parse(runs.stdout) as { items: { id: number; status: string; statusReason: string }[] }).items.find((r) => r.id === runId)!;
+    const listed = (JSON.parse(runs.stdout) as { items: { id: number; status: string; statusReason: string; actions: { kind: string; command: string }[] }[] }).items.find((r) => r.id === runId)!;
     expect(listed.status).toBe('interrupted');
-    expect(listed.statusReason).toMatch(/worker process \(pid \d+\) is gone; resume it with `marsrl resume \d+`/);
+    // The reason says what happened; what to do about it is `actions` (issue 35), which knows a checkpoint exists.
+    expect(listed.statusReason).toMatch(/^its worker process \(pid \d+\) is gone$/);
+    expect(listed.actions).toEqual([expect.objectContaining({ kind: 'resume', command: `marsrl resume ${runId}` })]);
 
     const table = marsrl(['runs', '--db', databasePath]);
     expect(table.stdout).toMatch(new RegExp(`^\\s*${runId}\\b.*interrupted`, 'm'));
@@ -101,7 +103,8 @@ describe('a run whose every process was SIGKILLed at once', () => {
 
     const show = marsrl(['show', String(runId), '--db', databasePath]);
     expect(show.code, show.stderr).toBe(0);
-    expect(show.stdout).toMatch(/status\s+interrupted \(its worker process \(pid \d+\) is gone; resume it with/);
+    expect(show.stdout).toMatch(/status\s+interrupted \(its worker process \(pid \d+\) is gone\)/);
+    expect(show.stdout).toMatch(new RegExp(`next\\s+resume from its checkpoint of step \\d+ \\(the steps after it are redone\\): marsrl resume ${runId}`));
 
     const store = openStore(databasePath, { readonly: true });
     const service = createStudioService({ store, databasePath, transport: 'http' });

@@ -1,4 +1,4 @@
-import { compareRuns, groupTable, loadRuns, runTable, UnknownRunError, DEFAULT_SPIKE_THRESHOLD } from '../../engine/compare';
+import { collapseFlags, compareRuns, compareWarnings, groupTable, loadRuns, runTable, UnknownRunError, DEFAULT_SPIKE_THRESHOLD } from '../../engine/compare';
 import { parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { printJson, table } from '../format';
@@ -91,8 +91,11 @@ export const compareCommand: Command = {
         if (error instanceof RangeError) throw new UsageError(error.message, compareUsage);
         throw error;
       }
+      // One seed per side, agents collapsed to one output (issue 35): said under the tables.
+      const collapse = new Map(runs.map((r) => [r.runId, collapseFlags(store, r.runId)]));
+      const warnings = compareWarnings(comparison, collapse);
       if (values.json) {
-        printJson(comparison);
+        printJson({ ...comparison, runs: comparison.runs.map((r) => ({ ...r, collapse: collapse.get(r.runId) ?? [] })), warnings });
         return 0;
       }
       const diff = comparison.configDiff;
@@ -105,6 +108,7 @@ export const compareCommand: Command = {
         const gt = groupTable(comparison);
         lines.push('', `Groups by ${comparison.groupBy.join(', ')} (mean ± std over seeds; Δ against ${comparison.baselineGroup}; * = seed ranges do not overlap):`, table(gt.headers, gt.rows));
       }
+      if (warnings.length) lines.push('', 'Read with care:', ...warnings.map((w) => `  ! ${w.message}${w.command ? `\n      ${w.command}` : ''}`));
       ctx.out(lines.join('\n'));
       return 0;
     } finally {

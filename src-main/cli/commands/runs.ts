@@ -108,6 +108,15 @@ export const showCommand: Command = {
         `  ran for    ${detail.startedAt ? duration((detail.endedAt ?? Date.now()) - detail.startedAt) : '(not started)'}`,
         `  rows       ${Object.entries(detail.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`,
       ];
+      // What can really be done with it (training/advice.ts): never a resume without a checkpoint.
+      for (const action of detail.actions) lines.push(`  next       ${action.text}: ${action.command}`);
+      if (detail.stopRequest) lines.push(`  stopping   ${detail.stopRequest.reason}, requested ${age(detail.stopRequest.at)}`);
+      const resumed = detail.lastResume;
+      if (resumed) {
+        lines.push(`  resumed    attempt ${resumed.attempt} from the checkpoint of step ${resumed.checkpointStep} (${resumed.checkpointDir}); ${resumed.superseded.turns} turns of the redone steps kept as superseded`);
+        for (const skip of resumed.skipped) lines.push(`             skipped the newer checkpoint of step ${skip.step ?? '?'}: ${skip.error}`);
+      }
+      for (const flag of detail.collapse) lines.push(`  collapsed  ${flag.message}`);
       const metricKeys = Object.keys(latest);
       if (metricKeys.length) {
         lines.push('', 'Latest metrics:', table(['metric', 'value'], metricKeys.map((k) => [k, number(latest[k], 4)])));

@@ -86,7 +86,7 @@ export const serveCommand: Command = {
     const store = openStore(databasePath);
     const hub = new EventHub();
     // The manager lets the browser launch runs; its workers write to the same database.
-    const runs = createRunManager({ store, databasePath, hub });
+    const runs = createRunManager({ store, databasePath, hub, origin: 'marsrl serve' });
     const recovered = runs.recoverStaleRuns();
     if (recovered.length > 0) ctx.err(`Marked ${recovered.length} run(s) interrupted: their worker process is gone (${recovered.join(', ')}).`);
     const service = createStudioService({ store, databasePath, transport: 'http', runs, hub });

@@ -2,14 +2,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore, type Store } from '../../engine/store';
-import { expandMatrix, MatrixError, parseMatrixText } from '../../engine/study/matrix';
+import { SUGGESTED_SEEDS } from '../../engine/compare/warnings';
+import { likeRunsMatrix } from '../../engine/study/like';
+import { expandMatrix, MatrixError, parseMatrix, parseMatrixText } from '../../engine/study/matrix';
 import { createStudy, runStudy, studyProgress, type StudyProgress } from '../../engine/study/runner';
 import { createRunManager } from '../../runner/manager';
-import { intFlag, parseCommand, UsageError } from '../args';
-import type { Command, CommandContext } from '../context';
+import { intFlag, parseCommand, runRef, UsageError } from '../args';
+import { assertDatabaseExists, type Command, type CommandContext } from '../context';
 import { printJson, table } from '../format';
 
 const studyUsage = `Usage: marsrl study --matrix FILE [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
+       marsrl study --like RUN,RUN[,…] [--seeds N] [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
        marsrl study --resume STUDY [--concurrency N] [--out DIR] [--db PATH] [--json]
        marsrl study --report STUDY [--out DIR] [--db PATH] [--json]
        marsrl study --list [--db PATH] [--json]
@@ -18,7 +21,9 @@ Launches every cell of a study matrix (config values × seeds) through the run m
 --concurrency runs at a time (default: the matrix's \`concurrency\`, else 1), follows them to the
 end and writes the study report (Markdown, CSV, PNG charts) to --out (default: a folder beside
 the database, studies/ID-NAME). --dry-run validates and lists the cells without launching.
---resume relaunches the cells of a stopped study that never ran or whose run failed or was
+--like runs the configs of existing runs (ids or names) over seeds 1..N (--seeds, default 3),
+one group per run, so a difference Compare showed between single runs can be told from
+seed-to-seed spread. --resume relaunches the cells of a stopped study that never ran or whose run failed or was
 interrupted (fresh runs from the cells' configs). --report regenerates a study's report. Ctrl-C stops launching, stops the runs in
 progress (they stay resumable) and marks the study interrupted.
 
@@ -29,6 +34,28 @@ Matrix file (YAML): see resources/studies/quick-2x2.yaml —
   seeds: [1, 2]
   concurrency: 2
   baseline: { reward.scheme: decoupled, advantage.mode: agentwise }`;
+
+/** The matrix of `--like RUNS`: each run's config over seeds 1..N (engine/study/like.ts). */
+function likeMatrix(refs: string, seeds: number, databasePath: string) {
+  assertDatabaseExists(databasePath, true);
+  const store = openStore(databasePath);
+  try {
+    const runs = refs.split(',').map((raw) => {
+      const ref = runRef(raw.trim(), '--like', studyUsage);
+      const run = store.runs.find(ref);
+      if (!run) throw new UsageError(`--like: no run ${JSON.stringify(ref)} in ${databasePath} (list runs with: marsrl runs)`, studyUsage);
+      return run;
+    });
+    try {
+      return parseMatrix(likeRunsMatrix(runs, seeds), `--like ${refs}`);
+    } catch (error) {
+      if (error instanceof RangeError) throw new UsageError(`--like: ${error.message}`, studyUsage);
+      throw error;
+    }
+  } finally {
+    store.close();
+  }
+}
 
 function readMatrixFile(file: string) {
   let text: string;
@@ -67,7 +94,7 @@ export const studyCommand: Command = {
   async run(argv, ctx) {
     const { values } = parseCommand(
       argv,
-      { matrix: { type: 'string' }, resume: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
+      { matrix: { type: 'string' }, like: { type: 'string' }, seeds: { type: 'string' }, resume: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
       studyUsage,
       0,
     );
@@ -75,17 +102,19 @@ export const studyCommand: Command = {
       ctx.out(studyUsage);
       return 0;
     }
-    const modes = [values.matrix !== undefined, values.resume !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
-    if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --resume STUDY, --report STUDY or --list', studyUsage);
+    const modes = [values.matrix !== undefined, values.like !== undefined, values.resume !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
+    if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --like RUNS, --resume STUDY, --report STUDY or --list', studyUsage);
+    if (values.seeds !== undefined && values.like === undefined) throw new UsageError('--seeds goes with --like (a matrix file names its own seeds)', studyUsage);
+    const seeds = intFlag('seeds', values.seeds, 1, 100, studyUsage) ?? SUGGESTED_SEEDS;
     const concurrency = intFlag('concurrency', values.concurrency, 1, 32, studyUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
 
-    if (values.matrix !== undefined || values.resume !== undefined) {
+    if (values.matrix !== undefined || values.like !== undefined || values.resume !== undefined) {
       // Validate every cell before touching the database: a bad matrix writes nothing.
       let matrix;
       let cells;
       try {
-        matrix = values.matrix !== undefined ? readMatrixFile(values.matrix) : null;
+        matrix = values.matrix !== undefined ? readMatrixFile(values.matrix) : values.like !== undefined ? likeMatrix(values.like, seeds, databasePath) : null;
         cells = matrix ? expandMatrix(matrix) : null;
       } catch (error) {
         if (error instanceof MatrixError) throw new UsageError(error.message);

@@ -7,3 +7,5 @@ export * from './series';
 export { loadRuns, isSummaryKey, UnknownRunError } from './load';
 
 export * from './format';
+export { collapseFlags, collapseFromCounts, type CollapseFlag } from './collapse';
+export { compareWarnings, studyCommand, SUGGESTED_SEEDS, type CompareWarning } from './warnings';

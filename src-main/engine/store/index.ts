@@ -5,6 +5,7 @@
  */
 import type { Database } from 'better-sqlite3';
 import { openDatabase, type OpenOptions } from './db';
+import { DiagnosticsRepo } from './diagnostics';
 import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
@@ -21,6 +22,7 @@ export class Store {
   readonly events: EventsRepo;
   readonly ids: IdAllocator;
   readonly studies: StudiesRepo;
+  readonly diagnostics: DiagnosticsRepo;
 
   constructor(
     readonly db: Database,
@@ -32,6 +34,7 @@ export class Store {
     this.events = new EventsRepo(db);
     this.ids = new IdAllocator(db);
     this.studies = new StudiesRepo(db);
+    this.diagnostics = new DiagnosticsRepo(db);
   }
 
   get schemaVersion(): number {
@@ -61,6 +64,7 @@ export type { OpenOptions } from './db';
 export type { BatchWriter, BatchWriterOptions } from './writer';
 export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnRecord, TurnResult, TurnView } from './trajectories';
 export type { ListRunsOptions, RunCounts } from './runs';
+export type { AdvantageGroupRows, AgentOutputCounts, CorrectorCounts, VerifierCounts } from './diagnostics';
 export type { SeriesPoint } from './metrics';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export * from './types';

@@ -411,7 +411,18 @@ const v6AdvantageWeight: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight];
+const v8StopRequests: Migration = {
+  version: 8,
+  name: 'stop requests recorded with the run (issue 35: any process may stop a run another owns)',
+  up(db) {
+    db.exec(`
+      ALTER TABLE runs ADD COLUMN stop_requested_at INTEGER;
+      ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v8StopRequests];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

@@ -25,6 +25,8 @@ interface RunRecord {
   worker_pid: number | null;
   heartbeat_at: number | null;
   attempt?: number;
+  stop_requested_at?: number | null;
+  stop_reason?: string | null;
 }
 
 function toRun(r: RunRecord): RunRow {
@@ -47,6 +49,7 @@ function toRun(r: RunRecord): RunRow {
     workerPid: r.worker_pid,
     heartbeatAt: r.heartbeat_at,
     attempt: r.attempt ?? 1,
+    stopRequest: r.stop_requested_at === null || r.stop_requested_at === undefined ? null : { at: r.stop_requested_at, reason: r.stop_reason ?? 'stopped by the user' },
   };
 }
 
@@ -156,6 +159,29 @@ export class RunsRepo {
 
   setStatus(id: number, status: RunStatus, reason: string | null = null, now = Date.now()): void {
     this.setStatusStmt.run({ id, status, reason, now });
+    // A stop request is for the attempt it was made during: once that attempt has ended (or a new
+    // one is queued), it must not stop the next.
+    if (status !== 'running') this.db.prepare('UPDATE runs SET stop_requested_at = NULL, stop_reason = NULL WHERE id = ?').run(id);
+  }
+
+  /**
+   * Record that someone asked the run to stop (issue 35). The process that owns the run polls
+   * this (runner/worker.ts) and stops at its next safe point; any process may write it. Only a
+   * run still queued or running takes a request; returns whether it did. The first request's
+   * time and reason are kept (a second Stop does not restart the wait).
+   */
+  requestStop(id: number, reason: string, now = Date.now()): boolean {
+    return (
+      this.db
+        .prepare("UPDATE runs SET stop_requested_at = COALESCE(stop_requested_at, ?), stop_reason = COALESCE(stop_reason, ?) WHERE id = ? AND status IN ('queued', 'running')")
+        .run(now, reason, id).changes === 1
+    );
+  }
+
+  /** The pending stop request of a run, or null; a cheap read by primary key, polled every second by its worker. */
+  stopRequest(id: number): { at: number; reason: string } | null {
+    const row = this.statements.get('SELECT stop_requested_at AS at, stop_reason AS reason FROM runs WHERE id = ?').get(id) as { at: number | null; reason: string | null } | undefined;
+    return row && row.at !== null ? { at: row.at, reason: row.reason ?? 'stopped by the user' } : null;
   }
 
   /**
@@ -163,7 +189,7 @@ export class RunsRepo {
    * resuming the same run at once exactly one wins; the other gets false and must refuse.
    */
   claimForResume(id: number): boolean {
-    return this.db.prepare("UPDATE runs SET status = 'queued', status_reason = NULL WHERE id = ? AND status IN ('interrupted', 'failed')").run(id).changes === 1;
+    return this.db.prepare("UPDATE runs SET status = 'queued', status_reason = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status IN ('interrupted', 'failed')").run(id).changes === 1;
   }
 
   setBackend(id: number, backend: string, info: Record<string, unknown>): void {
@@ -235,7 +261,7 @@ export class RunsRepo {
       if (reason === null) continue;
       // Only if it is still `running` (its worker may have finished it meanwhile).
       const changed = this.db
-        .prepare("UPDATE runs SET status = 'interrupted', status_reason = ?, ended_at = ?, worker_pid = NULL WHERE id = ? AND status = 'running'")
+        .prepare("UPDATE runs SET status = 'interrupted', status_reason = ?, ended_at = ?, worker_pid = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status = 'running'")
         .run(reason, Date.now(), run.id).changes;
       if (changed) marked.push(run.id);
     }

@@ -163,6 +163,17 @@ export interface EpisodePageQuery {
 /** `%`, `_` and the escape character itself are literal in a search. */
 const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** A Verifier turn (as `alias`) that the `verifier` episode filter is about: a wrong verdict of that kind. */
+export function verifierFilterTurn(kind: NonNullable<EpisodePageQuery['verifier']>, alias: string): string {
+  return `${alias}.agent LIKE 'verifier%' AND ${alias}.correct = 0 AND ${alias}.parsed = '${kind === 'false_approve' ? 'approve' : 'reject'}'`;
+}
+
+/** FROM … WHERE of the Corrector turns `c` the `corrector` episode filter is about (their input `i`, read through the verdict `v`). */
+export function correctorFilterTurns(kind: NonNullable<EpisodePageQuery['corrector']>): string {
+  const change = { fixed: 'i.correct = 0 AND c.correct = 1', broke: 'i.correct = 1 AND c.correct = 0', unchanged: 'i.correct = c.correct' }[kind];
+  return `FROM turns c JOIN turns v ON v.id = c.parent_turn_id JOIN turns i ON i.id = v.parent_turn_id WHERE c.agent LIKE 'corrector%' AND ${change}`;
+}
+
 /**
  * The conditions of the episode filters (issue 18). A Verifier turn's `correct` is whether its
  * verdict matched the truth, so a wrong approve is `parsed = 'approve' AND correct = 0`. A
@@ -179,14 +190,8 @@ function episodeFilterSql(query: EpisodePageQuery, where: string[], params: Reco
   }
   if (query.latestStep) where.push(`e.step = (SELECT MAX(x.step) FROM episodes x WHERE x.run_id = @runId${query.split !== undefined ? ' AND x.split = @split' : ''})`);
   if (query.outcome !== undefined) where.push(query.outcome === 'solved' ? 'e.correct = 1' : 'e.correct = 0');
-  if (query.verifier !== undefined) {
-    where.push(`EXISTS (SELECT 1 FROM turns v WHERE v.episode_id = e.id AND v.agent LIKE 'verifier%' AND v.correct = 0 AND v.parsed = '${query.verifier === 'false_approve' ? 'approve' : 'reject'}')`);
-  }
-  if (query.corrector !== undefined) {
-    const change = { fixed: 'i.correct = 0 AND c.correct = 1', broke: 'i.correct = 1 AND c.correct = 0', unchanged: 'i.correct = c.correct' }[query.corrector];
-    where.push(`EXISTS (SELECT 1 FROM turns c JOIN turns v ON v.id = c.parent_turn_id JOIN turns i ON i.id = v.parent_turn_id
-      WHERE c.episode_id = e.id AND c.agent LIKE 'corrector%' AND ${change})`);
-  }
+  if (query.verifier !== undefined) where.push(`EXISTS (SELECT 1 FROM turns v WHERE v.episode_id = e.id AND ${verifierFilterTurn(query.verifier, 'v')})`);
+  if (query.corrector !== undefined) where.push(`EXISTS (SELECT 1 ${correctorFilterTurns(query.corrector)} AND c.episode_id = e.id)`);
   if (query.search !== undefined && query.search.trim() !== '') {
     params.search = likePattern(query.search.trim());
     where.push(`(p.question LIKE @search ESCAPE '\\' OR EXISTS (SELECT 1 FROM turns s WHERE s.episode_id = e.id AND (s.text LIKE @search ESCAPE '\\' OR s.prompt LIKE @search ESCAPE '\\')))`);

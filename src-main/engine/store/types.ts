@@ -26,6 +26,8 @@ export interface RunRow {
   heartbeatAt: number | null;
   /** The run's current attempt: 1, then one more per `marsrl resume` (schema v5). */
   attempt: number;
+  /** Someone asked the run to stop (issue 35); its owner stops at the next safe point. Null when nobody has. */
+  stopRequest: { at: number; reason: string } | null;
 }
 
 /** One attempt of a run: its first, or a resume that redid the steps from `resumedFromStep`. */

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { StudioError } from '../../api/errors';
 import type { EventHub } from '../../api/hub';
-import { compareRuns, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../compare';
+import { collapseFlags, compareRuns, compareWarnings, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../compare';
 import { exportsDir } from '../paths';
 import type { Store, StudyRow } from '../store';
 import { expandMatrix, MatrixError, parseMatrix } from './matrix';
@@ -85,7 +85,14 @@ export function createCompareStudyApi(options: { store: Store; runs?: StudyRunCo
     async compareRuns(request: CompareRequest): Promise<CompareResult> {
       const runs = load(request.runIds);
       try {
-        return compareRuns(runs, request) as CompareResult;
+        const comparison = compareRuns(runs, request);
+        // Agents collapsed to one output, and one seed per side (issue 35): said beside the table.
+        const collapse = new Map(runs.map((r) => [r.runId, collapseFlags(store, r.runId)]));
+        return {
+          ...comparison,
+          runs: comparison.runs.map((r) => ({ ...r, collapse: collapse.get(r.runId) ?? [] })),
+          warnings: compareWarnings(comparison, collapse),
+        } as CompareResult;
       } catch (error) {
         // An unknown baseline names the choices; it is the caller's request that is wrong.
         if (error instanceof RangeError) {

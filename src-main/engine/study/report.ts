@@ -25,6 +25,7 @@ import {
   type Comparison,
   type RunData,
 } from '../compare';
+import { collapseFlags, NEARLY_ALL, WINDOW_STEPS } from '../compare/collapse';
 import { describeMetric, unitLabel } from '../metrics/catalog';
 import { bandChartOption, seedDotsOption } from './charts';
 import { renderChart } from './render';
@@ -188,6 +189,17 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
   }
   lines.push('### Differences that exceed the seed spread', '');
   lines.push(...(exceeding.length ? exceeding : ['- None: every measured difference lies within the spread across seeds.']), '');
+  // An agent collapsed to one output earns its reward without doing its job (issue 35): said
+  // beside the accuracies, with the numbers, per run.
+  const collapsed = comparison.runs.flatMap((r) => collapseFlags(store, r.runId).map((f) => `- Run #${r.runId} (${r.group ?? r.name}, seed ${r.seed}): ${f.message}.`));
+  lines.push(
+    '## Agents collapsed to one output',
+    '',
+    `A Verifier that approves or rejects at least ${Math.round(NEARLY_ALL * 100)}% of what it judges, whatever it is shown, or a Corrector that returns its input in at least ${Math.round(NEARLY_ALL * 100)}% of its repairs, over each run's last ${WINDOW_STEPS} training steps.`,
+    '',
+    ...(collapsed.length ? collapsed : ['- None.']),
+    '',
+  );
   lines.push('## Charts', '');
   for (const chart of charts) lines.push(`![${chart.title}](charts/${chart.name}.png)`, '');
   const rt = runTable(comparison);

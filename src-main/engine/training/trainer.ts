@@ -126,20 +126,16 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     const checkpointRoot = path.join(options.runDir, 'checkpoints');
 
     if (options.resume) {
-      const loaded = loadNewestUsableCheckpoint(store, runId, config);
+      const say = (message: string) => progress({ phase: 'setup', step: 0, totalSteps: config.optimization.steps, metrics: {}, message });
+      const loaded = loadNewestUsableCheckpoint(store, runId, config, (skip) => say(`the checkpoint of step ${skip.step} cannot be loaded (${skip.error}); trying the one before it`));
       for (const [id, p] of loaded.policies) policies.set(id, p);
       cursor.step = loaded.step + 1;
       // The steps after the checkpoint are redone by a new attempt; the killed attempt's rows of
       // those steps are kept but marked superseded, so readers and exports show one attempt.
       const { attempt, superseded } = store.runs.beginAttempt(runId, cursor.step);
-      store.events.log(
-        runId,
-        'info',
-        'resumed',
-        `resumed from the checkpoint of step ${loaded.step} as attempt ${attempt}; ${superseded.turns} turns of the steps it redoes are kept as superseded`,
-        { path: loaded.dir, attempt, superseded, skippedCheckpoints: loaded.skipped },
-        loaded.step,
-      );
+      const message = resumeMessage(loaded.step, attempt, superseded.turns, loaded.skipped.length);
+      store.events.log(runId, 'info', 'resumed', message, { path: loaded.dir, step: loaded.step, attempt, superseded, skippedCheckpoints: loaded.skipped }, loaded.step);
+      say(message);
     } else {
       const needWarmStart: PolicyRuntime[] = [];
       for (const id of trainedPolicyIds(config)) {
@@ -243,6 +239,15 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
     progress({ phase: 'done', step: config.optimization.steps, totalSteps: config.optimization.steps, metrics: {} });
     return { status: 'done', step: config.optimization.steps };
   } catch (error) {
+    // A stop during the warm start (or any other part that leaves by throwing once the signal is
+    // aborted) is a stop, marked interrupted as Ctrl-C is, not a failure.
+    if (signal?.aborted) {
+      try {
+        return finishInterrupted(store, runId, cursor.step, String(signal.reason ?? 'stopped'), writer);
+      } catch {
+        // A store that refuses the event: fall through to the failure path, which says why.
+      }
+    }
     try {
       writer.close();
     } catch {
@@ -332,6 +337,13 @@ async function trainSync(run: SyncRun): Promise<TrainOutcome | null> {
     }
   }
   return null;
+}
+
+/** What a resume did, in one sentence for the terminal and the events (issue 35: say what it does). */
+export function resumeMessage(step: number, attempt: number, supersededTurns: number, skipped: number): string {
+  const newer = skipped === 0 ? '' : ` (${skipped} newer checkpoint${skipped === 1 ? '' : 's'} skipped, see above)`;
+  const redo = supersededTurns === 0 ? 'no turn of a later step had been stored' : `the ${supersededTurns} turn${supersededTurns === 1 ? '' : 's'} stored after it are kept as superseded`;
+  return `resumed from the checkpoint of step ${step}${newer} as attempt ${attempt}: steps from ${step + 1} on are redone; ${redo}`;
 }
 
 function finishInterrupted(store: Store, runId: number, step: number, reason: string, writer: BatchWriter): TrainOutcome {

@@ -1,0 +1,84 @@
+import { StudioError } from '../../api/errors';
+import type { Store } from '../../engine/store';
+import { runActions } from '../../engine/training/advice';
+import { requestRunStop, waitUntilStopped } from '../../runner/stop';
+import { intFlag, parseCommand, runRef, UsageError } from '../args';
+import { openCliStudio, type Command } from '../context';
+import { printJson } from '../format';
+
+const stopUsage = `Usage: marsrl stop RUN [--no-wait] [--timeout SECONDS] [--db PATH] [--json]
+
+Stops a run, whichever process owns it (a \`marsrl run\` in another terminal, the app, \`marsrl
+serve\`): the request is recorded with the run, and its worker stops at its next safe point and
+marks it interrupted, as Ctrl-C does; it stays resumable from its last checkpoint. A run whose
+owning process is gone is marked interrupted at once. Waits until the run has stopped (at most
+--timeout seconds, default: as long as it takes) unless --no-wait.`;
+
+export const stopCommand: Command = {
+  name: 'stop',
+  summary: 'stop a run at its next safe point, whichever process owns it',
+  usage: stopUsage,
+  async run(argv, ctx) {
+    const { values, positionals } = parseCommand(argv, { 'no-wait': { type: 'boolean', default: false }, timeout: { type: 'string' } }, stopUsage, 1);
+    if (values.help) {
+      ctx.out(stopUsage);
+      return 0;
+    }
+    const ref = positionals[0];
+    if (!ref) throw new UsageError('stop needs a RUN (id or name)', stopUsage);
+    runRef(ref, 'RUN', stopUsage);
+    const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
+    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    try {
+      const run = store.runs.find(ref);
+      if (!run) {
+        ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
+        return 1;
+      }
+      let outcome;
+      try {
+        outcome = requestRunStop(store, run.id, `marsrl stop (pid ${process.pid})`);
+      } catch (error) {
+        if (error instanceof StudioError && error.code === 'conflict') {
+          ctx.err(`marsrl stop: ${error.message}`);
+          return 1;
+        }
+        throw error;
+      }
+      if (outcome.kind === 'marked') {
+        if (values.json) printJson({ runId: run.id, status: 'interrupted', reason: outcome.reason, waited: false });
+        else ctx.out(`Run ${run.id} had no live worker: ${outcome.reason}.\n  ${nextStep(store, run.id)}`);
+        return 0;
+      }
+      if (!values.json) ctx.out(`Stop requested for run ${run.id}${outcome.ownerPid ? ` (worker pid ${outcome.ownerPid})` : ''}: it stops at its next safe point.`);
+      if (values['no-wait']) {
+        if (values.json) printJson({ runId: run.id, status: 'stopping', reason: outcome.reason, waited: false });
+        return 0;
+      }
+      const ended = await waitUntilStopped(store, run.id, { timeoutMs: timeoutS === undefined ? Infinity : timeoutS * 1000 });
+      if (ended === null) {
+        if (values.json) printJson({ runId: run.id, status: 'stopping', reason: outcome.reason, waited: true });
+        else ctx.err(`Run ${run.id} has not reached a safe point within ${timeoutS} s; the request stands and it stops there (check with: marsrl show ${run.id}).`);
+        return 1;
+      }
+      const step = store.metrics.lastStep(run.id);
+      if (values.json) printJson({ runId: run.id, status: ended.status, reason: ended.statusReason, lastStep: step, waited: true });
+      else {
+        ctx.out(`Run ${run.id} ${ended.status}${ended.statusReason ? ` (${ended.statusReason})` : ''}${step !== null ? ` after step ${step}` : ''}.`);
+        if (ended.status === 'interrupted') ctx.out(`  ${nextStep(store, run.id)}`);
+      }
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};
+
+/** What can be done with the stopped run, in the CLI's words (training/advice.ts decides). */
+function nextStep(store: Store, runId: number): string {
+  const run = store.runs.get(runId);
+  if (!run) return '';
+  return runActions(store, run)
+    .map((a) => `${a.text[0].toUpperCase()}${a.text.slice(1)}: ${a.command}`)
+    .join('\n  ');
+}
