@@ -7,5 +7,5 @@ export * from './series';
 export { loadRuns, isSummaryKey, UnknownRunError } from './load';
 
 export * from './format';
-export { collapseFlags, collapseFromCounts, type CollapseFlag } from './collapse';
+export { collapseFlags, collapseFromCounts, MIN_CLASS, MIN_OUTPUTS, NEARLY_ALL, WINDOW_STEPS, type CollapseFlag } from './collapse';
 export { compareWarnings, studyCommand, SUGGESTED_SEEDS, type CompareWarning } from './warnings';

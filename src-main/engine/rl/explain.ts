@@ -123,7 +123,9 @@ export function explainAdvantage(group: AdvantageGroupRows, options: AdvantageOp
   const recomputed = normalised * weight;
   const formula = scale === null ? `A = R − ${baseline.symbol}` : `A = (R − ${baseline.symbol}) / (${scale.symbol} + ε)`;
   const weighted = weight === 1 ? '' : ` × ${fmt(weight)} (class balance)`;
-  const numbers = scale === null ? `${fmt(group.reward)} − ${fmt(mu)}` : `(${fmt(group.reward)} − ${fmt(mu)}) / (${fmt(sigma)} + ${options.eps})`;
+  // A weight multiplies the whole normalised value: bracket a bare difference so it reads so.
+  const difference = `${fmt(group.reward)} − ${fmt(mu)}`;
+  const numbers = scale === null ? (weight === 1 ? difference : `(${difference})`) : `(${difference}) / (${fmt(sigma)} + ${options.eps})`;
   const substituted = zeroed ? `A = 0 (${baseline.singleSample ?? scale?.singleSample})${weighted}` : `A = ${numbers}${weighted} = ${fmt(recomputed)}`;
   return {
     turnId: group.turnId,
