@@ -81,9 +81,11 @@ describe('migrations', () => {
       });
       expect(rows, table).toEqual(before[table]);
     }
-    // runs gained tags, worker and attempt columns; everything it had is unchanged.
+    // runs gained tags, worker, attempt and stop-request columns; everything it had is unchanged.
     const runsAfter = store.db.prepare('SELECT * FROM runs ORDER BY id').all() as Record<string, unknown>[];
-    expect(runsAfter.map(({ tags_json, worker_pid, heartbeat_at, attempt, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at, attempt]).toEqual(['[]', null, null, 1]), rest))).toEqual(before.runs);
+    expect(
+      runsAfter.map(({ tags_json, worker_pid, heartbeat_at, attempt, stop_requested_at, stop_reason, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at, attempt, stop_requested_at, stop_reason]).toEqual(['[]', null, null, 1, null, null]), rest)),
+    ).toEqual(before.runs);
 
     // metrics moved to the key dictionary: every (run, key, step, wall time, value) survives.
     const metricsAfter = store.db

@@ -28,13 +28,24 @@ describe('marsrl study / compare (child process)', () => {
     expect(fs.existsSync(path.join(tmp.dir, 'untouched.db'))).toBe(false);
   });
 
+  it('--like turns runs into a study over seeds (issue 35: the study that makes a one-seed comparison evidence)', () => {
+    const [a, b] = [runIds[0], runIds[runIds.length - 1]];
+    const r = marsrl(['study', '--like', `${a},${b}`, '--seeds', '2', '--dry-run', '--json', '--db', db]);
+    expect(r.code, r.stderr).toBe(0);
+    const parsed = JSON.parse(r.stdout) as { name: string; cells: { seed: number }[] };
+    expect(parsed.name).toBe(`like-${a}-${b}`);
+    expect(parsed.cells.map((c) => c.seed)).toEqual([1, 2, 1, 2]);
+    expect(marsrl(['study', '--like', String(a), '--db', db]).stderr).toMatch(/--like: give at least two runs \(the sides to compare\)/);
+    expect(marsrl(['study', '--matrix', 'x.yaml', '--seeds', '2', '--db', db]).stderr).toMatch(/--seeds goes with --like/);
+  });
+
   it('rejects a bad matrix file naming the field, and bad flags', () => {
     const bad = path.join(tmp.dir, 'bad.yaml');
     fs.writeFileSync(bad, 'name: x\npreset: quick\naxes: { advantage.mode: [agentwise, sideways] }\nseeds: [1]\nconcurency: 2\n');
     const r = marsrl(['study', '--matrix', bad, '--db', path.join(tmp.dir, 'bad.db')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/concurency: unknown field; a matrix has .*concurrency/);
-    expect(marsrl(['study', '--db', db]).stderr).toMatch(/exactly one of --matrix FILE, --resume STUDY, --report STUDY or --list/);
+    expect(marsrl(['study', '--db', db]).stderr).toMatch(/exactly one of --matrix FILE, --like RUNS, --resume STUDY, --report STUDY or --list/);
     expect(marsrl(['study', '--list', '--concurrency', '0', '--db', db]).stderr).toMatch(/--concurrency must be an integer from 1 to 32/);
     expect(marsrl(['study', '--matrix', path.join(tmp.dir, 'missing.yaml')]).stderr).toMatch(/no such file/);
   });

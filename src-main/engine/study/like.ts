@@ -27,7 +27,7 @@ function valueAt(config: Record<string, unknown>, dotted: string): unknown {
 const NOT_SETTINGS = ['name', 'seed'];
 
 export function likeRunsMatrix(runs: readonly LikeRun[], seeds: number): Record<string, unknown> {
-  if (runs.length < 2) throw new RangeError('--like needs at least two runs (the sides to compare), e.g. --like 3,4');
+  if (runs.length < 2) throw new RangeError('give at least two runs (the sides to compare), e.g. --like 3,4');
   const strip = (config: Record<string, unknown>) => Object.fromEntries(Object.entries(config).filter(([k]) => !NOT_SETTINGS.includes(k)));
   const diff = diffConfigs(runs.map((r) => ({ runId: r.id, config: r.config })), NOT_SETTINGS);
   if (diff.keys.length === 0) throw new RangeError(`runs ${runs.map((r) => r.id).join(', ')} have the same config (they differ only in seed): compare them as seeds of one side instead`);
