@@ -5,7 +5,8 @@
  *   #/runs                                  runs table
  *   #/new?preset=quick | ?from=12           new-run form (from a preset, or a run's settings)
  *   #/runs/12?tab=charts|pipeline|events|config
- *   #/runs/12/trajectories?step=40&episode=9&turn=311
+ *   #/runs/12/trajectories?step=40&episode=9&turn=311&corrector=broke&view=turns&agent=verifier1
+ *                                           (the browser's filters too, so a link or Back keeps them)
  *   #/compare?runs=3,4,5&study=2            compare runs (a study's runs, grouped by its axes)
  *   #/studies | #/studies/2                 studies: list and launch, one study's progress
  */
@@ -18,10 +19,26 @@ export type Route =
   | { name: 'runs' }
   | { name: 'new'; preset: string | null; from: number | null }
   | { name: 'run'; runId: number; tab: RunTab }
-  | { name: 'trajectories'; runId: number; step: number | null; episode: number | null; turn: number | null }
+  | { name: 'trajectories'; runId: number; step: number | null; episode: number | null; turn: number | null; filters?: TrajectoryFilters }
   | { name: 'compare'; runs: number[]; study: number | null }
   | { name: 'studies'; studyId: number | null }
   | { name: 'not-found'; path: string };
+
+/**
+ * The trajectory browser's filters as they appear in its URL (issue 35): each a query parameter,
+ * absent when "any". The view turns them into store filters and back; unknown values are dropped.
+ */
+export const TRAJECTORY_FILTER_KEYS = ['view', 'outcome', 'split', 'verifier', 'corrector', 'from', 'to', 'q', 'agent', 'correct', 'rmin', 'rmax', 'superseded'] as const;
+export type TrajectoryFilters = Partial<Record<(typeof TRAJECTORY_FILTER_KEYS)[number], string>>;
+
+function trajectoryFilters(query: URLSearchParams): TrajectoryFilters {
+  const out: TrajectoryFilters = {};
+  for (const key of TRAJECTORY_FILTER_KEYS) {
+    const value = query.get(key);
+    if (value !== null && value !== '') out[key] = value;
+  }
+  return out;
+}
 
 function positiveInt(text: string | null): number | null {
   if (text === null || !/^\d+$/.test(text)) return null;
@@ -52,7 +69,7 @@ export function parseHash(hash: string): Route {
         return { name: 'run', runId, tab: (RUN_TABS as readonly string[]).includes(tab ?? '') ? (tab as RunTab) : 'charts' };
       }
       if (parts.length === 3 && parts[2] === 'trajectories') {
-        return { name: 'trajectories', runId, step: positiveInt(query.get('step')), episode: positiveInt(query.get('episode')), turn: positiveInt(query.get('turn')) };
+        return { name: 'trajectories', runId, step: positiveInt(query.get('step')), episode: positiveInt(query.get('episode')), turn: positiveInt(query.get('turn')), filters: trajectoryFilters(query) };
       }
     }
   }
@@ -74,7 +91,12 @@ export function hrefOf(route: Route): string {
     case 'run':
       return withQuery(`/runs/${route.runId}`, [['tab', route.tab === 'charts' ? null : route.tab]]);
     case 'trajectories':
-      return withQuery(`/runs/${route.runId}/trajectories`, [['step', route.step], ['episode', route.episode], ['turn', route.turn]]);
+      return withQuery(`/runs/${route.runId}/trajectories`, [
+        ['step', route.step],
+        ...TRAJECTORY_FILTER_KEYS.map((key): [string, string | null] => [key, route.filters?.[key] ?? null]),
+        ['episode', route.episode],
+        ['turn', route.turn],
+      ]);
     case 'compare':
       return withQuery('/compare', [['runs', route.runs.length ? route.runs.join(',') : null], ['study', route.study]]);
     case 'studies':

@@ -29,6 +29,8 @@ function run(id: number, extra: Partial<RunSummary> = {}): RunSummary {
     keyMetrics: {},
     study: null,
     configValues: {},
+    stopRequest: null,
+    actions: [],
     ...extra,
   };
 }
@@ -54,7 +56,7 @@ function fakeStudio(rows: RunSummary[]) {
     async getRun(runId: number): Promise<RunDetail> {
       const found = rows.find((r) => r.id === runId);
       if (!found) throw new Error(`run ${runId} does not exist`);
-      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null, runningSpans: [] };
+      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null, runningSpans: [], lastResume: null, collapse: [] };
     },
     onEvent(next: (event: StudioEvent) => void) {
       listener = next;

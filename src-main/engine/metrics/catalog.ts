@@ -29,7 +29,10 @@ export type MetricUnit =
   | 'ratio'
   | 'policy versions'
   | 'loss'
-  | 'milliseconds';
+  | 'milliseconds'
+  | 'bytes'
+  /** A logged key no entry describes: no unit is claimed for it (issue 35: bytes were called "ratio"). */
+  | 'value';
 
 export interface MetricInfo {
   /** A short human title: "Verifier precision", "Tokens per second". */
@@ -100,6 +103,10 @@ const BY_NAME: Record<string, Base> = {
   failed_calls: { title: 'Failed calls', what: "Calls of a reasoning-system run that failed after the endpoint's retries and counted against their chain's error budget.", unit: 'count' },
   failed_chains: { title: 'Failed chains', what: 'Chains of a reasoning-system run marked failed (over system.error_budget): no answer, counted wrong.', unit: 'count' },
   accepted: { title: 'Accepted by the loop', what: "Share of greedy chains MarsRL's loop accepted (system.approvals approving verdicts in a row) within system.max_iterations.", unit: 'share', range: SHARE, source: `${MARSRL}, public reasoning-system code` },
+  // Device memory per policy (model/gpu-memory.ts), as `memory/<policy>/<name>`.
+  weights_bytes: { title: 'Weight memory', what: "Bytes of the policy's weights resident on the tensor backend (and its frozen reference copy for the KL term, when there is one).", unit: 'bytes' },
+  optimizer_bytes: { title: 'Optimizer memory', what: "Bytes of the policy's optimizer state (Adam's two moments) on the tensor backend.", unit: 'bytes' },
+  judged_right_share: { title: 'Right solutions judged', what: "Share of the solutions the Verifier judged that were right: the base rate its verdicts are read against (far from 0.5, approving or rejecting everything pays unless advantage.verifier_class_balance is on).", unit: 'share', range: SHARE },
   corrector_score: { title: 'Warm-start Corrector score', what: "Share of wrong answers the warm-started policy repairs in the Corrector's role.", unit: 'share', range: SHARE },
 };
 
@@ -148,9 +155,9 @@ export function describeMetric(key: string): MetricInfo & { subject: string } {
   const subject = body.slice(0, body.length - nameParts).join('/');
   const scope = body[0] === 'sampled' || body[0] === 'fixed' ? body[0] : '';
   const evaluation = phase !== null;
-  if (!base) return { title: key, what: `Logged as ${key}; no description is registered for it.`, unit: 'ratio', evaluation, subject };
+  if (!base) return { title: key, what: `Logged as ${key}; no description is registered for it.`, unit: 'value', evaluation, subject };
 
-  const phaseWords = phase === 'eval' ? 'Held-out evaluation' : phase === 'pretrain' ? 'Warm start' : parts[0] === 'pool' ? 'Served models' : 'Training batch';
+  const phaseWords = phase === 'eval' ? 'Held-out evaluation' : phase === 'pretrain' ? 'Warm start' : parts[0] === 'pool' ? 'Served models' : parts[0] === 'memory' ? 'Tensor memory' : 'Training batch';
   const who = subject.replace(/^(sampled|fixed)\/?/, '');
   // perf/ and pipeline/ are sections of the step, not someone the metric is about.
   const qualifiers = [scopeWords(scope), who && who !== 'perf' && who !== 'pipeline' ? `for ${subjectWords(who)}` : null].filter(Boolean);

@@ -109,6 +109,8 @@ export function compareChartOption({ data, smoothing, grouped, runOrder, legend:
       scale: true,
       axisLine: { lineStyle: { color: CHART_THEME.axis } },
       axisLabel: { color: CHART_THEME.text, formatter: (v: number) => formatTick(v) },
+      // Steps and samples are counted: whole-number ticks (issue 35).
+      ...(data.xAxis !== 'wall' ? { minInterval: 1 } : {}),
       splitLine: { show: false },
     },
     yAxis: {

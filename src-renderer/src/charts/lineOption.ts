@@ -17,6 +17,8 @@ export interface LineChartInput {
   xAxis: SeriesXAxis;
   /** Titles the y axis; every line of a panel has it. */
   unit?: MetricUnit;
+  /** The values the metric can take (the catalog's: a share is in [0, 1]); the axis never runs past them. */
+  range?: readonly [number, number];
   /** Series shorter than this are drawn as logged (the default is MIN_SMOOTHED_POINTS). */
   minSmoothedPoints?: number;
   /**
@@ -48,7 +50,47 @@ interface TooltipParam {
   axisValue?: unknown;
 }
 
-export function lineChartOption({ lines, data, smoothing, xAxis, unit, minSmoothedPoints = MIN_SMOOTHED_POINTS, onReadout }: LineChartInput): ChartOption {
+/**
+ * ECharts' "nice" number (echarts/lib/util/number.js `nice`, round = true): the tick interval it
+ * picks for a span over `splitNumber` ticks. Reproduced to know the axis end it would draw.
+ */
+function niceInterval(span: number, splitNumber: number): number {
+  const raw = span / splitNumber;
+  const exponent = Math.floor(Math.log10(raw));
+  const f = raw / 10 ** exponent;
+  const nf = f < 1.5 ? 1 : f < 2.5 ? 2 : f < 4 ? 3 : f < 7 ? 5 : 10;
+  return nf * 10 ** exponent;
+}
+
+export const Y_SPLIT_NUMBER = 4;
+
+/**
+ * The y axis's ends for a bounded metric (issue 35: share axes ran to 1.02 and 1.4): where the
+ * rounded extent ECharts would draw passes a bound the data stays within, the axis ends at the
+ * bound instead; otherwise ECharts chooses (null).
+ */
+export function boundedAxisEnd(range: readonly [number, number], end: 'min' | 'max'): (extent: { min: number; max: number }) => number | null {
+  return ({ min, max }) => {
+    if (!Number.isFinite(min) || !Number.isFinite(max)) return null;
+    const [lo, hi] = range;
+    if (min < lo || max > hi) return null;
+    const interval = niceInterval(max - min || Math.abs(max) || 1, Y_SPLIT_NUMBER);
+    if (end === 'max') return Math.ceil(max / interval - 1e-9) * interval > hi ? hi : null;
+    return Math.floor(min / interval + 1e-9) * interval < lo ? lo : null;
+  };
+}
+
+/** Axis ticks of a unit: bytes as KiB/MiB/GiB, everything else as formatTick does. */
+function tickFormatter(unit: MetricUnit | undefined): (v: number) => string {
+  if (unit !== 'bytes') return (v) => formatTick(v);
+  return (v) => {
+    const abs = Math.abs(v);
+    const [div, suffix] = abs >= 2 ** 30 ? [2 ** 30, ' GiB'] : abs >= 2 ** 20 ? [2 ** 20, ' MiB'] : abs >= 2 ** 10 ? [2 ** 10, ' KiB'] : [1, ' B'];
+    return `${Number((v / div).toPrecision(3))}${suffix}`;
+  };
+}
+
+export function lineChartOption({ lines, data, smoothing, xAxis, unit, range, minSmoothedPoints = MIN_SMOOTHED_POINTS, onReadout }: LineChartInput): ChartOption {
   const series: Record<string, unknown>[] = [];
   /** The raw points of each smoothed line, by series id: the tooltip shows both. */
   const rawOf = new Map<string, Points>();
@@ -119,6 +161,8 @@ export function lineChartOption({ lines, data, smoothing, xAxis, unit, minSmooth
       splitLine: { show: false },
       // The data's last x is rarely a round tick and its label would crowd the one before it.
       axisLabel: { color: CHART_THEME.text, fontSize: 10, hideOverlap: true, showMaxLabel: false, formatter: (v: number) => formatAxisX(v, xAxis) },
+      // Steps are whole numbers: one tick per step at most (issue 35: early charts read "0 0 0 1 1").
+      ...(xAxis === 'step' ? { minInterval: 1 } : {}),
       name: xAxis === 'wall' ? 'wall time' : 'step',
       nameLocation: 'middle',
       nameGap: 20,
@@ -127,15 +171,17 @@ export function lineChartOption({ lines, data, smoothing, xAxis, unit, minSmooth
     yAxis: {
       type: 'value',
       scale: true,
+      ...(range ? { min: boundedAxisEnd(range, 'min'), max: boundedAxisEnd(range, 'max') } : {}),
+      ...(unit === 'count' || unit === 'bytes' || unit === 'tokens' ? { minInterval: 1 } : {}),
       name: unit ? unitLabel(unit) : undefined,
       nameLocation: 'middle',
       nameGap: 34,
       nameTextStyle: { color: CHART_THEME.text, fontSize: 10 },
-      splitNumber: 4,
+      splitNumber: Y_SPLIT_NUMBER,
       axisLine: { show: false },
       axisTick: { show: false },
       splitLine: { lineStyle: { color: CHART_THEME.grid } },
-      axisLabel: { color: CHART_THEME.text, fontSize: 10, formatter: (v: number) => formatTick(v) },
+      axisLabel: { color: CHART_THEME.text, fontSize: 10, formatter: tickFormatter(unit) },
     },
     dataZoom: [{ type: 'inside', xAxisIndex: 0, zoomOnMouseWheel: 'ctrl', moveOnMouseWheel: false, moveOnMouseMove: true }],
     series,

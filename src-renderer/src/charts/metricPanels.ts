@@ -36,6 +36,8 @@ export interface MetricPanel {
   subtitle: string;
   /** The one unit of every line (the y axis is titled with it). */
   unit: MetricUnit;
+  /** The values the lines can take (a share: [0, 1]); the y axis stays within it. */
+  range?: readonly [number, number];
   /** Held-out evaluation or warm-start values: not smoothed unless the user asks. */
   evaluation: boolean;
   /** Title, description, unit and source of each line's metric, for the title's tooltip. */
@@ -53,7 +55,7 @@ function panelOf(id: string, title: string, subtitle: string, lines: PanelLine[]
     if (!seen.has(name)) texts.push(text);
     seen.add(name);
   }
-  return { id, title, subtitle, unit: info.unit, evaluation: info.evaluation, description: texts.join('\n\n'), lines };
+  return { id, title, subtitle, unit: info.unit, ...(info.range ? { range: info.range } : {}), evaluation: info.evaluation, description: texts.join('\n\n'), lines };
 }
 
 export interface MetricSection {

@@ -15,6 +15,9 @@ import type { Points } from '../charts/lineOption';
 export const LIVE_REFRESH_MS = 1000;
 /** Points per series: about one per horizontal pixel of a dashboard panel. */
 export const SERIES_POINTS = 600;
+/** Events that change what the run page says (a stop asked for, a resume's report, a checkpoint): the detail is read again. */
+const DETAIL_EVENTS = ['stop_requested', 'resumed', 'checkpoint_unusable', 'checkpoint', 'interrupted', 'worker_exit'];
+
 /** The API takes at most this many keys per call. */
 const KEYS_PER_CALL = 64;
 
@@ -138,7 +141,7 @@ export const useDashboardStore = defineStore('dashboard', () => {
       const known = progress.value?.step ?? detail.value?.lastStep ?? null;
       progress.value = { step: known === null ? event.step : Math.max(known, event.step), totalSteps: event.totalSteps };
       scheduleLiveRefresh();
-    } else if (event.type === 'run-status' || event.type === 'run-updated') {
+    } else if (event.type === 'run-status' || event.type === 'run-updated' || (event.type === 'event' && DETAIL_EVENTS.includes(event.event.kind))) {
       scheduleLiveRefresh();
     }
   }

@@ -5,7 +5,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { EpisodeDetail, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
+import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
 import { errorMessage, studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
 import { chainAgents, episodeTreeRows } from '../util/episodeTree';
@@ -57,6 +57,8 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
   const turnsLoaded = ref(false);
 
   const episode = shallowRef<EpisodeDetail | null>(null);
+  /** The episode filters the open episode's matched turns were asked for (a change asks again). */
+  let episodeMatchKey = '';
   const episodeLoading = ref(false);
   const selectedTurnId = ref<number | null>(null);
   const error = ref<string | null>(null);
@@ -177,6 +179,13 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     }
   }
 
+  /** The turn-level episode filters in force (their matching turns are highlighted, issue 35). */
+  function episodeMatch(): EpisodeMatch | undefined {
+    const f = episodeFilters.value;
+    if (mode.value !== 'episodes' || (!f.verifier && !f.corrector)) return undefined;
+    return { ...(f.verifier ? { verifier: f.verifier } : {}), ...(f.corrector ? { corrector: f.corrector } : {}) };
+  }
+
   async function selectEpisode(episodeId: number | null, turnId: number | null = null): Promise<void> {
     const mine = ++episodeGen;
     selectedTurnId.value = turnId;
@@ -184,18 +193,44 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
       episode.value = null;
       return;
     }
-    if (episode.value?.episode.id === episodeId) return;
+    const match = episodeMatch();
+    const matchKey = JSON.stringify(match ?? {});
+    if (episode.value?.episode.id === episodeId && episodeMatchKey === matchKey) {
+      if (turnId === null) selectedTurnId.value = defaultTurn(episode.value);
+      return;
+    }
     episodeLoading.value = true;
     try {
-      const detail = await studioClient().getEpisode(episodeId);
+      const detail = await studioClient().getEpisode(episodeId, match);
       if (mine !== episodeGen) return;
       episode.value = markRaw(detail);
-      if (selectedTurnId.value === null) selectedTurnId.value = detail.turns[0]?.id ?? null;
+      episodeMatchKey = matchKey;
+      if (selectedTurnId.value === null) selectedTurnId.value = defaultTurn(detail);
     } catch (caught) {
       if (mine === episodeGen) error.value = errorMessage(caught);
     } finally {
       if (mine === episodeGen) episodeLoading.value = false;
     }
+  }
+
+  /** The turn an episode opens on: the first one its filters matched, else its first. */
+  function defaultTurn(detail: EpisodeDetail): number | null {
+    return detail.matchedTurnIds[0] ?? detail.turns[0]?.id ?? null;
+  }
+
+  /**
+   * Every filter at once, from the page's URL (issue 35: the URL is the source of truth, so a link
+   * and Back restore them); the list of the mode shown is loaded again, the other on its next show.
+   */
+  async function applyFilters(next: { mode: 'episodes' | 'turns'; episode: EpisodeFilters; turn: TurnFilters; includeSuperseded: boolean; step: number | null }): Promise<void> {
+    mode.value = next.mode;
+    episodeFilters.value = { ...next.episode };
+    turnFilters.value = { ...next.turn };
+    includeSuperseded.value = next.includeSuperseded;
+    step.value = next.step;
+    episodesLoaded.value = false;
+    turnsLoaded.value = false;
+    await (next.mode === 'episodes' ? loadEpisodes() : loadTurns());
   }
 
   function setStep(next: number | null): Promise<void> {
@@ -281,6 +316,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
     selectEpisode,
     setStep,
     setEpisodeFilters,
+    applyFilters,
     latestTrainingStep,
     follow,
     unfollow,

@@ -63,7 +63,7 @@ export function describeParsed(agent: string, parsed: string | null): string {
 }
 
 export interface BranchMark {
-  /** This answer is the episode's final answer, and no later repair of it replaced it. */
+  /** This turn decided the episode's final answer (one turn per episode; see finalTurnId). */
   final: boolean;
   /** Why the chain goes no further from this turn, when it does not. */
   stop: string | null;
@@ -79,6 +79,7 @@ const isApproval = (t: EpisodeTurn) => t.parsed === 'approve' || t.parsed === 'o
  * sample over (only `select_k` of a group go on), or at the round limit.
  */
 export function branchMarks(turns: readonly EpisodeTurn[], rounds: number, finalAnswer: string | null): Map<number, BranchMark> {
+  const finalTurn = finalTurnId(turns, finalAnswer);
   const children = new Map<number, EpisodeTurn[]>();
   for (const t of turns) if (t.parentTurnId !== null) children.set(t.parentTurnId, [...(children.get(t.parentTurnId) ?? []), t]);
   const groupOf = (t: EpisodeTurn) => turns.filter((s) => s.parentTurnId === t.parentTurnId && s.agent === t.agent && s.groupId === t.groupId);
@@ -105,10 +106,43 @@ export function branchMarks(turns: readonly EpisodeTurn[], rounds: number, final
     } else if (!below.some(isRejection)) {
       stop = 'no rejection: every verdict approved';
     }
-    // An answer is final when it is the episode's and no rejection of it led to a repair.
-    const replaced = below.some((v) => isRejection(v) && (children.get(v.id)?.length ?? 0) > 0);
-    const final = !verifier && finalAnswer !== null && t.parsed === finalAnswer && !replaced && (t.agent === 'solver' || t.round <= rounds);
-    marks.set(t.id, { final, stop });
+    marks.set(t.id, { final: t.id === finalTurn, stop });
   }
   return marks;
+}
+
+/**
+ * The one turn that gave the episode its final answer (issue 35: "★ final" was on up to nine
+ * turns of one episode). The engine's rule (training/rollout.ts finishEpisode, agents/outcome.ts):
+ * every chain from a verified Solver turn (every Solver turn when none was verified) down to a
+ * leaf, in turn order, is walked — an answer stands until a Verifier rejects it and a Corrector
+ * replaces it; the chain stops at a Verifier that does not reject — and the episode's answer is
+ * the majority of the chains' answers, ties to the first. The turn marked is the one that decided
+ * the first chain ending with that answer. Null when no chain ends with it.
+ */
+export function finalTurnId(turns: readonly EpisodeTurn[], finalAnswer: string | null): number | null {
+  if (finalAnswer === null) return null;
+  const byId = [...turns].sort((a, b) => a.id - b.id);
+  const children = new Map<number, EpisodeTurn[]>();
+  for (const t of byId) if (t.parentTurnId !== null) children.set(t.parentTurnId, [...(children.get(t.parentTurnId) ?? []), t]);
+  const solvers = byId.filter((t) => t.agent === 'solver');
+  const verified = solvers.filter((t) => children.has(t.id));
+  const chains: EpisodeTurn[][] = [];
+  const walk = (turn: EpisodeTurn, path: EpisodeTurn[]) => {
+    const next = children.get(turn.id) ?? [];
+    if (next.length === 0) chains.push([...path, turn]);
+    for (const child of next) walk(child, [...path, turn]);
+  };
+  for (const root of verified.length > 0 ? verified : solvers) walk(root, []);
+  const target = finalAnswer.trim();
+  for (const chain of chains) {
+    let decider: EpisodeTurn = chain[0];
+    for (const turn of chain.slice(1)) {
+      if (turn.agent.startsWith('verifier')) {
+        if (!isRejection(turn)) break;
+      } else decider = turn;
+    }
+    if (decider.parsed !== null && decider.parsed.trim() === target) return decider.id;
+  }
+  return null;
 }
