@@ -17,7 +17,9 @@ import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
 import { hfPoliciesOf } from '../../src-renderer/src/stores/modelExport';
-import { branchMarks, chainAgents, describeParsed, episodeTreeRows, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import { branchMarks, chainAgents, describeParsed, episodeTreeRows, finalTurnId, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import { filtersFromUrl, urlFromFilters } from '../../src-renderer/src/util/trajectoryUrl';
+import { boundedAxisEnd } from '../../src-renderer/src/charts/lineOption';
 import {
   buildExportRequest,
   containerReason,
@@ -236,10 +238,13 @@ describe('episode tree', () => {
     // Solver group of 3; selection kept 2. v10 rejects s1 and c20 repairs it; v11 approves s2.
     const turns = [t(1, 'solver', null, 'b', 0, 0), t(2, 'solver', null, 'a', 0, 0), t(3, 'solver', null, 'a', 0, 0), t(10, 'verifier1', 1, 'reject', 1, 1), t(11, 'verifier1', 2, 'approve', 1, 2), t(20, 'corrector1', 10, 'a', 1, 3)];
     const marks = branchMarks(turns, 1, 'a');
+    // One final answer per episode (issue 35; before, s2, s3 and c20 were all marked): the chains
+    // in turn order are s1 → v10 → c20 (answer a, decided by c20) and s2 → v11 (answer a, decided by
+    // s2); the majority answer a is marked on the decider of the first chain that ends with it.
     expect(Object.fromEntries([...marks].map(([id, m]) => [id, [m.final, m.stop]]))).toEqual({
       1: [false, null],
-      2: [true, 'no rejection: every verdict approved'],
-      3: [true, 'not judged: selection kept 2 of 3'],
+      2: [false, 'no rejection: every verdict approved'],
+      3: [false, 'not judged: selection kept 2 of 3'],
       10: [false, null],
       11: [false, 'approved: the chain ends here'],
       20: [true, 'round limit reached'],
@@ -248,12 +253,64 @@ describe('episode tree', () => {
     expect(branchMarks(turns, 2, 'a').get(20)?.stop).toBeNull();
   });
 
+  it('finds the one turn that decided the final answer, by the engine\'s chain and majority rule (issue 35)', () => {
+    const t = (id: number, agent: string, parent: number | null, parsed: string | null) => ({ id, agent, parentTurnId: parent, parsed, round: agent === 'solver' ? 0 : 1, groupId: 0, sampleIndex: id } as unknown as EpisodeTurn);
+    // Two chains say b (s1 approved; s2 rejected, c21 keeps b), one says a (s3 rejected, c22 → a):
+    // b wins, decided first by s1. The unverified s4 (also b) is not a chain.
+    const turns = [t(1, 'solver', null, 'b'), t(2, 'solver', null, 'b'), t(3, 'solver', null, 'c'), t(4, 'solver', null, 'b'), t(10, 'verifier1', 1, 'approve'), t(11, 'verifier1', 2, 'reject'), t(12, 'verifier1', 3, 'reject'), t(21, 'corrector1', 11, 'b'), t(22, 'corrector1', 12, 'a')];
+    expect(finalTurnId(turns, 'b')).toBe(1);
+    expect(finalTurnId(turns, 'a')).toBe(22);
+    // A rejected answer whose repair replaced it never decides: c is nobody's final answer.
+    expect(finalTurnId(turns, 'c')).toBeNull();
+    expect(finalTurnId(turns, null)).toBeNull();
+    // No Verifier at all (rounds 0): every Solver turn is its own chain.
+    expect(finalTurnId([t(1, 'solver', null, 'x'), t(2, 'solver', null, 'y')], 'y')).toBe(2);
+    expect([...branchMarks(turns, 1, 'b').values()].filter((m) => m.final)).toHaveLength(1);
+  });
+
   it('names chain agents and verdicts', () => {
     expect(chainAgents(2)).toEqual(['solver', 'verifier1', 'corrector1', 'verifier2', 'corrector2']);
     expect(describeParsed('verifier1', 'reject')).toBe('rejects');
     expect(describeParsed('verifier2', 'approve')).toBe('approves');
     expect(describeParsed('solver', '0123')).toBe('0123');
     expect(describeParsed('corrector1', null)).toBe('unparsed');
+  });
+});
+
+describe('trajectory browser URL (issue 35)', () => {
+  it('every filter round-trips through the URL; unknown values are dropped', () => {
+    const url = { view: 'turns', outcome: 'unsolved', split: 'train', verifier: 'false_reject', corrector: 'broke', from: '3', to: '9', q: 'sort 12', agent: 'verifier2', correct: 'false', rmin: '-0.5', rmax: '1', superseded: '1' } as const;
+    const filters = filtersFromUrl(url);
+    expect(filters).toEqual({
+      mode: 'turns',
+      episode: { outcome: 'unsolved', split: 'train', verifier: 'false_reject', corrector: 'broke', stepFrom: 3, stepTo: 9, search: 'sort 12' },
+      turn: { agent: 'verifier2', correct: false, minReward: -0.5, maxReward: 1 },
+      includeSuperseded: true,
+    });
+    expect(urlFromFilters(filters)).toEqual(url);
+    expect(filtersFromUrl({ corrector: 'mended', from: '-1', correct: 'maybe', agent: 'DROP TABLE', rmin: 'x' })).toEqual(filtersFromUrl({}));
+    expect(urlFromFilters(filtersFromUrl({}))).toEqual({});
+  });
+});
+
+describe('chart axes (issue 35)', () => {
+  it('steps tick at whole numbers', () => {
+    const option = lineChartOption({ lines: [{ key: 'eval/system/accuracy', label: 'system', color: '#fff', dashed: false }], data: new Map([['eval/system/accuracy', [[0, 0.9], [1, 1]]]]), smoothing: 0, xAxis: 'step' }) as { xAxis: { minInterval?: number } };
+    expect(option.xAxis.minInterval).toBe(1);
+  });
+  it('a share axis ends at 1 where ECharts would round past it, and is left alone otherwise', () => {
+    const top = boundedAxisEnd([0, 1], 'max');
+    // [0.2, 1]: interval nice(0.8 / 4) = 0.2, ceil(1 / 0.2) · 0.2 = 1: not past, left to ECharts.
+    expect(top({ min: 0.2, max: 1 })).toBeNull();
+    // [0.85, 0.97]: interval 0.03, rounded top 0.99: within, left alone.
+    expect(top({ min: 0.85, max: 0.97 })).toBeNull();
+    // [0.87, 0.995]: interval nice(0.03125) = 0.03, rounded top 34 · 0.03 = 1.02: capped at 1.
+    expect(top({ min: 0.87, max: 0.995 })).toBe(1);
+    // A difference of shares in [−1, 1]: [−0.95, 0.2] has interval 0.3 and a rounded bottom of −1.2: capped at −1.
+    expect(boundedAxisEnd([-1, 1], 'min')({ min: -0.95, max: 0.2 })).toBe(-1);
+    expect(boundedAxisEnd([-1, 1], 'min')({ min: -0.5, max: 0.2 })).toBeNull();
+    // Data outside the range (a metric that breaks its own bounds) is shown as it is.
+    expect(top({ min: 0.5, max: 1.3 })).toBeNull();
   });
 });
 

@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import type { Store } from '../../src-main/engine/store';
+import { REPO_ROOT } from '../helpers/cli';
 import { tinyConfig } from '../training/tiny';
 import { screenshot } from './browser';
 import { seedStudio, type Seeded } from './seed';
@@ -205,8 +206,9 @@ describe('an advantage you can check', () => {
   it('shows the group, mean, std, count, mode and formula, and the numbers recompute the advantage', async () => {
     const run = seeded.done;
     const episode = seeded.rejectingEpisodeId;
-    const verifierTurn = store.trajectories.episodeTurns(episode).find((t) => t.agent === 'verifier1')!;
-    await session.open(`#/runs/${run.id}/trajectories?episode=${episode}&turn=${verifierTurn.id}`, { fresh: true });
+    // A Corrector's repairs: rewards 1 and 0 in one group, so the advantage is not trivially 0.
+    const turn = store.trajectories.episodeTurns(episode).find((t) => t.agent === 'corrector1' && t.advantage !== 0)!;
+    await session.open(`#/runs/${run.id}/trajectories?episode=${episode}&turn=${turn.id}`, { fresh: true });
     const panel = page.getByTestId('advantage-explain');
     await panel.getByTestId('advantage-formula').waitFor();
     expect(await panel.getByTestId('advantage-mode').textContent()).toBe('agentwise');
@@ -217,14 +219,17 @@ describe('an advantage you can check', () => {
     expect(rewards.length).toBeGreaterThan(1);
     const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
     const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / (rewards.length - 1));
-    const expected = (verifierTurn.reward! - mean) / (std + 1e-6);
+    const expected = (turn.reward! - mean) / (std + 1e-6);
     expect(await panel.getByTestId('advantage-baseline').textContent()).toContain(`(n = ${rewards.length})`);
     expect(await panel.getByTestId('advantage-baseline').textContent()).toMatch(new RegExp(`= ${Number(mean.toPrecision(6))}$`));
     expect(await panel.getByTestId('advantage-scale').textContent()).toMatch(new RegExp(`= ${Number(std.toPrecision(6))}$`));
     const substituted = (await panel.getByTestId('advantage-substituted').textContent())!.trim();
     expect(Number(/= (-?[\d.e-]+)$/.exec(substituted)?.[1])).toBeCloseTo(expected, 4);
-    expect(expected).toBeCloseTo(verifierTurn.advantage!, 5);
+    expect(expected).toBeCloseTo(turn.advantage!, 5);
     expect(await panel.getByTestId('advantage-check').getAttribute('data-agrees')).toBe('true');
+    // The README's picture of the trajectory browser (docs/screenshots).
+    const shot = await screenshot(page, 'trajectories');
+    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'trajectories.png'));
   });
 });
 
@@ -349,6 +354,8 @@ describe('charts', () => {
     await expect.poll(() => panel('train:grad_norm').getByTestId('panel-readout').textContent(), POLL).not.toBe('');
     const filled = await page.getByTestId('panel-readout').evaluateAll((els) => els.filter((e) => (e.textContent ?? '').trim() !== '').length);
     expect(filled).toBe(1);
-    await screenshot(page, 'dashboard-one-tooltip');
+    // The README's picture of the dashboard (docs/screenshots).
+    const shot = await screenshot(page, 'dashboard-one-tooltip');
+    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'dashboard.png'));
   });
 });
