@@ -228,7 +228,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
         // It leaves on its own only when told to stop; a signal or an error exit is a death.
         if (!trainerExit && entry.stopReason === null && (code !== 0 || signal)) {
           rolloutDeath = `rollout worker process ${signal ? `killed by ${signal}` : `exited with code ${code}`}`;
-          store.events.log(runId, 'error', 'worker_exit', `the run's rollout worker stopped unexpectedly: ${rolloutDeath}; the trainer stops at its next safe point`, { code, signal, role: 'rollout' });
+          // The run is about to end interrupted: the advice is for that run (training/advice.ts).
+          const advice = adviceSentence(runActions(store, { ...store.runs.get(runId)!, status: 'interrupted' }));
+          store.events.log(runId, 'error', 'worker_exit', `the run's rollout worker stopped unexpectedly: ${rolloutDeath}; the trainer stops at its next safe point; then ${advice}`, { code, signal, role: 'rollout' });
           worker.send({ type: 'stop', reason: rolloutDeath });
           const timer = setTimeout(() => worker.kill('SIGTERM'), TRAINER_GRACE_MS);
           timer.unref();
@@ -285,7 +287,8 @@ export function createRunManager(options: RunManagerOptions): RunManager {
       if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
       // A reasoning-system run resumes from its stored turns, not from a checkpoint.
       if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config)) {
-        throw new StudioError('conflict', `run ${runId} has no checkpoint (it stopped before the first one), so it cannot be resumed; run it again with the same config: \`marsrl run --like ${runId}\``);
+        const why = store.events.latestCheckpoint(runId) ? 'left on disk (its checkpoint folders are gone)' : '(it stopped before the first one)';
+        throw new StudioError('conflict', `run ${runId} has no checkpoint ${why}, so it cannot be resumed; run it again with the same config: \`marsrl run --like ${runId}\``);
       }
       // Another process (a second `marsrl resume`, the app) may be resuming it right now.
       if (!store.runs.claimForResume(runId)) {

@@ -161,6 +161,7 @@ describe('stop from the app, and advice that is true', () => {
     await expect.poll(() => notice.textContent(), POLL).toMatch(/Stopping at the next safe point — stopped by the user from marsrl serve/);
     expect(store.runs.get(run.id)!.stopRequest).toMatchObject({ reason: 'stopped by the user from marsrl serve' });
     expect(await page.getByTestId('stop-run').isDisabled()).toBe(true);
+    await atSizes('run-stopping', () => notice.waitFor());
     // No error: the old answer was 409 "not running in this process".
     expect(await page.locator('.error-banner').count()).toBe(0);
   });
@@ -169,6 +170,7 @@ describe('stop from the app, and advice that is true', () => {
     await session.open(`#/runs/${ids.resumed}`, { fresh: true });
     const report = page.getByTestId('resume-report');
     await expect.poll(() => report.textContent(), POLL).toMatch(/Resumed as attempt 2 from the checkpoint of step 4; the newer checkpoint of step 9 was skipped: policy solver: optimizer\.bin: checksum mismatch.*Steps from 5 on were redone: 956 turns of the earlier attempt are kept as superseded/s);
+    await atSizes('run-resume-report', () => report.waitFor());
   });
 });
 

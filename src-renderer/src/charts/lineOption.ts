@@ -172,7 +172,7 @@ export function lineChartOption({ lines, data, smoothing, xAxis, unit, range, mi
       type: 'value',
       scale: true,
       ...(range ? { min: boundedAxisEnd(range, 'min'), max: boundedAxisEnd(range, 'max') } : {}),
-      ...(unit === 'count' || unit === 'bytes' || unit === 'tokens' ? { minInterval: 1 } : {}),
+      ...(unit === 'count' || unit === 'bytes' || unit === 'tokens' || unit === 'policy versions' ? { minInterval: 1 } : {}),
       name: unit ? unitLabel(unit) : undefined,
       nameLocation: 'middle',
       nameGap: 34,
