@@ -107,10 +107,16 @@ describe('mathAnswersEqual: the judged table', () => {
 
 describe('normalizeAnswer', () => {
   it('drops notation and keeps the value', () => {
-    expect(normalizeAnswer('$\\boxed{1{,}000}$.')).toEqual({ latex: '1000', percent: false });
-    expect(normalizeAnswer('\\dfrac{1}{2}\\text{ m}')).toEqual({ latex: '\\frac{1}{2}', percent: false });
-    expect(normalizeAnswer('28\\%')).toEqual({ latex: '28', percent: true });
-    expect(normalizeAnswer('k = \\left(3\\right)')).toEqual({ latex: '(3)', percent: false });
+    expect(normalizeAnswer('$1{,}000$')).toBe('1000');
+    expect(normalizeAnswer('\\dfrac{1}{2}\\text{ m}')).toBe('\\frac{1}{2}');
+    expect(normalizeAnswer('28\\%')).toBe('28%');
+    expect(normalizeAnswer('\\left( 3 \\right)\\,')).toBe('( 3 )');
+  });
+
+  it('keeps both sides of an equation: the right-hand side alone is not the answer (issue #34)', () => {
+    // Issue #14's normaliser returned `(3)` here: only the right-hand side of the last `=` was
+    // compared, so for the reference `2x + z = 1` the answer `1` was accepted.
+    expect(normalizeAnswer('k = \\left(3\\right)')).toBe('k = (3)');
   });
 });
 

@@ -38,7 +38,7 @@ export function compareForms(reference: Form, answer: Form, oracle: ValueOracle)
   const ans = canonical(answer);
   if (ref.kind === 'empty') return no('the reference has no answer to compare with');
   if (ans.kind === 'empty') return no('the answer is empty');
-  if (describe(ref) === describe(ans) && ref.kind !== 'relation') return yes(`the same ${kindName(ref)}, written the same way`);
+  if (describe(ref) === describe(ans)) return yes(`the same ${kindName(ref)}, written the same way`);
   return compareCanonical(ref, ans, oracle);
 }
 
@@ -67,7 +67,12 @@ function quote(form: Form): string {
  */
 export function canonical(form: Form): Form {
   if (form.kind === 'list') {
-    const items = form.items.map(canonical).filter((item) => item.kind !== 'empty');
+    // An item written twice is one answer (`2, 2` is 2).
+    const seen = new Set<string>();
+    const items = form.items
+      .map(canonical)
+      .filter((item) => item.kind !== 'empty')
+      .filter((item) => (seen.has(describe(item)) ? false : (seen.add(describe(item)), true)));
     if (items.length === 1) return items[0];
     const named = items.every((i) => i.kind === 'named' && i.entries.length === 1);
     if (named && items.length > 0) {
@@ -433,34 +438,25 @@ function compareCollections(ref: Form, ans: Form, oracle: ValueOracle): Verdict 
   const collection = (f: Form) => f.kind === 'tuple' || f.kind === 'list' || f.kind === 'set';
   if (!collection(ref) || !collection(ans)) return no(`${kindName(ref)} ${quote(ref)} against ${kindName(ans)} ${quote(ans)}`);
   if ((ref.kind === 'set' && ans.kind === 'tuple') || (ref.kind === 'tuple' && ans.kind === 'set')) return no('a set against a tuple');
-  if (a.length !== b.length) return no(`${a.length} items against ${b.length}`);
-  if (a.length > MAX_ITEMS) return no(`more than ${MAX_ITEMS} items`);
+  if (a.length > MAX_ITEMS || b.length > MAX_ITEMS) return no(`more than ${MAX_ITEMS} items`);
   const ordered = ref.kind === 'tuple' || ans.kind === 'tuple';
   if (ordered) {
+    if (a.length !== b.length) return no(`${a.length} items against ${b.length}`);
     for (let i = 0; i < a.length; i++) {
       const verdict = compareForms(a[i], b[i], oracle);
       if (!verdict.equal) return no(`item ${i + 1} differs: ${verdict.reason}`);
     }
     return yes('the same items in the same order');
   }
-  return matchAll(a, b, oracle) ? yes('the same items, in any order') : no(`${quote(ref)} and ${quote(ans)} do not hold the same items`);
+  return sameSet(a, b, oracle) ? yes('the same items, in any order') : no(`${quote(ref)} and ${quote(ans)} do not hold the same items`);
 }
 
-/** Whether every item of `a` pairs with a distinct equal item of `b` (bipartite matching). */
-function matchAll(a: Form[], b: Form[], oracle: ValueOracle): boolean {
+/**
+ * Whether two lists hold the same items as sets: each item of one equals some item of the other
+ * (an item written twice is one answer, as in Math-Verify's sets).
+ */
+function sameSet(a: Form[], b: Form[], oracle: ValueOracle): boolean {
   const equal = a.map((x) => b.map((y) => compareForms(x, y, oracle).equal));
-  const owner = new Array<number>(b.length).fill(-1);
-  const place = (i: number, seen: boolean[]): boolean => {
-    for (let j = 0; j < b.length; j++) {
-      if (!equal[i][j] || seen[j]) continue;
-      seen[j] = true;
-      if (owner[j] === -1 || place(owner[j], seen)) {
-        owner[j] = i;
-        return true;
-      }
-    }
-    return false;
-  };
-  return a.every((_, i) => place(i, new Array<boolean>(b.length).fill(false)));
+  return a.every((_, i) => equal[i].some(Boolean)) && b.every((_, j) => equal.some((row) => row[j]));
 }
 

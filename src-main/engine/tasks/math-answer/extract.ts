@@ -136,12 +136,25 @@ function answerAfter(rest: string): string | null {
     .replace(/[.\s"*]+$/, '')
     .replace(/^["*\s]+/, '')
     .trim();
-  return words === '' ? null : words;
+  if (words === '') return null;
+  return numberInWords(words) ?? words;
+}
+
+/**
+ * The one number of an answer sentence in words ("Jane started growing Sphere 3 hours ago" is 3),
+ * with its percent sign; none when it has two numbers, or a negation ("not 5" answers nothing).
+ */
+function numberInWords(words: string): string | null {
+  if (!/[A-Za-z]{2,}/.test(words) || /\b(?:not|no|never|cannot)\b|n't/i.test(words)) return null;
+  const numbers = [...words.matchAll(/(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:\/\d+)?(\s*(?:%|percent\b))?/g)];
+  if (numbers.length !== 1) return null;
+  return numbers[0][0].replace(/\s*percent$/, '%').trim();
 }
 
 /** The last "final answer is …" statement (Minerva's "Final Answer: The final answer is $x$. I hope it is correct."). */
 function finalAnswerStatement(text: string): { answer: string; start: number } | null {
-  const matches = [...text.matchAll(/final answer\b[^\n]{0,100}?\bis\b/gi)];
+  // Within one sentence: "Final Answer: Jane started 3 hours ago. I hope it is correct." states no "is".
+  const matches = [...text.matchAll(/final answer\b(?:[^\n.]|\.(?=\d)){0,100}?\bis\b/gi)];
   for (let i = matches.length - 1; i >= 0; i--) {
     const m = matches[i];
     const answer = answerAfter(text.slice((m.index ?? 0) + m[0].length));
@@ -186,7 +199,8 @@ export function extractFinalAnswer(text: string): ExtractedAnswer {
   const math = lastMath(text);
   if (math !== null) return { answer: math, source: 'math' };
   const whole = text.trim();
-  if (whole !== '' && whole.length <= MAX_WHOLE_ANSWER && !whole.includes('\n') && proseWords(whole) <= MAX_WHOLE_WORDS) {
+  // A box that is empty or never closes is a failed answer, not a bare one.
+  if (whole !== '' && whole.length <= MAX_WHOLE_ANSWER && !whole.includes('\n') && proseWords(whole) <= MAX_WHOLE_WORDS && !/\\(?:boxed|fbox)(?![A-Za-z])/.test(whole)) {
     const bare = withoutMathDelimiters(whole);
     if (bare !== '') return { answer: bare, source: 'whole' };
   }

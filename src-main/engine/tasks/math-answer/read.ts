@@ -44,9 +44,9 @@ const EMPTY: Form = { kind: 'empty' };
 const GREEK =
   'alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|nu|xi|rho|sigma|tau|upsilon|phi|varphi|chi|psi|omega|Gamma|Delta|Theta|Lambda|Xi|Sigma|Phi|Psi|Omega';
 const NAME = `(?:\\\\(?:${GREEK})|[A-Za-z]+)(?:_\\{?[A-Za-z0-9]+\\}?)?'*`;
-/** What may stand on the left of an assignment: a name, `f(x)`, `A:B`, `NO/BO`, `\frac{NO}{BO}`, `(p,q)`. */
+/** What may stand on the left of an assignment: a name, `f(x)`, `|AB|`, `A:B`, `NO/BO`, `\frac{NO}{BO}`, `(p,q)`. */
 const ASSIGNABLE = new RegExp(
-  `^(?:${NAME}(?:\\(${NAME}(?:,${NAME})*\\))?|${NAME}[:/]${NAME}|\\\\frac\\{${NAME}\\}\\{${NAME}\\}|\\(${NAME}(?:,${NAME})+\\))$`,
+  `^(?:${NAME}(?:\\(${NAME}(?:,${NAME})*\\))?|\\|${NAME}\\||${NAME}[:/]${NAME}|\\\\frac\\{${NAME}\\}\\{${NAME}\\}|\\(${NAME}(?:,${NAME})+\\))$`,
 );
 
 /** Whether `side` names the quantity asked for (see ASSIGNABLE), so `side = v` states its value. */
@@ -202,7 +202,9 @@ function readBracketed(item: string): Form | null {
     return { kind: 'set', items: inner.kind === 'list' ? inner.items : inner.kind === 'empty' ? [] : [inner] };
   }
   if (whole.open === '{') return readList(whole.inner);
-  const items = splitTopLevel(whole.inner, /,/);
+  // `(0;-2;6)`: semicolons separate a tuple's items where a comma is the decimal sign.
+  const commas = splitTopLevel(whole.inner, /,/);
+  const items = commas.length === 1 && whole.open !== '{' ? splitTopLevel(whole.inner, /;/) : commas;
   // `\left[\begin{array}…\end{array}\right]` is the matrix inside.
   if (items.length === 1) return whole.open === '(' && whole.close === ')' ? readItem(whole.inner) : readMatrix(whole.inner);
   const forms = items.map(readItem);
