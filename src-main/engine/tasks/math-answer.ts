@@ -79,7 +79,7 @@
  * fingerprint fails until it is bumped).
  */
 import { extractFinalAnswer, lastBoxed, referenceAnswer, type AnswerSource, type ExtractedAnswer } from './math-answer/extract';
-import { COMPUTE_ENGINE_VERSION } from './math-answer/engine';
+import { COMPUTE_ENGINE_VERSION, type RewoundEngine } from './math-answer/engine';
 import { judgeAnswers, type AnswerVerdict } from './math-answer/judge';
 import { normalizeNotation } from './math-answer/normalize';
 import { JudgeThread, type Incident } from './math-answer/thread';
@@ -116,6 +116,11 @@ export interface MathJudgement {
 
 export interface CheckOptions {
   budgetMs?: number;
+  /**
+   * An engine to compare on in this thread instead of the checker's thread (the corpus test's
+   * "each case alone" runs every case on a freshly built engine this way). No hard time bound.
+   */
+  engine?: RewoundEngine;
 }
 
 const listeners = new Set<(incident: Incident) => void>();
@@ -158,7 +163,9 @@ export function compareMathAnswers(reference: string, answer: string, options: C
     if (!(error instanceof NeedsEngine)) throw error;
   }
   stats.engineComparisons++;
-  return { ...judgeThread().judge(reference, answer, options.budgetMs ?? DEFAULT_BUDGET_MS), usedEngine: true };
+  const budget = options.budgetMs ?? DEFAULT_BUDGET_MS;
+  if (options.engine) return { ...options.engine.judge(reference, answer, budget), usedEngine: true };
+  return { ...judgeThread().judge(reference, answer, budget), usedEngine: true };
 }
 
 /**

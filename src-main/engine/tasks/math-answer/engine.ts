@@ -4,8 +4,9 @@
  *
  * Purity: `ComputeEngine` learns from what it parses (after `r(7,11)` the symbol r is a function,
  * and `(r+5)(r+5)` no longer reads as a product), so a checkpoint is taken right after the engine
- * is built and restored after every comparison: each comparison starts from the same engine state
- * as a freshly built engine (test/tasks/math-answer-purity.test.ts checks both halves of that).
+ * is built and restored before every comparison: each comparison starts from the state of a
+ * freshly built engine (test/tasks/math-answer-purity.test.ts plants such state and checks both
+ * that it leaks without the rewind and that it does not with it).
  */
 import { createRequire } from 'node:module';
 import type { ComputeEngine } from '@cortex-js/compute-engine';
@@ -32,7 +33,7 @@ export class RewoundEngine {
 
   constructor(
     private readonly ce: ComputeEngine = buildEngine(),
-    /** Rewind after each comparison; false only for the purity test's planted leak. */
+    /** Rewind before each comparison; false only to show, in the purity test, what the rewind prevents. */
     private readonly rewind = true,
   ) {
     this.checkpoint = ce.checkpoint('math-answer: fresh engine');
@@ -40,6 +41,7 @@ export class RewoundEngine {
 
   /** Compares two extracted answers within `softLimitMs` of the engine's own time. */
   judge(reference: string, answer: string, softLimitMs: number): EngineVerdict {
+    if (this.rewind) this.ce.restore(this.checkpoint);
     try {
       const verdict = this.ce.withTimeLimit({ ms: softLimitMs, label: 'math-answer' }, () => judgeAnswers(reference, answer, new EngineOracle(this.ce)));
       return { ...verdict, timedOut: false };
@@ -52,8 +54,6 @@ export class RewoundEngine {
         readAnswer: answer,
         timedOut: cancelled,
       };
-    } finally {
-      if (this.rewind) this.ce.restore(this.checkpoint);
     }
   }
 

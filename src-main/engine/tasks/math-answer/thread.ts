@@ -52,11 +52,15 @@ export class JudgeThread {
   private inProcess: RewoundEngine | null = null;
   private nextId = 1;
 
-  constructor(private readonly report: (incident: Incident) => void) {}
+  constructor(
+    private readonly report: (incident: Incident) => void,
+    /** The engine's own limit as a share of the budget (SOFT_SHARE); above 1 only the hard bound acts. */
+    private readonly softShare = SOFT_SHARE,
+  ) {}
 
   /** Compares two extracted answers in the thread, within `budgetMs` (a timeout is a wrong answer). */
   judge(reference: string, answer: string, budgetMs: number): EngineVerdict {
-    const softLimitMs = Math.max(1, Math.floor(budgetMs * SOFT_SHARE));
+    const softLimitMs = Math.max(1, Math.floor(budgetMs * this.softShare));
     if (this.inProcess === null && this.worker === null && !this.start()) this.inProcess = new RewoundEngine();
     if (this.inProcess) return this.inProcess.judge(reference, answer, softLimitMs);
     const id = this.nextId++;
