@@ -25,6 +25,7 @@ import { resolveInitPath } from '../engine/training/policies';
 import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { codeVersion } from '../engine/version';
+import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
 
@@ -236,7 +237,14 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   return {
     async start(request) {
       const { config, preset } = resolveLaunchConfig(request);
-      const runId = store.runs.create({ name: defaultRunName(config, preset), preset, config: config as unknown as Record<string, unknown>, codeVersion: codeVersion(), seed: config.seed });
+      const runId = store.runs.create({
+        name: defaultRunName(config, preset),
+        preset,
+        config: config as unknown as Record<string, unknown>,
+        codeVersion: codeVersion(),
+        seed: config.seed,
+        checkerVersion: answerCheckerVersion(config.task.family),
+      });
       publish({ type: 'run-created', runId });
       launch(runId, false);
       return { runId };

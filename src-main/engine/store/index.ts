@@ -9,6 +9,7 @@ import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
 import { schemaVersion } from './migrations';
+import { RejudgesRepo } from './rejudges';
 import { RunsRepo } from './runs';
 import { StudiesRepo } from './studies';
 import { TrajectoriesRepo } from './trajectories';
@@ -21,6 +22,7 @@ export class Store {
   readonly events: EventsRepo;
   readonly ids: IdAllocator;
   readonly studies: StudiesRepo;
+  readonly rejudges: RejudgesRepo;
 
   constructor(
     readonly db: Database,
@@ -32,6 +34,7 @@ export class Store {
     this.events = new EventsRepo(db);
     this.ids = new IdAllocator(db);
     this.studies = new StudiesRepo(db);
+    this.rejudges = new RejudgesRepo(db);
   }
 
   get schemaVersion(): number {
@@ -63,4 +66,5 @@ export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnRecord, Turn
 export type { ListRunsOptions, RunCounts } from './runs';
 export type { SeriesPoint } from './metrics';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
+export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';

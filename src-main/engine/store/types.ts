@@ -26,6 +26,8 @@ export interface RunRow {
   heartbeatAt: number | null;
   /** The run's current attempt: 1, then one more per `marsrl resume` (schema v5). */
   attempt: number;
+  /** The version of the answer checker that judged its turns (math runs; schema v7); null when unknown. */
+  checkerVersion: string | null;
 }
 
 /** One attempt of a run: its first, or a resume that redid the steps from `resumedFromStep`. */
@@ -34,6 +36,8 @@ export interface RunAttemptRow {
   attempt: number;
   startedAt: number;
   resumedFromStep: number | null;
+  /** The answer checker this attempt judged with (schema v7); null when unknown. */
+  checkerVersion: string | null;
 }
 
 export interface NewRun {
@@ -45,6 +49,8 @@ export interface NewRun {
   status?: RunStatus;
   notes?: string;
   tags?: string[];
+  /** The version of the answer checker that will judge its turns (`answerCheckerVersion`); null when it has none. */
+  checkerVersion?: string | null;
 }
 
 export interface ProblemRow {
