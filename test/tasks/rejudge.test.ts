@@ -6,9 +6,12 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toRunDetail } from '../../src-main/api/views';
 import { rejudgeRun, RejudgeError } from '../../src-main/engine/rejudge';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { stopCheckerThread } from '../../src-main/engine/tasks/math-answer';
+import { rejudgeCommand } from '../../src-main/cli/commands/rejudge';
+import { showCommand } from '../../src-main/cli/commands/runs';
 import { marsrl } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 
@@ -127,6 +130,10 @@ describe('rejudge a run judged by a planted checker', () => {
       expect(store.events.latestOfKind(runId, 'rejudged')?.message).toMatch(/8 verdicts changed/);
       expect(store.db.prepare('SELECT id, correct, parsed FROM turns ORDER BY id').all()).toEqual(turns);
       expect(store.db.prepare('SELECT turn_id, value FROM rewards ORDER BY turn_id').all()).toEqual(rewards);
+      // The run page and `marsrl show` read it from the run's detail.
+      const detail = toRunDetail(store, store.runs.get(runId)!);
+      expect(detail.checker).toMatchObject({ versions: ['math-answer/1 (planted: right-hand sides)'], today: recorded.checkerVersion, latestRejudge: { id: recorded.id, changed: 8, turnsChecked: 12 } });
+      expect(toRunDetail(store, store.runs.get(runId + 1)!).checker).toBeNull();
     } finally {
       store.close();
     }
@@ -143,16 +150,23 @@ describe('rejudge a run judged by a planted checker', () => {
     }
   });
 
-  it('marsrl rejudge RUN --dry-run lists the same turns as the engine (child process)', () => {
+  it('marsrl rejudge RUN --dry-run lists the same turns as the engine (child process), and show names the checkers', async () => {
     const json = marsrl(['rejudge', String(runId), '--dry-run', '--json', '--db', dbPath]);
     expect(json.code, json.stderr).toBe(0);
     const report = JSON.parse(json.stdout) as { changed: { turnId: number }[]; dryRun: boolean };
     expect(report.dryRun).toBe(true);
     expect(report.changed.map((c) => c.turnId).sort((a, b) => a - b)).toEqual(expectedChanges());
-    const text = marsrl(['rejudge', 'planted', '--dry-run', '--db', dbPath]);
-    expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/8 verdicts changed/);
-    expect(text.stdout).toMatch(new RegExp(`^${solverTurn[0]}\\s+train\\s+0\\s+solver\\s+right\\s+wrong\\s+2x \\+ z = 1`, 'm'));
-    expect(text.stdout).toMatch(/Dry run: nothing was written/);
+    // The text forms, in this process (a child process each would cost seconds).
+    const out: string[] = [];
+    const ctx = { env: {}, out: (t: string) => out.push(t), err: (t: string) => out.push(t) };
+    expect(await rejudgeCommand.run(['planted', '--dry-run', '--db', dbPath], ctx)).toBe(0);
+    const text = out.join('\n');
+    expect(text).toMatch(/8 verdicts changed/);
+    expect(text).toMatch(new RegExp(`^${solverTurn[0]}\\s+train\\s+0\\s+solver\\s+right\\s+wrong\\s+2x \\+ z = 1`, 'm'));
+    expect(text).toMatch(/Dry run: nothing was written/);
+    out.length = 0;
+    expect(await showCommand.run([String(runId), '--db', dbPath], ctx)).toBe(0);
+    expect(out.join('\n')).toMatch(/checker {4}math-answer\/1 \(planted: right-hand sides\)\n\s+today's is math-answer\/\d+/);
+    expect(out.join('\n')).toMatch(/rejudged .*: 8 of 12 verdicts changed/);
   });
 });
