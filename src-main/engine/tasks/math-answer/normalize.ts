@@ -100,7 +100,7 @@ function textCommands(s: string): string {
  */
 function joinThousands(s: string): string {
   return s
-    .replace(/(?<![\d.,(\[{]|[\d]\s)([1-9]\d{0,2}(?:,\d{3})+)(?![\d,])(\.\d+)?/g, (whole, integer: string, decimal: string | undefined, offset: number) =>
+    .replace(/(?<![\d.,([{]|[\d]\s)([1-9]\d{0,2}(?:,\d{3})+)(?![\d,])(\.\d+)?/g, (whole, integer: string, decimal: string | undefined, offset: number) =>
       insideBrackets(s, offset) ? whole : integer.replace(/,/g, '') + (decimal ?? ''),
     )
     .replace(/(?<![\d.,])([1-9]\d{0,2}(?: \d{3})+)(?![\d.,])/g, (whole, integer: string, offset: number) => (insideBrackets(s, offset) ? whole : integer.replace(/ /g, '')));

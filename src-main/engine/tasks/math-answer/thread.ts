@@ -36,13 +36,13 @@ export type Incident = { kind: 'timeout' | 'thread-restart' | 'in-process'; mess
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** The thread's entry: built next to the bundle (electron-vite), or from source through tsx. */
+/**
+ * The thread's entry: built by electron-vite as out/main/math-answer-thread.js (this code may sit
+ * in a chunk one folder below), or from source through tsx.
+ */
 function threadEntry(): string | null {
-  for (const name of ['math-answer-thread.js', 'judge-thread.js', 'judge-thread-entry.mjs']) {
-    const candidate = path.join(here, name);
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  return null;
+  const candidates = [path.join(here, 'math-answer-thread.js'), path.join(here, '..', 'math-answer-thread.js'), path.join(here, 'judge-thread-entry.mjs')];
+  return candidates.find((candidate) => fs.existsSync(candidate)) ?? null;
 }
 
 export class JudgeThread {
