@@ -160,7 +160,8 @@ export function compareMathAnswers(reference: string, answer: string, options: C
   try {
     return { ...judgeAnswers(reference, answer, quickOracle), timedOut: false, usedEngine: false };
   } catch (error) {
-    if (!(error instanceof NeedsEngine)) throw error;
+    // A checker bug must cost one verdict, never the rollout that asked.
+    if (!(error instanceof NeedsEngine)) return { equal: false, reason: `the checker failed: ${(error as Error)?.message ?? String(error)}`, readReference: reference, readAnswer: answer, timedOut: false, usedEngine: false };
   }
   stats.engineComparisons++;
   const budget = options.budgetMs ?? DEFAULT_BUDGET_MS;

@@ -38,7 +38,7 @@ export function compareForms(reference: Form, answer: Form, oracle: ValueOracle)
   const ans = canonical(answer);
   if (ref.kind === 'empty') return no('the reference has no answer to compare with');
   if (ans.kind === 'empty') return no('the answer is empty');
-  if (describe(ref) === describe(ans)) return yes(`the same ${kindName(ref)}, written the same way`);
+  if (describe(ref) === describe(ans)) return yes(`${kindName(ref)}, written the same way`);
   return compareCanonical(ref, ans, oracle);
 }
 
@@ -355,9 +355,10 @@ function sameTruthSet(ref: Extract<Form, { kind: 'relation' }>, set: Extract<For
 /** Sample points: every end of the answer's set and beside it, the reference's constants and their negatives, and a grid. */
 function truthSamplePoints(ref: Extract<Form, { kind: 'relation' }>, parts: NumericInterval[], oracle: ValueOracle): number[] {
   const points = new Set<number>();
+  // Beside each end at float-noise distance: an end rounded to 7 digits (1.4142135 for √2) is caught.
   const near = (v: number) => {
     if (!Number.isFinite(v)) return;
-    const d = 1e-7 * Math.max(1, Math.abs(v));
+    const d = 1e-10 * Math.max(1, Math.abs(v));
     for (const p of [v - d, v, v + d]) points.add(p);
   };
   for (const p of parts) {

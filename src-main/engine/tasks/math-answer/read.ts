@@ -225,8 +225,10 @@ function readMatrix(item: string): Form | null {
   return rows.length === 0 ? null : { kind: 'matrix', rows };
 }
 
-/** A choice letter, words, a numeral in a base, a time, or a value. */
+/** The empty set, the real line, a choice letter, words, a numeral in a base, a time, or a value. */
 function readLeaf(item: string): Form {
+  if (/^\\(?:emptyset|varnothing)$|^\\\{\s*\\\}$/.test(item)) return { kind: 'set', items: [] };
+  if (/^\\mathbb\s*\{?R\}?$/.test(item)) return { kind: 'intervals', parts: [{ lo: '-\\infty', hi: '\\infty', loOpen: true, hiOpen: true }] };
   const choice = /^\(?([A-Za-z])\)?$/.exec(item);
   if (choice) return { kind: 'text', text: choice[1].toLowerCase() };
   const value = leaf(item);
