@@ -19,9 +19,15 @@ export interface ExtractedAnswer {
 }
 
 /** Longest text read as a bare answer by rule 5, and most words of prose in it: "28 percent" and
- * "18 dollars" are answers, "I think it is about twelve" is a sentence, not an answer. */
+ * "18 dollars" are answers, "I think it is about twelve" and "no idea" are not. */
 const MAX_WHOLE_ANSWER = 120;
 const MAX_WHOLE_WORDS = 2;
+
+/** A bare answer: one word ("Evelyn", "odd"), or at most two words beside a number or math ("28 percent"); "no idea" is not one. */
+function isBareAnswer(text: string): boolean {
+  const words = proseWords(text);
+  return words <= 1 || (words <= MAX_WHOLE_WORDS && /[\d\\=+*/^<>()-]/.test(text));
+}
 
 /** Words of two or more letters outside LaTeX commands and `\text{…}`. */
 function proseWords(text: string): number {
@@ -200,7 +206,7 @@ export function extractFinalAnswer(text: string): ExtractedAnswer {
   if (math !== null) return { answer: math, source: 'math' };
   const whole = text.trim();
   // A box that is empty or never closes is a failed answer, not a bare one.
-  if (whole !== '' && whole.length <= MAX_WHOLE_ANSWER && !whole.includes('\n') && proseWords(whole) <= MAX_WHOLE_WORDS && !/\\(?:boxed|fbox)(?![A-Za-z])/.test(whole)) {
+  if (whole !== '' && whole.length <= MAX_WHOLE_ANSWER && !whole.includes('\n') && isBareAnswer(whole) && !/\\(?:boxed|fbox)(?![A-Za-z])/.test(whole)) {
     const bare = withoutMathDelimiters(whole);
     if (bare !== '') return { answer: bare, source: 'whole' };
   }
