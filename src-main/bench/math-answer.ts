@@ -13,7 +13,8 @@
  *    warm starts, evaluation on 8 problems), then every answer turn of each step judged again by
  *    both checkers: judging time / the step's time. The generator's answers are integers (the fast
  *    path), so the same share is also given with the corpus's pairs in place of the run's answers
- *    (as many per step as the run judged), for a run on MATH-style answers;
+ *    (as many per step as the run judged), for a run on MATH-style answers; and `rejudge --dry-run`
+ *    of that run, made with today's checker, which must change no verdict;
  *  - with --alone, every case judged on a freshly built engine of its own (about 0.1–0.3 s a case):
  *    the verdicts that differ from the in-order ones (there must be none).
  */
@@ -27,6 +28,7 @@ import { projectRoot } from '../engine/resources';
 import { RewoundEngine } from '../engine/tasks/math-answer/engine';
 import { checkerStats, judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread } from '../engine/tasks/math-answer';
 import { createRunManager } from '../runner/manager';
+import { rejudgeRun } from '../engine/rejudge';
 import * as v1 from './math-answer-v1';
 
 interface Case {
@@ -122,6 +124,8 @@ async function runShare(steps: number, cases: Case[], log: (line: string) => voi
     await manager.waitForExit(runId);
     const run = store.runs.get(runId)!;
     log(`  run ${runId}: ${run.status}${run.statusReason ? ` (${run.statusReason})` : ''}, checker ${run.checkerVersion}`);
+    const rejudged = rejudgeRun(store, runId, { write: false });
+    log(`  rejudge --dry-run of that run (made with today's checker): ${rejudged.turnsChecked} turns, ${rejudged.changed.length} verdicts changed`);
     const turns = [];
     for (let after = 0; ; ) {
       const page = store.rejudges.turnsPage(runId, after, 5000);

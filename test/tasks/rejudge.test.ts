@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toRunDetail } from '../../src-main/api/views';
 import { rejudgeRun, RejudgeError } from '../../src-main/engine/rejudge';
 import { openStore, type Store } from '../../src-main/engine/store';
-import { stopCheckerThread } from '../../src-main/engine/tasks/math-answer';
+import { judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread } from '../../src-main/engine/tasks/math-answer';
 import { rejudgeCommand } from '../../src-main/cli/commands/rejudge';
 import { showCommand } from '../../src-main/cli/commands/runs';
 import { marsrl } from '../helpers/cli';
@@ -134,6 +134,29 @@ describe('rejudge a run judged by a planted checker', () => {
       const detail = toRunDetail(store, store.runs.get(runId)!);
       expect(detail.checker).toMatchObject({ versions: ['math-answer/1 (planted: right-hand sides)'], today: recorded.checkerVersion, latestRejudge: { id: recorded.id, changed: 8, turnsChecked: 12 } });
       expect(toRunDetail(store, store.runs.get(runId + 1)!).checker).toBeNull();
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a run judged by today's checker re-judges with no change", () => {
+    const store = openStore(dbPath);
+    try {
+      const today = store.runs.create({ name: 'today', config: { task: { family: 'math' } }, codeVersion: 'test', seed: 1, status: 'done', checkerVersion: MATH_CHECKER_FULL_VERSION });
+      const writer = store.writer({ flushIntervalMs: 0 });
+      SOLUTIONS.forEach(([reference, response, , split], i) => {
+        const problemId = writer.newId('problems');
+        writer.problem({ id: problemId, runId: today, split, family: 'math', problemKey: `math:t${i}`, question: `problem ${i}`, answer: reference, meta: null });
+        const episodeId = writer.newId('episodes');
+        writer.episode({ id: episodeId, runId: today, step: i, problemId, split, finalAnswer: null, correct: null, rounds: 0, meta: null });
+        const judged = judgeMathAnswer(reference, response);
+        writer.turn({ id: writer.newId('turns'), runId: today, episodeId, step: i, agent: 'solver', policyId: 'solver', round: 0, groupId: 0, parentTurnId: null, sampleIndex: 0, prompt: '', text: response, tokenCount: 5, parsed: judged.answer, correct: judged.correct, formatValid: true, policyVersionMin: 0, policyVersionMax: 0, createdAt: Date.now() });
+      });
+      writer.close();
+      const report = rejudgeRun(store, today, { write: false });
+      expect(report.turnsChecked).toBe(SOLUTIONS.length);
+      expect(report.judgedVersions).toEqual([MATH_CHECKER_FULL_VERSION]);
+      expect(report.changed).toEqual([]);
     } finally {
       store.close();
     }
