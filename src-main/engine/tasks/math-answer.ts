@@ -13,10 +13,13 @@
  *  2. the last `#### …` (GSM8K);
  *  3. the last "Answer: …", "the answer is …", or "Answer" followed at once by math; after a
  *     marker the answer is the math that follows (several math spans joined by "and"/","), else the
- *     words after the sentence's last "is" ("The largest $n$ is 34."), up to the sentence's end;
+ *     words after the sentence's last "is" ("The largest $n$ is 34."), up to the sentence's end,
+ *     and of words with exactly one number, that number ("Jane started 3 hours ago" is 3; never
+ *     after a negation: "not 5" is no 5);
  *  4. the last math environment (`$…$` and `\(…\)` on one line, `$$…$$` and `\[…\]` on any), with
  *     a percent sign or word written just after it;
- *  5. the whole response, when it is one short line with at most two words of prose ("28 percent").
+ *  5. the whole response, when it is one short line of one word, or of at most two words beside a
+ *     number or math ("28 percent", "Evelyn"; not "no idea").
  *  Never: the last number of free prose ("so the number is 10 which is 1,000.99"), a decimal
  *  comma (`2,74`). A reference that is a worked solution gives its answer by rules 1 and 2;
  *  otherwise the reference is the answer.
@@ -37,8 +40,9 @@
  *    chain of equalities is a calculation: `x = 5+5+1 = 11` names 11; `1 + 1 = 2` is 2;
  *  - `a \pm b` is the list a − b, a + b; `x \approx 11` names 11; after anything else an
  *    approximation is a remark (`\frac{\sqrt3}{3} \approx 0.577` is the exact value); `x \in S` is S;
- *  - text (a choice letter, compared without case; words; a numeral in a base `204_5`; a time
- *    `12:00`), or a value (a number or an expression).
+ *  - the empty set (`\emptyset`, `\varnothing`, `\{\}`), the real line (`\mathbb{R}`), text (a
+ *    choice letter, compared without case; words; a numeral in a base `204_5`; a time `12:00`),
+ *    or a value (a number or an expression). An item written twice in a list is one item.
  *
  * COMPARISON (math-answer/compare.ts, values.ts):
  *  - values: numbers written exactly (integers, fractions, radicals, π) must be equal exactly; a
@@ -54,7 +58,8 @@
  *    multiple of the other (`x - (y+2) = 0` is `x = y + 2`); inequalities when one is a positive
  *    multiple (`x < 1` is `-x > -1`), link by link in a chain. An inequality of one term with
  *    constant ends is answered by its interval (`0 < f(x) < 1` by `(0, 1)`); one in one variable by
- *    the set where it holds (checked at every end of the answer's set, beside each, and on a grid);
+ *    the set where it holds (checked at every end of the answer's set and 1e-10 beside it, at the
+ *    reference's constants, and on a grid, so an end rounded to 7 digits is caught);
  *  - an interval or set reference is not answered by an inequality (interval notation was asked:
  *    Math-Verify's default); intervals are the same pieces with the same ends and brackets;
  *  - tuples are ordered; lists and sets hold the same items in any order ("find all solutions");
