@@ -55,8 +55,15 @@ export default defineConfig({
     build: {
       outDir: resolve(root, 'out/main'),
       externalizeDeps: { include: NATIVE_OR_OPTIONAL_PACKAGES },
-      // The run worker is a second entry: utility processes load it as out/main/worker.js.
-      lib: { entry: { index: resolve(root, 'src-main/index.ts'), worker: resolve(root, 'src-main/runner/worker.ts') } },
+      // The run worker is a second entry: utility processes load it as out/main/worker.js. The math
+      // answer checker's thread (issue #34) is a third, out/main/math-answer-thread.js.
+      lib: {
+        entry: {
+          index: resolve(root, 'src-main/index.ts'),
+          worker: resolve(root, 'src-main/runner/worker.ts'),
+          'math-answer-thread': resolve(root, 'src-main/engine/tasks/math-answer/judge-thread.ts'),
+        },
+      },
     },
   },
   preload: {

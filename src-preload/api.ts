@@ -123,6 +123,20 @@ export interface RunDetail extends RunSummary {
    * the span still running. "Ran for" sums them, so time stopped does not count (issue 18).
    */
   runningSpans: { start: number; end: number | null }[];
+  /**
+   * The answer checker that judged the run's turns (math runs, issue #34); null for families whose
+   * checkers have no versions.
+   */
+  checker: RunChecker | null;
+}
+
+export interface RunChecker {
+  /** The version each attempt judged with, in order; null where unknown (runs made before versions were stored). */
+  versions: (string | null)[];
+  /** Today's checker (what `marsrl rejudge` would judge with). */
+  today: string;
+  /** The newest re-judgement (`marsrl rejudge`), if any. */
+  latestRejudge: { id: number; checkerVersion: string; createdAt: number; turnsChecked: number; changed: number } | null;
 }
 
 export interface ListRunsQuery {

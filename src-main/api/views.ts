@@ -6,6 +6,7 @@ import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { collapseFlags } from '../engine/compare/collapse';
 import { runActions } from '../engine/training/advice';
+import { answerCheckerVersion } from '../engine/tasks/registry';
 
 /** The headline metrics shown next to every run in lists. */
 export const KEY_METRICS = [
@@ -136,6 +137,19 @@ export function toRunDetail(store: Store, run: RunRow): RunDetail {
     lastResume: lastResume(store, run.id),
     collapse: collapseFlags(store, run.id),
     runningSpans: runningSpans(store, run),
+    checker: runChecker(store, run),
+  };
+}
+
+/** Which answer checker judged the run (issue #34), for the run page and `marsrl show`. */
+function runChecker(store: Store, run: RunRow): RunDetail['checker'] {
+  const today = answerCheckerVersion(String((run.config.task as { family?: unknown } | undefined)?.family ?? ''));
+  if (today === null) return null;
+  const latest = store.rejudges.list(run.id)[0];
+  return {
+    versions: store.runs.attempts(run.id).map((a) => a.checkerVersion),
+    today,
+    latestRejudge: latest ? { id: latest.id, checkerVersion: latest.checkerVersion, createdAt: latest.createdAt, turnsChecked: latest.turnsChecked, changed: latest.changed } : null,
   };
 }
 

@@ -26,6 +26,7 @@ import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { adviceSentence, resumableCheckpointStep, runActions } from '../engine/training/advice';
 import { codeVersion } from '../engine/version';
+import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
 import { requestRunStop } from './stop';
@@ -244,7 +245,14 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   return {
     async start(request) {
       const { config, preset } = resolveLaunchConfig(request);
-      const runId = store.runs.create({ name: defaultRunName(config, preset), preset, config: config as unknown as Record<string, unknown>, codeVersion: codeVersion(), seed: config.seed });
+      const runId = store.runs.create({
+        name: defaultRunName(config, preset),
+        preset,
+        config: config as unknown as Record<string, unknown>,
+        codeVersion: codeVersion(),
+        seed: config.seed,
+        checkerVersion: answerCheckerVersion(config.task.family),
+      });
       publish({ type: 'run-created', runId });
       launch(runId, false);
       return { runId };

@@ -20,6 +20,7 @@ import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, Trai
 import { runRolloutLoop } from '../engine/training/pipeline-rollout';
 import { systemRun } from '../engine/served/system-run';
 import { trainRun, type TrainProgress } from '../engine/training/trainer';
+import { onCheckerIncident } from '../engine/tasks/math-answer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
 
 /** How often a running worker reads its run's stop request (a primary-key read). */
@@ -117,6 +118,14 @@ async function main(): Promise<number> {
   const run = store.runs.get(args.runId);
   if (!run) throw new Error(`run ${args.runId} does not exist in ${args.databasePath}`);
   const config = resolveConfig(run.config, `run ${args.runId}`);
+  // A comparison past the answer checker's budget is a wrong answer, and the run records it (issue #34).
+  onCheckerIncident((incident) => {
+    if (incident.kind === 'thread-restart') return;
+    store.events.log(args.runId, 'warning', `checker_${incident.kind.replace('-', '_')}`, incident.message, {
+      reference: incident.reference?.slice(0, 200) ?? null,
+      answer: incident.answer?.slice(0, 200) ?? null,
+    });
+  });
   if (role === 'rollout') return rolloutMain(args, store, config, controller.signal, peer.endpoint as unknown as RolloutEndpoint);
 
   store.runs.setStatus(args.runId, 'running', null);

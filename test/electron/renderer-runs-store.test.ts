@@ -56,7 +56,7 @@ function fakeStudio(rows: RunSummary[]) {
     async getRun(runId: number): Promise<RunDetail> {
       const found = rows.find((r) => r.id === runId);
       if (!found) throw new Error(`run ${runId} does not exist`);
-      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null, runningSpans: [], lastResume: null, collapse: [] };
+      return { ...found, config: { big: true }, codeVersion: 'abc', backendInfo: null, counts: {} as RunDetail['counts'], lastCheckpointStep: null, runningSpans: [], lastResume: null, collapse: [], checker: null };
     },
     onEvent(next: (event: StudioEvent) => void) {
       listener = next;

@@ -52,7 +52,7 @@ describe('migrations', () => {
     expect(store.schemaVersion).toBe(LATEST_SCHEMA_VERSION);
     expect(LATEST_SCHEMA_VERSION).toBe(MIGRATIONS.length);
     const tables = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
-    for (const t of [...TABLES, 'metric_keys', 'id_blocks', 'timeline']) expect(tables).toContain(t);
+    for (const t of [...TABLES, 'metric_keys', 'id_blocks', 'timeline', 'rejudges', 'rejudged_turns']) expect(tables).toContain(t);
     expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(store.integrityCheck()).toEqual(['ok']);
@@ -81,10 +81,10 @@ describe('migrations', () => {
       });
       expect(rows, table).toEqual(before[table]);
     }
-    // runs gained tags, worker, attempt and stop-request columns; everything it had is unchanged.
+    // runs gained tags, worker, attempt, checker-version (v7: NULL, unknown for runs made before) and stop-request columns; everything it had is unchanged.
     const runsAfter = store.db.prepare('SELECT * FROM runs ORDER BY id').all() as Record<string, unknown>[];
     expect(
-      runsAfter.map(({ tags_json, worker_pid, heartbeat_at, attempt, stop_requested_at, stop_reason, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at, attempt, stop_requested_at, stop_reason]).toEqual(['[]', null, null, 1, null, null]), rest)),
+      runsAfter.map(({ tags_json, worker_pid, heartbeat_at, attempt, checker_version, stop_requested_at, stop_reason, ...rest }) => (expect([tags_json, worker_pid, heartbeat_at, attempt, checker_version, stop_requested_at, stop_reason]).toEqual(['[]', null, null, 1, null, null, null]), rest)),
     ).toEqual(before.runs);
 
     // metrics moved to the key dictionary: every (run, key, step, wall time, value) survives.

@@ -5,8 +5,9 @@
  * Where a judgement follows a convention of the field rather than a plain reading, the row says so:
  *  - [MV] Math-Verify (huggingface/Math-Verify, used by Lighteval): a reference `28\%` accepts a
  *    bare `28` but `0.28` does not accept `28`; `\text{meters}` and other unit text is dropped;
- *    `k = \frac{1}{3}` is judged by its right-hand side; `\dfrac`/`\tfrac` are `\frac`;
- *    thousands separators are dropped.
+ *    a named value `y = 2x + 1` is answered by its value (issue #34: only when its left side names
+ *    the quantity; an equation is never answered by one of its sides); `\dfrac`/`\tfrac` are
+ *    `\frac`; thousands separators are dropped.
  *  - [DAPO] the MATH normaliser that DAPO's grader reuses (lm-eval hendrycks_math): `^\circ`,
  *    unit words ("dollars", "cm", "feet", …), `\$` and a trailing `.` are removed before comparing.
  *  - [exact] unlike Math-Verify's default rounding to 6 places, a number is only equal to the same
@@ -84,6 +85,19 @@ const TABLE: [string, string, boolean, string][] = [
   ['12345678901234567890', '12345678901234567891', false, 'large integers compared exactly, not as floats'],
   ['007', '7', true, 'leading zeros'],
   ['-0', '0', true, 'negative zero is zero'],
+  // Issue #34: the reward hacks and wrong rejections it names.
+  ['2x + z = 1', '1', false, 'one side of the reference equation is not its answer'],
+  ['a + 3z = 0', '0', false, 'one side of the reference equation is not its answer'],
+  ['5x - 7y + 11z + 4 = 0', 'x + y - z + 2 = 0', false, 'two different equations that both end in = 0'],
+  ['x - (y+2) = 0', 'x = y + 2', true, 'the same equation, rearranged (a multiple of the other)'],
+  ['x < 1', '-x > -1', true, 'the same inequality, multiplied by -1'],
+  ['32349', '32, 349', false, 'a comma and a space separate a list'],
+  ['32349', '32,\\! 349', true, 'a thousands separator written in LaTeX'],
+  ['20', '20\\%', true, "MATH's boxes omit the percent sign"],
+  ['\\pm 2021', '-2021, 2021', true, 'the solutions as a set, in any order'],
+  ['\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}', '\\begin{bmatrix} 1 & 0 \\\\ 0 & 1 \\end{bmatrix}', true, 'one matrix in two environments'],
+  ['\\frac{\\sqrt{3}}{3}', '\\frac{\\sqrt{3}}{3} \\approx 0.577', true, 'an approximation after the exact value is a remark'],
+  ['125', '125\\textnormal{ miles}', true, 'a unit in \\textnormal'],
 ];
 
 describe('mathAnswersEqual: the judged table', () => {
@@ -107,10 +121,16 @@ describe('mathAnswersEqual: the judged table', () => {
 
 describe('normalizeAnswer', () => {
   it('drops notation and keeps the value', () => {
-    expect(normalizeAnswer('$\\boxed{1{,}000}$.')).toEqual({ latex: '1000', percent: false });
-    expect(normalizeAnswer('\\dfrac{1}{2}\\text{ m}')).toEqual({ latex: '\\frac{1}{2}', percent: false });
-    expect(normalizeAnswer('28\\%')).toEqual({ latex: '28', percent: true });
-    expect(normalizeAnswer('k = \\left(3\\right)')).toEqual({ latex: '(3)', percent: false });
+    expect(normalizeAnswer('$1{,}000$')).toBe('1000');
+    expect(normalizeAnswer('\\dfrac{1}{2}\\text{ m}')).toBe('\\frac{1}{2}');
+    expect(normalizeAnswer('28\\%')).toBe('28%');
+    expect(normalizeAnswer('\\left( 3 \\right)\\,')).toBe('( 3 )');
+  });
+
+  it('keeps both sides of an equation: the right-hand side alone is not the answer (issue #34)', () => {
+    // Issue #14's normaliser returned `(3)` here: only the right-hand side of the last `=` was
+    // compared, so for the reference `2x + z = 1` the answer `1` was accepted.
+    expect(normalizeAnswer('k = \\left(3\\right)')).toBe('k = (3)');
   });
 });
 
@@ -153,3 +173,32 @@ describe('extractFinalAnswer', () => {
     expect(extractFinalAnswer('\\boxed{}')).toEqual({ answer: null, source: null });
   });
 });
+
+describe('extraction rules of issue #34', () => {
+  it('joins boxes separated only by connectives into a list, and no others', () => {
+    expect(extractFinalAnswer('so $\\boxed{1}$ and $\\boxed{2}$')).toEqual({ answer: '1; 2', source: 'boxed' });
+    expect(extractFinalAnswer('\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}').answer).toBe('(3, 3); (1, 1)');
+    expect(extractFinalAnswer('\\boxed{3} is wrong, the answer is \\boxed{5}').answer).toBe('5');
+  });
+
+  it('takes whichever of the last box and the last "final answer is" comes later', () => {
+    expect(extractFinalAnswer('so \\boxed{255}. Final Answer: The final answer is $10,455$. I hope it is correct.').answer).toBe('10,455');
+    expect(extractFinalAnswer('The final answer is 4, so \\boxed{5}').answer).toBe('5');
+    expect(extractFinalAnswer('Final Answer: The largest $n$ is 34.').answer).toBe('34');
+  });
+
+  it('reads the one number of an answer sentence, never one after a negation', () => {
+    expect(extractFinalAnswer('Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.').answer).toBe('3');
+    expect(extractFinalAnswer('Answer: it is not 5').answer).toBe('not 5');
+    expect(extractFinalAnswer('Therefore the answer is -3').answer).toBe('-3');
+  });
+
+  it('reads the last math, or a short bare answer, and never prose', () => {
+    expect(extractFinalAnswer('Therefore $x \\geq 5$ is the solution.')).toEqual({ answer: 'x \\geq 5', source: 'math' });
+    expect(extractFinalAnswer('$28$ percent')).toEqual({ answer: '28\\%', source: 'math' });
+    expect(extractFinalAnswer('28 percent')).toEqual({ answer: '28 percent', source: 'whole' });
+    expect(extractFinalAnswer('Answer $ \n 9 \n $')).toEqual({ answer: null, source: null });
+    expect(extractFinalAnswer('so the number is 10 which is 1,000.99m²')).toEqual({ answer: null, source: null });
+  });
+});
+

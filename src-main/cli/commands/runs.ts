@@ -2,6 +2,7 @@ import { configToYaml } from '../../engine/config/load';
 import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
+import type { RunDetail } from '../../../src-preload/api';
 import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { age, duration, number, printJson, table } from '../format';
@@ -67,6 +68,17 @@ Shows one run (by id or name): status, timing, backend, counts, latest metrics, 
 evaluation (one column per evaluation step: the warm start, then as RL goes on), recent events and
 the resolved configuration.`;
 
+/** Which answer checker judged the run (issue #34), and its newest re-judgement. */
+function checkerLines(checker: RunDetail['checker']): string[] {
+  if (!checker) return [];
+  const versions = [...new Set(checker.versions.map((v) => v ?? 'unrecorded (made before checker versions were stored)'))].join('; ');
+  const lines = [`  checker    ${versions}`];
+  if (checker.versions.some((v) => v !== checker.today)) lines.push(`             today's is ${checker.today}: \`marsrl rejudge RUN --dry-run\` lists the verdicts that would change`);
+  const r = checker.latestRejudge;
+  if (r) lines.push(`  rejudged   ${new Date(r.createdAt).toISOString()} with ${r.checkerVersion}: ${r.changed} of ${r.turnsChecked} verdicts changed (stored verdicts unchanged)`);
+  return lines;
+}
+
 export const showCommand: Command = {
   name: 'show',
   summary: 'show one run in detail',
@@ -104,6 +116,7 @@ export const showCommand: Command = {
         `  status     ${detail.status}${detail.statusReason ? ` (${detail.statusReason})` : ''}`,
         `  preset     ${detail.preset ?? '(none)'}    seed ${detail.seed}    code ${detail.codeVersion}`,
         `  backend    ${detail.backend ?? '(not started)'}`,
+        ...checkerLines(detail.checker),
         `  created    ${new Date(detail.createdAt).toISOString()} (${age(detail.createdAt)})`,
         `  ran for    ${detail.startedAt ? duration((detail.endedAt ?? Date.now()) - detail.startedAt) : '(not started)'}`,
         `  rows       ${Object.entries(detail.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`,

@@ -37,6 +37,7 @@ import { chatMessagesOf, textFormatOf } from '../agents/prompts';
 import { initBackend } from '../model/backend';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
 import type { TurnView } from '../store';
+import { answerCheckerVersion } from '../tasks/registry';
 import type { Problem } from '../tasks/types';
 import { evaluationMetrics, type ChainStep, type EvalChain, type EvalPart } from '../training/evaluate';
 import { createPolicy, type PolicyRuntime } from '../training/policies';
@@ -253,7 +254,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
         if (page.nextCursor === null) break;
         after = page.nextCursor;
       }
-      const begun = store.runs.beginAttempt(runId, counters.stored);
+      const begun = store.runs.beginAttempt(runId, counters.stored, Date.now(), answerCheckerVersion(config.task.family));
       attempt = begun.attempt;
       for (const t of pending) {
         store.trajectories.supersedeTurn(t.id, attempt);

@@ -10,6 +10,7 @@ import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
 import { schemaVersion } from './migrations';
+import { RejudgesRepo } from './rejudges';
 import { RunsRepo } from './runs';
 import { StudiesRepo } from './studies';
 import { TrajectoriesRepo } from './trajectories';
@@ -23,6 +24,7 @@ export class Store {
   readonly ids: IdAllocator;
   readonly studies: StudiesRepo;
   readonly diagnostics: DiagnosticsRepo;
+  readonly rejudges: RejudgesRepo;
 
   constructor(
     readonly db: Database,
@@ -35,6 +37,7 @@ export class Store {
     this.ids = new IdAllocator(db);
     this.studies = new StudiesRepo(db);
     this.diagnostics = new DiagnosticsRepo(db);
+    this.rejudges = new RejudgesRepo(db);
   }
 
   get schemaVersion(): number {
@@ -67,4 +70,5 @@ export type { ListRunsOptions, RunCounts } from './runs';
 export type { AdvantageGroupRows, AgentOutputCounts, CorrectorCounts, VerifierCounts } from './diagnostics';
 export type { SeriesPoint } from './metrics';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
+export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';

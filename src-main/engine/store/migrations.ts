@@ -411,6 +411,48 @@ const v6AdvantageWeight: Migration = {
   },
 };
 
+/**
+ * v7 (issue #34): the answer checker's version, and re-judgements. A run records the version of
+ * the checker that judged its turns (and each attempt its own: a resume may run newer code); NULL
+ * on runs made before v7 (unknown). `marsrl rejudge` judges a finished run's turns again with
+ * today's checker and records what changed beside the original verdicts, which it never rewrites:
+ * the rewards a run trained on are history. One `rejudges` row per rejudge, one `rejudged_turns`
+ * row per turn whose verdict (or extracted answer) changed.
+ */
+const v7CheckerVersions: Migration = {
+  version: 7,
+  name: 'checker version on runs and attempts; rejudges and the turns they changed',
+  up(db) {
+    db.exec(`
+      ALTER TABLE runs ADD COLUMN checker_version TEXT;
+      ALTER TABLE run_attempts ADD COLUMN checker_version TEXT;
+      CREATE TABLE rejudges (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        -- The checker that judged again, and the one the run recorded (NULL: unknown, before v7).
+        checker_version TEXT NOT NULL,
+        judged_version TEXT,
+        created_at INTEGER NOT NULL,
+        turns_checked INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        summary_json TEXT NOT NULL
+      );
+      CREATE INDEX rejudges_run ON rejudges(run_id);
+      CREATE TABLE rejudged_turns (
+        rejudge_id INTEGER NOT NULL REFERENCES rejudges(id) ON DELETE CASCADE,
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        old_correct INTEGER,
+        new_correct INTEGER NOT NULL,
+        old_parsed TEXT,
+        new_parsed TEXT,
+        reason TEXT NOT NULL,
+        PRIMARY KEY (rejudge_id, turn_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX rejudged_turns_turn ON rejudged_turns(turn_id);
+    `);
+  },
+};
+
 const v8StopRequests: Migration = {
   version: 8,
   name: 'stop requests recorded with the run (issue 35: any process may stop a run another owns)',
@@ -422,7 +464,7 @@ const v8StopRequests: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v8StopRequests];
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

@@ -27,6 +27,7 @@ interface RunRecord {
   attempt?: number;
   stop_requested_at?: number | null;
   stop_reason?: string | null;
+  checker_version?: string | null;
 }
 
 function toRun(r: RunRecord): RunRow {
@@ -50,6 +51,7 @@ function toRun(r: RunRecord): RunRow {
     heartbeatAt: r.heartbeat_at,
     attempt: r.attempt ?? 1,
     stopRequest: r.stop_requested_at === null || r.stop_requested_at === undefined ? null : { at: r.stop_requested_at, reason: r.stop_reason ?? 'stopped by the user' },
+    checkerVersion: r.checker_version ?? null,
   };
 }
 
@@ -87,8 +89,8 @@ export class RunsRepo {
   constructor(private readonly db: Database) {
     this.statements = new StatementCache(db);
     this.insert = db.prepare(
-      `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json)
-       VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json)`,
+      `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json, checker_version)
+       VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json, @checker_version)`,
     );
     this.byId = db.prepare('SELECT * FROM runs WHERE id = ?');
     this.byName = db.prepare('SELECT * FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1');
@@ -115,9 +117,10 @@ export class RunsRepo {
       created_at: now,
       notes: run.notes ?? '',
       tags_json: JSON.stringify(run.tags ?? []),
+      checker_version: run.checkerVersion ?? null,
     });
     const id = Number(result.lastInsertRowid);
-    this.db.prepare('INSERT OR IGNORE INTO run_attempts (run_id, attempt, started_at, resumed_from_step) VALUES (?, 1, ?, NULL)').run(id, now);
+    this.db.prepare('INSERT OR IGNORE INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, 1, ?, NULL, ?)').run(id, now, run.checkerVersion ?? null);
     return id;
   }
 
@@ -125,21 +128,24 @@ export class RunsRepo {
    * A resume starts a new attempt that redoes the steps from `fromStep` (the step after the
    * checkpoint it loaded): in one transaction the run's attempt goes up and every earlier
    * attempt's rows of those steps are marked superseded by it (migrations.ts v5 says which). Rows
-   * the new attempt writes afterwards carry its number. Returns the new attempt.
+   * the new attempt writes afterwards carry its number. `checkerVersion` is the answer checker
+   * the new attempt judges with (it may be newer than the run's first). Returns the new attempt.
    */
-  beginAttempt(id: number, fromStep: number, now = Date.now()): { attempt: number; superseded: { turns: number; episodes: number; metrics: number } } {
+  beginAttempt(id: number, fromStep: number, now = Date.now(), checkerVersion: string | null = null): { attempt: number; superseded: { turns: number; episodes: number; metrics: number } } {
     return this.db.transaction(() => {
       const current = (this.db.prepare('SELECT attempt FROM runs WHERE id = ?').get(id) as { attempt: number } | undefined)?.attempt;
       if (current === undefined) throw new Error(`run ${id} does not exist`);
       const attempt = current + 1;
       this.db.prepare('UPDATE runs SET attempt = ? WHERE id = ?').run(attempt, id);
-      this.db.prepare('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step) VALUES (?, ?, ?, ?)').run(id, attempt, now, fromStep);
+      this.db.prepare('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, ?, ?, ?, ?)').run(id, attempt, now, fromStep, checkerVersion);
       return { attempt, superseded: supersedeRedoneRows(this.db, id, attempt, fromStep) };
     }).immediate();
   }
 
   attempts(id: number): RunAttemptRow[] {
-    return (this.db.prepare('SELECT run_id AS runId, attempt, started_at AS startedAt, resumed_from_step AS resumedFromStep FROM run_attempts WHERE run_id = ? ORDER BY attempt').all(id) as RunAttemptRow[]);
+    return this.db
+      .prepare('SELECT run_id AS runId, attempt, started_at AS startedAt, resumed_from_step AS resumedFromStep, checker_version AS checkerVersion FROM run_attempts WHERE run_id = ? ORDER BY attempt')
+      .all(id) as RunAttemptRow[];
   }
 
   get(id: number): RunRow | null {

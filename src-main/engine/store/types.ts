@@ -28,6 +28,8 @@ export interface RunRow {
   attempt: number;
   /** Someone asked the run to stop (issue 35); its owner stops at the next safe point. Null when nobody has. */
   stopRequest: { at: number; reason: string } | null;
+  /** The version of the answer checker that judged its turns (math runs; schema v7); null when unknown. */
+  checkerVersion: string | null;
 }
 
 /** One attempt of a run: its first, or a resume that redid the steps from `resumedFromStep`. */
@@ -36,6 +38,8 @@ export interface RunAttemptRow {
   attempt: number;
   startedAt: number;
   resumedFromStep: number | null;
+  /** The answer checker this attempt judged with (schema v7); null when unknown. */
+  checkerVersion: string | null;
 }
 
 export interface NewRun {
@@ -47,6 +51,8 @@ export interface NewRun {
   status?: RunStatus;
   notes?: string;
   tags?: string[];
+  /** The version of the answer checker that will judge its turns (`answerCheckerVersion`); null when it has none. */
+  checkerVersion?: string | null;
 }
 
 export interface ProblemRow {

@@ -16,6 +16,6 @@ export {
   type JsonlRecord,
 } from './jsonl';
 export { createMathFamily, type MathFamilyOptions } from './math';
-export { extractFinalAnswer, lastBoxed, mathAnswersEqual, normalizeAnswer, type AnswerSource, type ExtractedAnswer } from './math-answer';
+export { extractFinalAnswer, judgeMathAnswer, lastBoxed, mathAnswersEqual, normalizeAnswer, MATH_CHECKER_FULL_VERSION, type AnswerSource, type ExtractedAnswer, type MathJudgement } from './math-answer';
 export { checkMathFile, readMathFile, parseMathJsonl, parseMathParquet, referenceAnswer, type MathRecord } from './math-data';
 export { wordProblemSettings, sampleWordProblem, type WordProblemSettings, type WordProblemOverrides } from './math-generator';

@@ -1,317 +1,200 @@
 /**
- * Final answers of math responses: where the answer is in a response, and whether two answers are
- * the same number or expression (issue #14).
+ * The math answer checker: every Solver and Corrector reward and every Verifier's truth in a math
+ * run comes from here (issues #14, #34). Its rules, checked against the judged cases of nine public
+ * graders' own test suites (test/fixtures/math-answer-*.jsonl, test/tasks/math-answer-corpus.test.ts):
  *
- * Extraction (`extractFinalAnswer`), first rule that finds something wins:
- *  1. the last `\boxed{…}` / `\fbox{…}` whose braces balance (nested braces allowed, as in
- *     `\boxed{\frac{1}{2}}`), or the brace-less `\boxed 5`: the convention of MATH, AIME and DAPO
- *     (their graders take the last box, e.g. verl's `last_boxed_only_string`);
- *  2. the last `#### n`: GSM8K's reference format;
- *  3. the last `Answer: …` or `final answer is …` (Minerva's "Final Answer: The final answer is
- *     $x$. I hope it is correct."), up to the end of its line; the first `$…$` span in it when there
- *     is one, and never the sentence after it.
- * A box outranks a later `Answer:` line: a model told to box its answer that also writes
- * "Answer: see above" has answered with the box.
+ * EXTRACTION (math-answer/extract.ts), first rule that finds something wins:
+ *  1. the last group of boxes (`\boxed{…}`, `\fbox{…}`, `\boxed 5`; braces balanced, a box that
+ *     never closes is skipped) or the last "final answer is …" statement (Minerva's "Final Answer:
+ *     The final answer is $x$. I hope it is correct."), whichever comes later: Math-Verify ranks
+ *     them alike and takes the rightmost. Boxes form a group when only connectives stand between
+ *     them (`,`, `;`, "and", "or", `\quad`, a short label such as "for part (a) and"): the group is
+ *     a list (`\boxed{1} and \boxed{2}` is 1, 2). "\boxed{3} is wrong, the answer is \boxed{5}" is 5;
+ *  2. the last `#### …` (GSM8K);
+ *  3. the last "Answer: …", "the answer is …", or "Answer" followed at once by math; after a
+ *     marker the answer is the math that follows (several math spans joined by "and"/","), else the
+ *     words after the sentence's last "is" ("The largest $n$ is 34."), up to the sentence's end,
+ *     and of words with exactly one number, that number ("Jane started 3 hours ago" is 3; never
+ *     after a negation: "not 5" is no 5);
+ *  4. the last math environment (`$…$` and `\(…\)` on one line, `$$…$$` and `\[…\]` on any), with
+ *     a percent sign or word written just after it;
+ *  5. the whole response, when it is one short line of one word, or of at most two words beside a
+ *     number or math ("28 percent", "Evelyn"; not "no idea").
+ *  Never: the last number of free prose ("so the number is 10 which is 1,000.99"), a decimal
+ *  comma (`2,74`). A reference that is a worked solution gives its answer by rules 1 and 2;
+ *  otherwise the reference is the answer.
  *
- * Comparison (`mathAnswersEqual`): both answers are normalised (`normalizeAnswer`), then compared
- * as values with @cortex-js/compute-engine: numbers exactly (a relative 1e-9 absorbs float noise,
- * nothing more, so a rounded 0.333 is not 1/3 and 3.14 is not π), expressions with free variables by
- * `simplify(a − b) = 0`, and anything the engine cannot read (names, words) as normalised text.
- * Conventions and where they come from:
- *  - thousands separators (`1,000`, `1{,}000`, `1\,000`) are dropped before parsing, since the
- *    engine reads `1,000` as the tuple (1, 0); only a number whose groups are all three digits
- *    counts as separated, so the tuple `(1,2)` stays a tuple;
- *  - units, `\text{…}` words, `\$`, degree signs and a trailing period are dropped, as the MATH
- *    normaliser (lm-eval's hendrycks_math, reused by DAPO) and Math-Verify both do, so `5 \text{ cm}`
- *    is 5 and `90^\circ` is 90;
- *  - `x = 5` is compared by its right-hand side (Math-Verify: "last = is considered");
- *  - a percentage is its value (`10\%` = 0.1) and, when only the reference carries a percent
- *    sign, the bare number is accepted too (`28\%` vs `28`, Math-Verify's percent tests); the
- *    converse (`0.28` vs `28`) is wrong;
- *  - `\dfrac`, `\tfrac`, `\cfrac` are `\frac`; `\left` / `\right` and LaTeX spacing are dropped.
+ * READING (math-answer/normalize.ts, read.ts): notation that does not change a value goes first —
+ * math delimiters, `\left`/`\right`, `\dfrac`/`\tfrac`/`\cfrac` (= `\frac`), LaTeX spacing, `\$`,
+ * degree signs (`90^\circ` is 90), unit words after a number (`5 \text{ cm}`, `12 dollars`, the MATH
+ * normaliser's list), a remark in words after a number (`17 \text{ any text}`, NeMo-Skills), a
+ * trailing period, thousands separators (`7,425,000`, `14{,}916`, `32,\! 349`, `1 000`: every group
+ * after the first three digits, no space after the comma — `32, 349` is the list 32; 349, never
+ * 32349). Then the answer is read as one of:
+ *  - a list: items separated by `,` within solution groups separated by `;`, "and", "or";
+ *  - a tuple `(a, b)` (ordered; a pair is also the open interval it writes), a set `\{a, b\}`, an
+ *    interval `[a, b)` or a union with `\cup`, a matrix (`pmatrix`, `bmatrix`, `array`, …);
+ *  - named values `x = 5`, `a_3 = 2, a_{37} = 19`, `(p, q) = (3, 2)`, `n = 1, 2, 3`, when the left
+ *    side names the quantity (a name, `f(x)`, `A:B`, `\frac{NO}{BO}`, a tuple of names);
+ *  - a relation (`2x + 4y - 3 = 0`, `x < 1`, `0 < f(x) < 1`): any other equation or inequality. A
+ *    chain of equalities is a calculation: `x = 5+5+1 = 11` names 11; `1 + 1 = 2` is 2;
+ *  - `a \pm b` is the list a − b, a + b; `x \approx 11` names 11; after anything else an
+ *    approximation is a remark (`\frac{\sqrt3}{3} \approx 0.577` is the exact value); `x \in S` is S;
+ *  - the empty set (`\emptyset`, `\varnothing`, `\{\}`), the real line (`\mathbb{R}`), text (a
+ *    choice letter, compared without case; words; a numeral in a base `204_5`; a time `12:00`),
+ *    or a value (a number or an expression). An item written twice in a list is one item.
+ *
+ * COMPARISON (math-answer/compare.ts, values.ts):
+ *  - values: numbers written exactly (integers, fractions, radicals, π) must be equal exactly; a
+ *    decimal within a relative 1e-9 (float noise, nothing more: 0.333 is not 1/3, 3.14 is not π);
+ *    expressions with free variables must agree at four generic points (complex values included),
+ *    else `simplify(a − b) = 0`. Percentages are their value (`10\%` = 0.1); a reference `28\%`
+ *    accepts a bare 28 (Math-Verify) and a bare reference of 1 or more accepts the figure with a
+ *    percent sign (`20` against `20\%`: MATH's boxes omit the sign); 0.28 never accepts 28;
+ *  - named values: the reference's `x = 5` is answered by `5` or `x = 5`, not `y = 5`; several names
+ *    by the same names with equal values in any order, or by the values alone in the reference's
+ *    order. An answer `x = 5` against a reference 5 is its value;
+ *  - relations: only a relation answers an equation. Equations are the same when one is a nonzero
+ *    multiple of the other (`x - (y+2) = 0` is `x = y + 2`); inequalities when one is a positive
+ *    multiple (`x < 1` is `-x > -1`), link by link in a chain. An inequality of one term with
+ *    constant ends is answered by its interval (`0 < f(x) < 1` by `(0, 1)`); one in one variable by
+ *    the set where it holds (checked at every end of the answer's set and 1e-10 beside it, at the
+ *    reference's constants, and on a grid, so an end rounded to 7 digits is caught);
+ *  - an interval or set reference is not answered by an inequality (interval notation was asked:
+ *    Math-Verify's default); intervals are the same pieces with the same ends and brackets;
+ *  - tuples are ordered; lists and sets hold the same items in any order ("find all solutions");
+ *    a list against a tuple is the tuple without its parentheses (same order); a set is no tuple;
+ *  - matrices: the same shape, cell by cell, whatever the environment; a matrix expression in the
+ *    answer (`A + B`) is its value;
+ *  - text: the same words, without case.
+ *
+ * NEVER ACCEPTED: an empty or missing answer; one side of the reference's equation (`1` for
+ * `2x + z = 1`, `0` for `a + 3z = 0`); a different equation that shares a side; a list for one of
+ * its items or an item for a list; a rounded decimal for an exact value; a value with a different
+ * unit-free number; text that differs by a letter.
+ *
+ * PURITY AND TIME: the verdict is a function of (reference, response) alone. Plain numbers are
+ * decided here; anything else is compared in the checker's thread (math-answer/thread.ts), whose
+ * compute-engine is rewound to a checkpoint after every comparison (math-answer/engine.ts), within
+ * a budget of DEFAULT_BUDGET_MS per comparison: past it the answer is wrong, the thread is
+ * replaced, and the timeout is reported to `onCheckerIncident` listeners (a run logs it as an event).
+ *
+ * MATH_CHECKER_VERSION names these rules; a run stores it, and `marsrl rejudge` re-judges a run's
+ * turns when it has changed. Any change that can change a verdict bumps it (the corpus test's
+ * fingerprint fails until it is bumped).
  */
-import { createRequire } from 'node:module';
-import type { ComputeEngine } from '@cortex-js/compute-engine';
+import { extractFinalAnswer, lastBoxed, referenceAnswer, type AnswerSource, type ExtractedAnswer } from './math-answer/extract';
+import { COMPUTE_ENGINE_VERSION, type RewoundEngine } from './math-answer/engine';
+import { judgeAnswers, type AnswerVerdict } from './math-answer/judge';
+import { normalizeNotation } from './math-answer/normalize';
+import { JudgeThread, type Incident } from './math-answer/thread';
+import { NeedsEngine, quickOracle } from './math-answer/values';
 
-export type AnswerSource = 'boxed' | 'hashes' | 'answer-line';
+export { extractFinalAnswer, lastBoxed, referenceAnswer, type AnswerSource, type ExtractedAnswer };
 
-export interface ExtractedAnswer {
-  /** The answer text as written (without the box, the `####` or the `Answer:`), trimmed; null when none. */
+/** The checker's rules, versioned: bump on any change that can change a verdict. */
+export const MATH_CHECKER_VERSION = 'math-answer/2';
+/** The version a run records: the rules and the computer algebra they run on. */
+export const MATH_CHECKER_FULL_VERSION = `${MATH_CHECKER_VERSION} (compute-engine ${COMPUTE_ENGINE_VERSION})`;
+
+/** Wall-clock budget of one comparison; past it the answer is wrong (and the timeout reported). */
+export const DEFAULT_BUDGET_MS = 2000;
+
+export interface MathJudgement {
+  correct: boolean;
+  /** The reference's answer as extracted (the reference itself when it is one). */
+  reference: string | null;
+  /** The response's answer as extracted; null when it has none. */
   answer: string | null;
-  /** Which rule found it; null when none did. */
+  /** Which extraction rule found the answer. */
   source: AnswerSource | null;
+  /** Why, in one line. */
+  reason: string;
+  /** How both answers were read (the forms compared). */
+  readReference: string | null;
+  readAnswer: string | null;
+  /** Whether the comparison ran out of its budget (then `correct` is false). */
+  timedOut: boolean;
+  /** Whether compute-engine was needed (false: plain numbers or text, decided without it). */
+  usedEngine: boolean;
 }
 
-/** Longest answer text handed to the compute engine; longer ones are compared as text only. */
-const MAX_PARSED_LENGTH = 300;
-/** Relative tolerance for float noise only (see the file comment). */
-const RELATIVE_TOLERANCE = 1e-9;
-
-const BOX_COMMAND = /\\(?:boxed|fbox)(?![A-Za-z])/g;
-
-/**
- * The content of the box that starts at `start` (the index just after `\boxed`/`\fbox`), or null
- * when its braces never close or nothing follows.
- */
-function boxContent(text: string, start: number): string | null {
-  let at = start;
-  while (at < text.length && (text[at] === ' ' || text[at] === '\t')) at++;
-  if (text[at] === '{') {
-    let depth = 0;
-    for (let i = at; i < text.length; i++) {
-      const ch = text[i];
-      if (ch === '\\' && i + 1 < text.length && (text[i + 1] === '{' || text[i + 1] === '}')) {
-        i++; // an escaped brace is text, not structure
-        continue;
-      }
-      if (ch === '{') depth++;
-      else if (ch === '}' && --depth === 0) return text.slice(at + 1, i).trim();
-    }
-    return null;
-  }
-  if (at === start) return null; // `\boxedx` is another command
-  const bare = /^[^\s$]+/.exec(text.slice(at));
-  return bare ? bare[0].replace(/[.,;]+$/, '') : null;
+export interface CheckOptions {
+  budgetMs?: number;
+  /**
+   * An engine to compare on in this thread instead of the checker's thread (the corpus test's
+   * "each case alone" runs every case on a freshly built engine this way). No hard time bound.
+   */
+  engine?: RewoundEngine;
 }
 
-/** The content of the last well-formed `\boxed{…}` / `\fbox{…}` / `\boxed x`, or null. */
-export function lastBoxed(text: string): string | null {
-  const starts = [...text.matchAll(BOX_COMMAND)].map((m) => (m.index ?? 0) + m[0].length);
-  for (let i = starts.length - 1; i >= 0; i--) {
-    const content = boxContent(text, starts[i]);
-    if (content !== null && content !== '') return content;
-  }
-  return null;
+const listeners = new Set<(incident: Incident) => void>();
+const stats = { comparisons: 0, engineComparisons: 0, timeouts: 0 };
+
+/** Listens to timeouts and thread restarts (a run logs them as events); returns the unsubscribe. */
+export function onCheckerIncident(listener: (incident: Incident) => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
 }
 
-const ANSWER_MARKERS = ['final answer is', 'final answer:', 'answer is:', 'answer:'];
-
-/** The text after the last `Answer:` / `final answer is` marker of the last line that has one. */
-function answerLine(text: string): string | null {
-  const lines = text.split(/\r?\n/);
-  for (let l = lines.length - 1; l >= 0; l--) {
-    const lower = lines[l].toLowerCase();
-    let best = -1;
-    let bestLength = 0;
-    for (const marker of ANSWER_MARKERS) {
-      const at = lower.lastIndexOf(marker);
-      if (at > best || (at === best && at !== -1 && marker.length > bestLength)) {
-        best = at;
-        bestLength = marker.length;
-      }
-    }
-    if (best === -1) continue;
-    let rest = lines[l].slice(best + bestLength).trim();
-    const math = /\$([^$]+)\$/.exec(rest) ?? /\\\((.+?)\\\)/.exec(rest);
-    if (math) rest = math[1];
-    else rest = rest.replace(/\.\s+\S.*$/, ''); // "42. I hope it is correct." → "42"
-    rest = rest.replace(/[.\s]+$/, '').trim();
-    if (rest !== '') return rest;
-  }
-  return null;
+/** Counts since the process started: comparisons, those that needed the engine, timeouts. */
+export function checkerStats(): Readonly<typeof stats> {
+  return { ...stats };
 }
 
-/** The final answer of a response, by the precedence in the file comment. */
-export function extractFinalAnswer(text: string): ExtractedAnswer {
-  const boxed = lastBoxed(text);
-  if (boxed !== null) return { answer: boxed, source: 'boxed' };
-  const hashes = [...text.matchAll(/####[ \t]*([^\n]*)/g)].map((m) => m[1].trim()).filter((a) => a !== '');
-  if (hashes.length > 0) return { answer: hashes[hashes.length - 1], source: 'hashes' };
-  const line = answerLine(text);
-  if (line !== null) return { answer: line, source: 'answer-line' };
-  return { answer: null, source: null };
+let thread: JudgeThread | null = null;
+function judgeThread(): JudgeThread {
+  thread ??= new JudgeThread((incident) => {
+    if (incident.kind === 'timeout') stats.timeouts++;
+    if (listeners.size === 0 && incident.kind !== 'thread-restart') console.warn(`math-answer: ${incident.message}`);
+    for (const listener of listeners) listener(incident);
+  });
+  return thread;
 }
 
-/** Unit and filler words dropped after a number (the MATH normaliser's list, plus common currencies). */
-const UNIT_WORDS = new Set(
-  (
-    'square ways integers dollars dollar mph inches inch hours hour km units unit points feet foot minutes minute digits cents cent degrees degree ' +
-    'cm mm m kg g gm pounds pound meters meter metres metre meals edges students miles mile seconds second days day weeks week years year ' +
-    'liters liter litres litre ml l apples people percent pct euros euro yards yard tickets items pages marbles boxes'
-  ).split(' '),
-);
-
-/** `\cmd{…}` with balanced braces replaced by `replace(content)`. */
-function replaceCommand(text: string, command: string, replace: (content: string) => string): string {
-  let out = text;
-  for (let guard = 0; guard < 50; guard++) {
-    const at = out.indexOf(`\\${command}{`);
-    if (at === -1) return out;
-    const open = at + command.length + 1;
-    let depth = 0;
-    let close = -1;
-    for (let i = open; i < out.length; i++) {
-      if (out[i] === '{') depth++;
-      else if (out[i] === '}' && --depth === 0) {
-        close = i;
-        break;
-      }
-    }
-    if (close === -1) return out;
-    out = out.slice(0, at) + replace(out.slice(open + 1, close)) + out.slice(close + 1);
-  }
-  return out;
+/** Ends the checker's thread (tests and benchmarks; a process exits without it). */
+export function stopCheckerThread(): void {
+  thread?.stop();
 }
 
-const INTEGER = /^[-+]?\d+$/;
-const PLAIN_NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)$/;
-const THOUSANDS = /^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$/;
+type Compared = AnswerVerdict & { timedOut: boolean; usedEngine: boolean };
 
-export interface NormalizedAnswer {
-  /** LaTeX ready for the engine (or for a text comparison). */
-  latex: string;
-  /** Whether the answer was written as a percentage. */
-  percent: boolean;
-}
-
-/** Normalises an answer's notation (see the file comment); the value is left alone. */
-export function normalizeAnswer(raw: string): NormalizedAnswer {
-  let s = raw.trim();
-  // Unwrap a box and math delimiters: a reference may be written `\boxed{…}` or `$…$`.
-  const boxed = lastBoxed(s);
-  if (boxed !== null && /^\s*\$?\s*\\(?:boxed|fbox)/.test(s)) s = boxed;
-  s = s.replace(/^\$+|\$+$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\\\[|\\\]$/g, '').trim();
-  s = s
-    .replace(/−/g, '-')
-    .replace(/×/g, '\\times ')
-    .replace(/÷/g, '\\div ')
-    .replace(/π/g, '\\pi ')
-    .replace(/√/g, '\\sqrt ')
-    .replace(/\\[dtc]frac/g, '\\frac')
-    .replace(/\\left(?![a-zA-Z])|\\right(?![a-zA-Z])/g, '')
-    .replace(/\\displaystyle/g, '');
-  // Degrees: `90^\circ`, `90^{\circ}`, `90°` are 90 (the engine would read `^\circ` as π/180).
-  s = s.replace(/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°/g, '');
-  // Money and thousands separators written in LaTeX.
-  s = s.replace(/\\\$/g, '').replace(/(\d)\{,\}(?=\d{3})/g, '$1,').replace(/(\d)\\[,!; ](?=\d{3})/g, '$1,');
-  // LaTeX spacing.
-  s = s.replace(/\\[,!;: ]/g, ' ').replace(/~/g, ' ');
-  // Right-hand side of the last top-level `=` (`x = 5`, `k = \frac{1}{3}`).
-  const eq = s.lastIndexOf('=');
-  if (eq !== -1 && !/[<>!\\]$/.test(s.slice(0, eq))) s = s.slice(eq + 1);
-  // Text: a unit word goes, any other word is kept as the answer's text.
-  s = s.replace(/\\(?:text|mathrm|mbox)\{\s*([a-zA-Z]+)\s*\}\s*\^\s*\{?\d\}?/g, (whole, word: string) => (UNIT_WORDS.has(word.toLowerCase()) ? ' ' : whole));
-  const unwrapText = (content: string) => (UNIT_WORDS.has(content.trim().toLowerCase()) || content.trim() === '' ? ' ' : ` ${content.trim()} `);
-  for (const cmd of ['text', 'textbf', 'textit', 'mathrm', 'mathbf', 'mbox', 'operatorname']) s = replaceCommand(s, cmd, unwrapText);
-  s = s.trim().replace(/[.。]+$/, '').trim();
-  let percent = false;
-  if (/\\?%\s*$/.test(s) || /\s(percent|pct)\s*$/i.test(s)) {
-    percent = true;
-    s = s.replace(/\\?%\s*$/, '').replace(/\s(percent|pct)\s*$/i, '').trim();
-  }
-  // Trailing unit words after a number (`5 cm`, `12 dollars`, `3 m^2`); a glued letter (`2x`) is a variable.
-  for (let guard = 0; guard < 4; guard++) {
-    const unit = /^(.*\d[^a-zA-Z]*?)\s+([a-zA-Z]+)(\^\{?\d\}?)?\s*$/.exec(s);
-    if (!unit || !UNIT_WORDS.has(unit[2].toLowerCase())) break;
-    s = unit[1].trim();
-  }
-  s = s.replace(/\s+/g, ' ').trim();
-  const compact = s.replace(/\s/g, '');
-  if (THOUSANDS.test(compact)) s = compact.replace(/,/g, '');
-  else if (/^[-+]?\d{1,3}( \d{3})+(\.\d+)?$/.test(s)) s = compact; // `1 000`
-  return { latex: s, percent };
-}
-
-let engine: ComputeEngine | null = null;
-/**
- * The engine, loaded on first use: the package takes 0.3–0.5 s to import, and this module is
- * reached from the config schema (through the prompt templates), which every CLI command and
- * worker loads whether or not it ever checks a math answer.
- */
-function computeEngine(): ComputeEngine {
-  if (engine === null) {
-    const { ComputeEngine: Engine } = createRequire(import.meta.url)('@cortex-js/compute-engine') as typeof import('@cortex-js/compute-engine');
-    engine = new Engine();
-  }
-  return engine;
-}
-
-type Expr = NonNullable<ReturnType<ComputeEngine['parse']>>;
-
-interface Parsed {
-  expr: Expr;
-  /** Numeric value when the expression has no free variables and evaluates to a real number. */
-  value: number | null;
-  symbolic: boolean;
-}
-
-/** A run of three plain letters is a word (a name, "Evelyn"), not a product of variables. */
-const WORD = /(?<![\\a-zA-Z])[a-zA-Z]{3,}/;
-
-function parseLatex(latex: string): Parsed | null {
-  if (latex === '' || latex.length > MAX_PARSED_LENGTH || WORD.test(latex)) return null;
+/** Compares two extracted answers: plain numbers here, anything else in the checker's thread. */
+export function compareMathAnswers(reference: string, answer: string, options: CheckOptions = {}): Compared {
+  stats.comparisons++;
   try {
-    const expr = computeEngine().parse(latex);
-    if (expr === null || !expr.isValid) return null;
-    const json = JSON.stringify(expr.json);
-    // A string, a tuple of words or an unknown command is not a value to compare numerically.
-    if (/"Error"|"LatexString"|^"'/.test(json)) return null;
-    const unknowns = expr.unknowns ?? [];
-    if (unknowns.length > 0) return { expr, value: null, symbolic: true };
-    const re = expr.N().re;
-    const im = expr.N().im;
-    const value = typeof re === 'number' && Number.isFinite(re) && (im === undefined || im === 0) ? re : null;
-    return { expr, value, symbolic: false };
-  } catch {
-    return null;
+    return { ...judgeAnswers(reference, answer, quickOracle), timedOut: false, usedEngine: false };
+  } catch (error) {
+    // A checker bug must cost one verdict, never the rollout that asked.
+    if (!(error instanceof NeedsEngine)) return { equal: false, reason: `the checker failed: ${(error as Error)?.message ?? String(error)}`, readReference: reference, readAnswer: answer, timedOut: false, usedEngine: false };
   }
-}
-
-function closeEnough(a: number, b: number): boolean {
-  return Math.abs(a - b) <= RELATIVE_TOLERANCE * Math.max(1, Math.abs(a), Math.abs(b));
-}
-
-function sameValue(a: Parsed, b: Parsed): boolean {
-  if (a.value !== null && b.value !== null) return closeEnough(a.value, b.value);
-  try {
-    if (a.expr.isEqual(b.expr) === true) return true;
-    if (a.symbolic || b.symbolic) {
-      const difference = computeEngine().box(['Subtract', a.expr, b.expr]).simplify();
-      return difference.is(0);
-    }
-  } catch {
-    return false;
-  }
-  return false;
-}
-
-function textForm(latex: string): string {
-  return latex.replace(/[\s{}]/g, '').toLowerCase();
+  stats.engineComparisons++;
+  const budget = options.budgetMs ?? DEFAULT_BUDGET_MS;
+  if (options.engine) return { ...options.engine.judge(reference, answer, budget), usedEngine: true };
+  return { ...judgeThread().judge(reference, answer, budget), usedEngine: true };
 }
 
 /**
- * Whether `candidate` states the same answer as `reference` (see the file comment for every rule);
- * a null or empty candidate is wrong. Deterministic and symmetric except for the percent rule.
+ * Whether `candidate` (an extracted answer) states the same answer as `reference` (see the file
+ * comment for every rule); a null or empty candidate is wrong.
  */
-export function mathAnswersEqual(reference: string, candidate: string | null): boolean {
-  if (candidate === null) return false;
-  const ref = normalizeAnswer(reference);
-  const cand = normalizeAnswer(candidate);
-  if (ref.latex === '' || cand.latex === '') return false;
-  if (ref.percent === cand.percent && textForm(ref.latex) === textForm(cand.latex)) return true;
-  // Plain decimals (most answers, every generated one) need no engine: the same rules, in numbers.
-  if (!ref.percent && !cand.percent && INTEGER.test(ref.latex) && INTEGER.test(cand.latex)) {
-    // Exactly, as integers: a float would call 20-digit neighbours equal.
-    return BigInt(ref.latex.replace(/^\+/, '')) === BigInt(cand.latex.replace(/^\+/, ''));
-  }
-  if (PLAIN_NUMBER.test(ref.latex) && PLAIN_NUMBER.test(cand.latex)) {
-    const r = Number(ref.latex);
-    const c = Number(cand.latex);
-    if (closeEnough(ref.percent ? r / 100 : r, cand.percent ? c / 100 : c)) return true;
-    return ref.percent && !cand.percent && closeEnough(r, c);
-  }
-  const refParsed = parseLatex(ref.latex);
-  const candParsed = parseLatex(cand.latex);
-  if (refParsed && candParsed) {
-    const scale = (p: Parsed, percent: boolean): Parsed =>
-      percent && p.value !== null ? { ...p, value: p.value / 100, expr: computeEngine().box(['Divide', p.expr, 100]) } : p;
-    const refValue = scale(refParsed, ref.percent);
-    const candValue = scale(candParsed, cand.percent);
-    if (sameValue(refValue, candValue)) return true;
-    // `28\%` as the reference accepts a bare 28 (Math-Verify's convention).
-    if (ref.percent && !cand.percent && sameValue(refParsed, candParsed)) return true;
-    return false;
-  }
-  if (refParsed || candParsed) return false; // a value against words
-  return ref.percent === cand.percent && textForm(ref.latex) === textForm(cand.latex);
+export function mathAnswersEqual(reference: string, candidate: string | null, options: CheckOptions = {}): boolean {
+  if (candidate === null || candidate.trim() === '') return false;
+  return compareMathAnswers(reference, candidate, options).equal;
+}
+
+/** Judges a whole response against a reference: extraction, reading and comparison, with the reason. */
+export function judgeMathAnswer(reference: string, response: string, options: CheckOptions = {}): MathJudgement {
+  const ref = referenceAnswer(reference);
+  const { answer, source } = extractFinalAnswer(response);
+  const base = { reference: ref, answer, source, readReference: null, readAnswer: null, timedOut: false, usedEngine: false };
+  if (ref === null) return { ...base, correct: false, reason: 'the reference has no answer' };
+  if (answer === null) return { ...base, correct: false, reason: 'the response has no final answer (no box, no "####", no "Answer:" line, no math)' };
+  const verdict = compareMathAnswers(ref, answer, options);
+  return { ...base, correct: verdict.equal, reason: verdict.reason, readReference: verdict.readReference, readAnswer: verdict.readAnswer, timedOut: verdict.timedOut, usedEngine: verdict.usedEngine };
+}
+
+/** An answer's notation normalised (delimiters, spacing, LaTeX variants, separators); the value is left alone. */
+export function normalizeAnswer(raw: string): string {
+  return normalizeNotation(raw);
 }

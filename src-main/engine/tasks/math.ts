@@ -6,7 +6,7 @@
  * Unlike the character tasks, the agents' texts are chat-style (agents/prompts.ts): prompts come
  * from the `prompts.<role>` templates, a Solver or Corrector ends with `\boxed{answer}`, a
  * Verifier writes findings and ends with `Verdict: correct` / `Verdict: incorrect`, parsed
- * strictly. Answers are compared with `mathAnswersEqual` (math-answer.ts).
+ * strictly. Answers are compared with `mathAnswersEqual` (math-answer.ts, whose rules issue #34 wrote down).
  *
  * Targets for the warm start:
  *  - Solver: generated problems write one `a op b = c` line per step, then `\boxed{answer}`; file
@@ -89,7 +89,7 @@ function solutionFromSteps(steps: readonly WordProblemStep[], answer: string | n
 
 /** What the math family's texts mark (issue 18: explained next to each turn in the browser). */
 export const MATH_NOTATION: readonly TaskNotation[] = [
-  { roles: ['solver', 'corrector'], marker: '\\boxed{…}', meaning: 'The final answer: the last \\boxed{…} (then #### n, then "Answer: …") is what is checked, compared as a value (fractions, decimals, percentages, radicals, π).' },
+  { roles: ['solver', 'corrector'], marker: '\\boxed{…}', meaning: 'The final answer: the last \\boxed{…} (boxes joined by "and" or commas are one list) or "final answer is …", whichever comes later (then #### n, "Answer: …", the last math) is what is checked: as a value, a list or set, a tuple, an interval, an equation (never by one of its sides) or a matrix.' },
   { roles: ['verifier'], marker: 'Verdict: correct / Verdict: incorrect', meaning: 'The verdict line; the last one counts, and a response without one is a format failure (it neither approves nor rejects).' },
 ];
 

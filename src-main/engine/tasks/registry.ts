@@ -8,6 +8,7 @@ import { countdownFamily } from './countdown';
 import { factorFamily } from './factor';
 import { createJsonlFamily, JSONL_NOTATION, type JsonlFamilyOptions } from './jsonl';
 import { createMathFamily, MATH_NOTATION, type MathFamilyOptions } from './math';
+import { MATH_CHECKER_FULL_VERSION } from './math-answer';
 import { sortFamily } from './sort';
 import type { TaskFamily, TaskNotation } from './types';
 
@@ -55,4 +56,13 @@ export function familyNotation(name: string): readonly TaskNotation[] {
   if (name === 'math') return MATH_NOTATION;
   const own = name === 'jsonl' ? JSONL_NOTATION : ((GENERATED as Record<string, TaskFamily | undefined>)[name]?.notation ?? []);
   return [...own, ...SHARED_NOTATION];
+}
+
+/**
+ * The version of the answer checker a family's runs are judged by, stored with each run (issue
+ * #34): the math checker's rules and its computer algebra. The other families compare exact
+ * strings or integers by fixed rules and have no versions (null).
+ */
+export function answerCheckerVersion(family: string): string | null {
+  return family === 'math' ? MATH_CHECKER_FULL_VERSION : null;
 }

@@ -27,6 +27,7 @@ import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetricsAsync, t
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { loadNewestUsableCheckpoint } from './resume';
+import { answerCheckerVersion } from '../tasks/registry';
 import { createPolicy, rolePolicies, trainedPolicyIds, type PolicyRuntime } from './policies';
 import { poolFromConfig, probeIssues, runProbePrompt, usedEndpoints } from '../served/config';
 import type { EndpointPool } from '../served/pool';
@@ -132,7 +133,7 @@ export async function trainRun(options: TrainOptions): Promise<TrainOutcome> {
       cursor.step = loaded.step + 1;
       // The steps after the checkpoint are redone by a new attempt; the killed attempt's rows of
       // those steps are kept but marked superseded, so readers and exports show one attempt.
-      const { attempt, superseded } = store.runs.beginAttempt(runId, cursor.step);
+      const { attempt, superseded } = store.runs.beginAttempt(runId, cursor.step, Date.now(), answerCheckerVersion(config.task.family));
       const message = resumeMessage(loaded.step, attempt, superseded.turns, loaded.skipped.length);
       store.events.log(runId, 'info', 'resumed', message, { path: loaded.dir, step: loaded.step, attempt, superseded, skippedCheckpoints: loaded.skipped }, loaded.step);
       say(message);

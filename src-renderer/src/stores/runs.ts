@@ -67,7 +67,7 @@ export function sortRuns(runs: readonly RunSummary[], sort: RunSort): RunSummary
 
 /** The list row of a run detail: the detail's heavy parts (config snapshot, counts) stay out of the list. */
 function summaryOf(detail: RunDetail): RunSummary {
-  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, lastCheckpointStep: _checkpoint, runningSpans: _spans, lastResume: _resume, collapse: _collapse, ...summary } = detail;
+  const { config: _config, codeVersion: _codeVersion, backendInfo: _backendInfo, counts: _counts, lastCheckpointStep: _checkpoint, runningSpans: _spans, lastResume: _resume, collapse: _collapse, checker: _checker, ...summary } = detail;
   return summary;
 }
 
