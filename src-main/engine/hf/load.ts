@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { hfTensorShapes, parseHfConfig, type HfArchConfig } from './config';
+import { hfTensorShapesLazily, parseHfConfig, type HfArchConfig } from './config';
 import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
 import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
 import { HfTokenizer } from './tokenizer';
@@ -65,9 +65,12 @@ function ignorable(name: string, c: HfArchConfig): boolean {
  */
 export function checkHfTensors(dir: string, c: HfArchConfig): Map<string, SafetensorsTensor> {
   const st = openSafetensors(dir);
-  const expected = hfTensorShapes(c);
-  const known = new Set(expected.map((e) => e.name));
-  for (const e of expected) {
+  // The config's tensors one at a time, stopping at the first one missing: a config.json implying
+  // millions of tensors (num_hidden_layers 1 000 000) is refused without listing them (issue #36);
+  // `known` never outgrows the files' own tensors.
+  const known = new Set<string>();
+  for (const e of hfTensorShapesLazily(c)) {
+    known.add(e.name);
     const t = st.tensors.get(e.name);
     if (!t) throw new HfFormatError(st.files.length === 1 ? st.files[0] : dir, e.name, `missing: config.json (${c.architecture}) implies this tensor [${e.shape.join(', ')}]`);
     if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
