@@ -55,8 +55,9 @@ export default defineConfig({
     build: {
       outDir: resolve(root, 'out/main'),
       externalizeDeps: { include: NATIVE_OR_OPTIONAL_PACKAGES },
-      // The run worker is a second entry: utility processes load it as out/main/worker.js.
-      lib: { entry: { index: resolve(root, 'src-main/index.ts'), worker: resolve(root, 'src-main/runner/worker.ts') } },
+      // The run worker is a second entry: utility processes load it as out/main/worker.js. The
+      // off-thread worker (src-main/api/off-thread.ts) is a third: out/main/off-thread.js.
+      lib: { entry: { index: resolve(root, 'src-main/index.ts'), worker: resolve(root, 'src-main/runner/worker.ts'), 'off-thread': resolve(root, 'src-main/api/off-thread-worker.ts') } },
     },
   },
   preload: {

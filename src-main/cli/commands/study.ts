@@ -8,6 +8,7 @@ import { createRunManager } from '../../runner/manager';
 import { intFlag, parseCommand, UsageError } from '../args';
 import type { Command, CommandContext } from '../context';
 import { printJson, table } from '../format';
+import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
 
 const studyUsage = `Usage: marsrl study --matrix FILE [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
        marsrl study --resume STUDY [--concurrency N] [--out DIR] [--db PATH] [--json]
@@ -33,10 +34,10 @@ Matrix file (YAML): see resources/studies/quick-2x2.yaml —
 function readMatrixFile(file: string) {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readTextFile(file, { maxBytes: LIMITS.settings, what: 'study matrix' });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`--matrix ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`, studyUsage);
+    const refused = error instanceof FileRefusedError ? error : null;
+    throw new UsageError(`--matrix ${file}: ${refused?.code === 'ENOENT' ? 'no such file' : (error as Error).message.replace(`${file}: `, '')}`, studyUsage);
   }
   return parseMatrixText(text, file);
 }

@@ -22,6 +22,8 @@ import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetenso
 import { HfTokenizer } from './tokenizer';
 import { fileSha256 } from '../util/file-hash';
 import { readSync } from '../model/readback';
+import { hfWeightsProblem } from '../model/size-limits';
+import { LIMITS, readTextFile } from '../util/bounded-read';
 
 /** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */
 export type HfNamedTensors = Array<{ name: string; shape: number[]; data: () => Float32Array }>;
@@ -45,9 +47,15 @@ export function readHfConfig(dir: string): { config: HfArchConfig; json: Record<
   const file = path.join(dir, 'config.json');
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new HfFormatError(dir, null, 'not a folder (give the folder of a Hugging Face model: config.json, model.safetensors, tokenizer.json)');
   if (!fs.existsSync(file)) throw new HfFormatError(file, null, 'not found: a Hugging Face model folder has config.json beside its weights');
+  let text: string;
+  try {
+    text = readTextFile(file, { maxBytes: LIMITS.settings, what: 'config.json' });
+  } catch (e) {
+    throw new HfFormatError(file, null, (e as Error).message.replace(`${file}: `, ''));
+  }
   let json: unknown;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    json = JSON.parse(text);
   } catch (e) {
     throw new HfFormatError(file, null, `does not parse as JSON (${(e as Error).message})`);
   }
@@ -190,6 +198,9 @@ export function loadHfModel(dir: string, opts: LoadHfModelOptions = {}): { model
 
 /** The weights of a folder as an HfModel of `config` (tensors checked against it first). */
 export function loadHfWeights(dir: string, config: HfArchConfig, opts: HfModelOptions = {}): HfModel {
+  // Refused before a tensor is listed or allocated when the float32 weights cannot fit (issue #36).
+  const tooLarge = hfWeightsProblem(config);
+  if (tooLarge) throw new HfFormatError(path.join(dir, 'config.json'), tooLarge.key, tooLarge.message);
   const tensors = checkHfTensors(dir, config);
   const scratch = new Scratch();
   return new HfModel(

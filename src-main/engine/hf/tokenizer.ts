@@ -193,6 +193,21 @@ export class HfTokenizer {
     return new WindowedDecoder((ids) => (ids.length === 0 ? '' : this.tokenizer.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false })), this.cleansUpSpaces);
   }
 
+  /**
+   * The most characters of text one token can stand for: its vocabulary's longest entry decoded
+   * (a byte-level "Ġ" is one character of text), added tokens included. A text of n characters
+   * has at least n / this many tokens, whatever it says (serve-model's length check, issue #36).
+   */
+  longestTokenChars(): number {
+    let longest = 1;
+    for (const [token, id] of this.tokenizer.get_vocab(true)) {
+      // Decoding each entry would cost seconds on 150k tokens: its own length bounds what it
+      // decodes to, except byte-fallback entries (<0x41>, one byte each) and byte-level ones.
+      if (token.length > longest) longest = Math.max(longest, this.decode([id]).length);
+    }
+    return longest;
+  }
+
   /** The token text of one id (undefined for ids outside the vocabulary). */
   idToToken(id: number): string | undefined {
     return this.tokenizer.id_to_token(id);

@@ -84,7 +84,8 @@ export function openRegularFile(file: string, { maxBytes, what = 'file' }: OpenO
   try {
     const stat = fs.fstatSync(fd);
     const kind = notRegularFile(stat);
-    if (kind) throw new FileRefusedError(file, 'NOT_REGULAR', `${file}: is ${kind}, not a regular file; the ${what} must be a regular file`);
+    if (kind === 'a folder') throw new FileRefusedError(file, 'NOT_REGULAR', `${file}: is a folder, not a file; the ${what} must be a regular file`);
+    if (kind) throw new FileRefusedError(file, 'NOT_REGULAR', `${file}: is ${kind}, not a regular file; the ${what} must be a regular file (reading it could block or never end)`);
     if (stat.size > maxBytes) throw new FileRefusedError(file, 'TOO_LARGE', `${file}: is ${human(stat.size)}, over the ${human(maxBytes)} a ${what} may have`);
     return { fd, size: stat.size };
   } catch (error) {
