@@ -13,6 +13,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   reliability: { summary: 'SIGKILL trials, disk full, corrupt checkpoints, locks, double resume, bad-input corpus, serve under load', load: () => import('../../bench/reliability') },
   hf: { summary: 'Qwen3-architecture model (real vocabulary): prefill/decode tokens/s vs llama.cpp and PyTorch, peak RSS when loading', load: () => import('../../bench/hf') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
+  hostile: { summary: 'hostile inputs against marsrl serve and the CLI (issue #36): crashes, hangs, secrets sent, data lost; then a fast-check fuzz of the HTTP API', load: () => import('../../bench/hostile') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('../../bench/serve') },
 };
 

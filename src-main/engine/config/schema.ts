@@ -411,7 +411,9 @@ export const RunConfigSchema = z
       }
     }
     const endpointNames = Object.keys(cfg.endpoints ?? {});
-    for (const [id, policy] of Object.entries(cfg.policies)) {
+    // Only once policies parsed: `policies: null` or a policy of null reached here and threw (found
+    // by the HTTP fuzz of issue #36, a 500 for a caller's mistake).
+    for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
       if (policy.endpoint !== undefined && !cfg.endpoints?.[policy.endpoint]) {
         ctx.addIssue({
           code: 'custom',
@@ -478,7 +480,7 @@ export const RunConfigSchema = z
     }
     // Run even when other fields failed (zod skips refinements then by default); `valid` above
     // keeps each rule to fields that parsed.
-  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null });
+  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });
 
 /** A fully resolved run configuration: every default filled in. */
 export type RunConfig = z.infer<typeof RunConfigSchema>;

@@ -213,7 +213,8 @@ export function openSafetensors(dirOrFile: string): SafetensorsFolder {
   } catch {
     throw new HfFormatError(dirOrFile, null, 'not found');
   }
-  if (stat.isFile()) {
+  // Anything but a folder is read as a file, which refuses a FIFO or a device by name (issue #36).
+  if (!stat.isDirectory()) {
     if (dirOrFile.endsWith('.index.json')) return openIndex(dirOrFile);
     const header = readSafetensorsHeader(dirOrFile);
     return { tensors: new Map(header.tensors.map((t) => [t.name, t])), metadata: header.metadata, files: [dirOrFile] };

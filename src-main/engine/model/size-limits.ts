@@ -87,11 +87,15 @@ export interface PolicyShape {
   context: number;
 }
 
-/** The parameters of the Studio's GPT (gpt.ts), a vocabulary of `vocab` tokens. */
+/**
+ * The parameters of the Studio's GPT (gpt.ts paramSpecs), a vocabulary of `vocab` tokens: token
+ * and position embeddings, per layer two norm gains, q/k/v/o and the MLP, then the final norm and
+ * the untied head.
+ */
 export function gptParameterCount(m: { d_model: number; n_layers: number; mlp_ratio: number; context: number }, vocab: number): number {
   const d = m.d_model;
-  const perLayer = 4 * d * d + 2 * m.mlp_ratio * d * d + 4 * d;
-  return vocab * d + m.context * d + m.n_layers * perLayer;
+  const perLayer = 4 * d * d + 2 * m.mlp_ratio * d * d + 2 * d;
+  return 2 * vocab * d + m.context * d + m.n_layers * perLayer + d;
 }
 
 /** One decode batch: how many sequences an agent decodes at once in a step or an evaluation. */
