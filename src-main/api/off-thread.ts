@@ -6,8 +6,8 @@
  * serve`'s one thread, or the Electron main process, and every other request waited; a template
  * that allocated without end took the whole server down.
  *
- * One worker thread, started on first use and kept (it is unref'd: it never holds a process
- * open), runs the operations in order. Each has a time limit and the worker a heap limit; an
+ * One worker thread, started on first use and kept (idle, it never holds a process open), runs
+ * the operations in order. Each has a time limit and the worker a heap limit; an
  * operation over either is stopped with an error naming the limit, the worker is replaced, and the
  * operations queued behind it run on the new one. The caller's thread keeps answering meanwhile.
  */
@@ -29,6 +29,9 @@ export interface OffThreadLimits {
  * heap); a JSONL task file is read whole (at most 512 MB as text).
  */
 export const DEFAULT_OFF_THREAD_LIMITS: OffThreadLimits = { timeoutMs: 60_000, heapMb: 3072 };
+
+/** Starting a worker (loading the TypeScript sources through tsx, from source) takes a few seconds. */
+const STARTUP_MS = 60_000;
 
 export class OffThreadError extends Error {
   override readonly name = 'OffThreadError';
@@ -128,18 +131,30 @@ export class OffThread {
   private pump(): void {
     if (this.current || this.closed) return;
     const job = this.queue.shift();
-    if (!job) return;
+    // Idle, the worker never holds the process open; busy, it does (an awaited operation must finish).
+    if (!job) {
+      this.worker?.unref();
+      return;
+    }
     this.worker ??= this.start();
     const worker = this.worker;
-    const timer = setTimeout(() => {
-      // Terminating is the only way to stop synchronous work in a thread.
-      this.lost(worker, `ran for over ${this.limits.timeoutMs / 1000} s and was stopped`);
-      void worker.terminate();
-    }, this.limits.timeoutMs);
-    timer.unref();
-    this.current = { job, timer };
+    worker.ref();
+    // Terminating is the only way to stop synchronous work in a thread. The operation's time
+    // starts when it is sent; a worker that never gets ready is stopped after STARTUP_MS.
+    const stopAfter = (ms: number, why: string) => {
+      const timer = setTimeout(() => {
+        this.lost(worker, why);
+        void worker.terminate();
+      }, ms);
+      timer.unref();
+      return timer;
+    };
+    this.current = { job, timer: stopAfter(STARTUP_MS, `could not start its worker within ${STARTUP_MS / 1000} s`) };
     void this.ready!.then(() => {
-      if (this.current?.job === job) worker.postMessage({ id: job.id, op: job.op, args: job.args });
+      if (this.current?.job !== job) return;
+      clearTimeout(this.current.timer);
+      this.current.timer = stopAfter(this.limits.timeoutMs, `ran for over ${this.limits.timeoutMs / 1000} s and was stopped`);
+      worker.postMessage({ id: job.id, op: job.op, args: job.args });
     });
   }
 }

@@ -239,19 +239,22 @@ function cli(ctx: CaseContext): HostileCase[] {
   const inert = (out: string) => (hasRawControls(out) ? 'raw terminal controls in the output' : null);
   return [
     { category: 'cli', input: 'marsrl model inspect: a chat template with nested 10^5 loops', expected: 'exit 1 naming the template, within the time budget', expect: 'error', names: 'chat_template', run: m(['model', 'inspect', fx.models['template-nested-loop']], 'chat_template') },
-    { category: 'cli', input: 'marsrl model inspect: a template building range(10^9)', expected: 'exit 1 naming range()', expect: 'error', names: 'range()', run: m(['model', 'inspect', fx.models['template-huge-range']], 'range()') },
-    { category: 'cli', input: 'marsrl model inspect: config.json with 1 000 000 layers', expected: 'exit 1 naming num_hidden_layers with the figure', expect: 'error', names: 'num_hidden_layers', run: m(['model', 'inspect', fx.models['million-layers']], 'num_hidden_layers') },
-    { category: 'cli', input: 'marsrl model inspect: tokenizer.json is a FIFO', expected: 'exit 1 naming the named pipe', expect: 'error', names: 'named pipe', run: m(['model', 'inspect', fx.models['fifo-tokenizer']], 'named pipe') },
+    { category: 'cli', input: 'marsrl model inspect: a template building range(10^9)', expected: 'exit 1 naming range()', expect: 'error', names: 'range()', full: true, run: m(['model', 'inspect', fx.models['template-huge-range']], 'range()') },
+    { category: 'cli', input: 'marsrl model inspect: config.json with 1 000 000 layers', expected: 'exit 1 naming num_hidden_layers with the figure', expect: 'error', names: 'num_hidden_layers', full: true, run: m(['model', 'inspect', fx.models['million-layers']], 'num_hidden_layers') },
+    { category: 'cli', input: 'marsrl model inspect: tokenizer.json is a FIFO', expected: 'exit 1 naming the named pipe', expect: 'error', names: 'named pipe', full: true, run: m(['model', 'inspect', fx.models['fifo-tokenizer']], 'named pipe') },
     { category: 'cli', input: 'marsrl config validate: task.math_path is a FIFO', expected: 'exit 2 naming task.math_path', expect: 'error', names: 'task.math_path', run: m(['config', 'validate', fx.configs.fifoMath], 'task.math_path') },
     { category: 'cli', input: 'marsrl run: problems_per_step 4096 × solver_group 256', expected: 'exit 2 naming rollout.problems_per_step; no stack trace', expect: 'error', names: 'rollout.problems_per_step', run: m(['run', '--config', fx.configs.episodes, '--db', path.join(path.dirname(ctx.databasePath), 'cli-runs.db')], 'rollout.problems_per_step') },
-    { category: 'cli', input: 'marsrl config validate --probe: the canary variable at a listener', expected: 'exit 2 naming api_key_env and `marsrl secrets allow`', expect: 'error', names: 'marsrl secrets allow', run: m(['config', 'validate', fx.configs.trapProbe, '--probe'], 'marsrl secrets allow') },
+    { category: 'cli', input: 'marsrl config validate --probe: the canary variable at a listener', expected: 'exit 2 naming api_key_env and `marsrl secrets allow`', expect: 'error', names: 'marsrl secrets allow', full: true, run: m(['config', 'validate', fx.configs.trapProbe, '--probe'], 'marsrl secrets allow') },
     { category: 'cli', input: 'marsrl run: a system run served by the listener', expected: 'exit 2 naming api_key_env', expect: 'error', names: 'api_key_env', run: m(['run', '--config', fx.configs.trapSystem, '--db', path.join(path.dirname(ctx.databasePath), 'cli-runs.db')], 'api_key_env') },
     { category: 'secret', input: 'marsrl run: a system run served by the approved endpoint (probe, calls, retries, health checks)', expected: 'served: done, the key sent to the approved host only', expect: 'served', run: m(['run', '--config', fx.configs.legitSystem, '--db', path.join(path.dirname(ctx.databasePath), 'cli-runs.db')]) },
     { category: 'cli', input: 'marsrl runs: names and tags with terminal control sequences', expected: 'served, every control shown escaped', expect: 'served', run: m(['runs', '--db', ctx.databasePath], undefined, inert) },
-    { category: 'cli', input: 'marsrl show: a run named with terminal control sequences', expected: 'served, every control shown escaped', expect: 'served', run: m(['show', String(ctx.seededRunId), '--db', ctx.databasePath], undefined, inert) },
-    { category: 'cli', input: 'marsrl runs --json: the same names', expected: 'served, JSON with controls as \\u escapes', expect: 'served', run: m(['runs', '--json', '--db', ctx.databasePath], undefined, inert) },
-    { category: 'cli', input: 'marsrl config print: config strings with terminal control sequences', expected: 'served, every control shown escaped', expect: 'served', run: m(['config', 'print', '--config', fx.configs.controlStrings], undefined, inert) },
+    { category: 'cli', input: 'marsrl show: a run named with terminal control sequences', expected: 'served, every control shown escaped', expect: 'served', full: true, run: m(['show', String(ctx.seededRunId), '--db', ctx.databasePath], undefined, inert) },
+    { category: 'cli', input: 'marsrl runs --json: the same names', expected: 'served, JSON with controls as \\u escapes', expect: 'served', full: true, run: m(['runs', '--json', '--db', ctx.databasePath], undefined, inert) },
+    { category: 'cli', input: 'marsrl config print: config strings with terminal control sequences', expected: 'served, every control shown escaped', expect: 'served', full: true, run: m(['config', 'print', '--config', fx.configs.controlStrings], undefined, inert) },
     { category: 'cli', input: 'marsrl runs --db: a database file of random bytes', expected: 'exit 1 naming the file, that it is damaged, and what to do', expect: 'error', names: 'damaged', run: m(['runs', '--db', fx.corruptDb], 'damaged') },
+    ...('dir' in fx.tinyDisk
+      ? [{ category: 'cli', input: 'marsrl export onto a disk that fills up (a 4 KiB tmpfs)', expected: 'exit 1 saying to free space and run the export again (redone, not resumed); nothing left behind', expect: 'error' as const, names: 'run the export again', full: true, run: m(['export', String(ctx.seededRunId), '--format', 'trajectories', '--jsonl', '--out', path.join(fx.tinyDisk.dir, 'x.jsonl'), '--db', ctx.databasePath], 'run the export again', undefined) }]
+      : []),
     { category: 'cli', input: 'marsrl serve --db: a database file of random bytes', expected: 'exit 1 naming the file and what to do', expect: 'error', names: 'damaged', full: true, run: m(['serve', '--db', fx.corruptDb, '--port', '0', '--no-build'], 'damaged') },
     { category: 'cli', input: 'marsrl serve-model: a folder whose chat template never ends', expected: 'exit 1 naming the template, within the time budget', expect: 'error', names: 'chat_template', full: true, run: m(['serve-model', fx.models['template-nested-loop'], '--port', '0'], 'chat_template') },
     { category: 'cli', input: 'marsrl serve-model: a checkpoint claiming 1 000 000 layers', expected: 'exit 1 naming model.config', expect: 'error', names: 'model.config', full: true, run: m(['serve-model', fx.checkpointLayers, '--port', '0'], 'model.config') },
@@ -260,4 +263,25 @@ function cli(ctx: CaseContext): HostileCase[] {
 
 export function corpus(ctx: CaseContext): HostileCase[] {
   return [...everyMethod(ctx), ...protocol(ctx), ...adversarial(ctx), ...modelFolders(ctx), ...taskFiles(ctx), ...secrets(ctx), ...cli(ctx)];
+}
+
+/**
+ * `marsrl serve-model` (the full suite starts one on the quick Solver): hostile OpenAI requests,
+ * each answered with an OpenAI-style error naming its parameter, or served.
+ */
+export function serveModelCases(port: () => number): HostileCase[] {
+  const post = (route: string, body: unknown, names?: string) => async () => readHttp(await request(port(), { path: `/v1/${route}`, body: typeof body === 'string' ? body : JSON.stringify(body), timeoutMs: 60_000 }), names);
+  const c = (input: string, expected: string, expect: 'error' | 'served', run: () => Promise<Observed>, names?: string): HostileCase => ({ category: 'serve-model', input, expected, expect, names, run });
+  return [
+    c('a 4 MB prompt to /v1/completions', 'HTTP 400 context_length_exceeded, refused before it is tokenized whole', 'error', post('completions', { model: 'solver', prompt: '1'.repeat(4e6 - 64) }, 'context'), 'context'),
+    c('a 4 MB message to /v1/chat/completions', 'HTTP 400 context_length_exceeded', 'error', post('chat/completions', { model: 'solver', messages: [{ role: 'user', content: '2'.repeat(4e6 - 128) }] }, 'context'), 'context'),
+    c('a 5 MB body', 'HTTP 413 naming the limit', 'error', post('completions', { model: 'solver', prompt: '3'.repeat(5e6) }, 'bytes'), 'bytes'),
+    c('n: 10^9', 'HTTP 400 naming n', 'error', post('completions', { model: 'solver', prompt: 'sort 12', n: 1e9 }, 'n'), 'n'),
+    c('max_tokens: -1', 'HTTP 400 naming max_tokens', 'error', post('completions', { model: 'solver', prompt: 'sort 12', max_tokens: -1 }, 'max_tokens'), 'max_tokens'),
+    c('logprobs: true with top_logprobs 10^6', 'HTTP 400 naming top_logprobs', 'error', post('chat/completions', { model: 'solver', messages: [{ role: 'user', content: 'sort 12' }], logprobs: true, top_logprobs: 1e6 }, 'top_logprobs'), 'top_logprobs'),
+    c('messages: a 100 000-deep list', 'HTTP 400 naming messages', 'error', post('chat/completions', `{"model":"solver","messages":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, 'messages'), 'messages'),
+    c('a body that is not JSON', 'HTTP 400 naming JSON', 'error', post('completions', '{"model":', 'JSON'), 'JSON'),
+    c('stop: 10 000 sequences', 'HTTP 400 naming stop', 'error', post('completions', { model: 'solver', prompt: 'sort 12', stop: Array.from({ length: 10_000 }, (_, i) => `s${i}`) }, 'stop'), 'stop'),
+    c('an ordinary request (control)', 'served', 'served', post('completions', { model: 'solver', prompt: 'sort 12', max_tokens: 8 })),
+  ];
 }

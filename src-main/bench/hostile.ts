@@ -20,8 +20,10 @@
  * database gone, a failed integrity check, an existing export changed). Then a fast-check fuzz of
  * the HTTP API (hostile-fuzz.ts) for --fuzz-seconds (default 60; 3 with --quick).
  *
- * `--quick` leaves out the slowest cases (serve and serve-model started on hostile inputs) and is
- * what the tests run.
+ * The full suite also feeds a `marsrl serve-model` of the quick Solver hostile OpenAI requests (a
+ * 4 MB prompt, a 5 MB body, n of 10^9 …), checking /health after each, and exports onto a 4 KiB
+ * tmpfs where this machine lets it mount one. `--quick` leaves those out, and the slowest CLI
+ * cases; it is what the tests run.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -33,8 +35,9 @@ import { runExport } from '../engine/export';
 import { allowKey } from '../engine/served/key-approvals';
 import { openStore, type Store } from '../engine/store';
 import { Rng } from '../engine/util/rng';
-import { corpus, type HostileCase, type Kind } from './hostile-cases';
-import { makeFixtures } from './hostile-fixtures';
+import { projectRoot } from '../engine/resources';
+import { corpus, serveModelCases, type HostileCase, type Kind } from './hostile-cases';
+import { makeFixtures, releaseFixtures, type Fixtures } from './hostile-fixtures';
 import { fuzzHttp, type FuzzResult } from './hostile-fuzz';
 import { CANARY_VARIABLE, filesContaining, request, sha256, spawnMarsrl, startLegit, startTrap, untilPrinted, type Listener, type Proc } from './hostile-harness';
 
@@ -68,6 +71,8 @@ export interface HostileReport {
   fuzz: FuzzResult | null;
   secrets: { trapRequests: number; sent: string[]; written: string[]; approvedHostRequests: number };
   data: { before: Record<string, number>; after: Record<string, number>; integrity: string; exportUnchanged: boolean };
+  /** Cases this machine could not run, and why. */
+  skipped: string[];
   seconds: number;
 }
 
@@ -157,6 +162,35 @@ function leaks(trap: Listener, legit: Listener, canary: string): string[] {
   ];
 }
 
+/** The serve-model cases against a `marsrl serve-model` of the quick Solver, alive after each. */
+async function serveModelPhase(env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<CaseResult[]> {
+  const start = async () => {
+    const proc = spawnMarsrl(['serve-model', path.join(projectRoot(), 'resources', 'checkpoints', 'quick', 'solver'), '--port', '0'], env);
+    return { proc, port: Number((await untilPrinted(proc, /Serving on http:\/\/127\.0\.0\.1:(\d+)\/v1/, 120_000))[1]) };
+  };
+  let served = await start();
+  const results: CaseResult[] = [];
+  try {
+    for (const c of serveModelCases(() => served.port)) {
+      const outcome = await runCase(c, 180_000);
+      let { got, detail } = outcome;
+      const health = await request(served.port, { method: 'GET', path: '/health', timeoutMs: 10_000 });
+      if (health.status !== 200) {
+        got = served.proc.child.exitCode !== null ? 'crash' : 'hang';
+        detail = `serve-model stopped answering after this case; ${detail}`;
+        await served.proc.stop();
+        served = await start();
+      }
+      const asExpected = got === c.expect;
+      results.push({ category: c.category, input: c.input, expected: c.expected, got, asExpected, detail, ms: outcome.ms });
+      if (!asExpected) log(`  serve-model case NOT AS EXPECTED: ${c.input} → ${got}: ${detail}`);
+    }
+  } finally {
+    await served.proc.stop();
+  }
+  return results;
+}
+
 export async function runHostile(options: HostileOptions): Promise<HostileReport> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const started = Date.now();
@@ -168,11 +202,13 @@ export async function runHostile(options: HostileOptions): Promise<HostileReport
   const trap = await startTrap();
   const legit = await startLegit(canary, trap.url);
   let server: { proc: Proc; port: number } | null = null;
+  let fixtures: Fixtures | null = null;
   const serverLogs: string[] = [];
   try {
     // The one approval on this machine: the canary variable for the approved endpoint's host:port.
     allowKey(CANARY_VARIABLE, `127.0.0.1:${legit.port}`, env);
-    const fx = makeFixtures(root, trap.url, legit.url, options.seed);
+    const fx = makeFixtures(root, trap.url, legit.url, options.seed, { tinyDisk: !options.quick });
+    fixtures = fx;
     const databasePath = path.join(root, 'served.db');
     const store = openStore(databasePath);
     const seededRunId = seedDatabase(store, new Rng(options.seed, 'hostile-seed'));
@@ -205,6 +241,8 @@ export async function runHostile(options: HostileOptions): Promise<HostileReport
       else if ((i + 1) % 25 === 0) log(`  ${i + 1}/${cases.length} cases`);
     }
 
+    if (!options.quick) results.push(...(await serveModelPhase(env, log)));
+
     const fuzz = options.fuzzSeconds > 0 ? await fuzzHttp({ port: () => server!.port, seed: options.seed, seconds: options.fuzzSeconds, runId: seededRunId, modelFolder: fx.models.good, serverLog: () => server!.proc.stderr() }) : null;
     serverLogs.push(server.proc.stdout(), server.proc.stderr());
     await server.proc.stop();
@@ -234,10 +272,12 @@ export async function runHostile(options: HostileOptions): Promise<HostileReport
       fuzz,
       secrets: { trapRequests: trap.received.length, sent, written, approvedHostRequests: legit.received.filter((r) => r.host === `127.0.0.1:${legit.port}`).length },
       data: { before, after, integrity: check, exportUnchanged },
+      skipped: 'skipped' in fx.tinyDisk && !options.quick ? [fx.tinyDisk.skipped] : [],
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
     if (server) await server.proc.stop();
+    if (fixtures) releaseFixtures(fixtures);
     await trap.close();
     await legit.close();
     if (!options.keep) {
@@ -255,6 +295,7 @@ export function printReport(r: HostileReport, out: (line: string) => void = (l) 
   for (const [category, cs] of byCategory) out(`  ${category.padEnd(16)} ${String(cs.length).padStart(4)} tried, ${cs.filter((c) => c.asExpected).length} as expected`);
   out(`  clear errors ${f.clearErrors}, served as expected ${f.served}, crashes ${f.crashes}, hangs ${f.hangs}, unclear ${f.unclear}, not as expected ${f.notAsExpected}`);
   out(`  secrets sent ${f.secretsSent} (listener got ${r.secrets.trapRequests} requests, none may carry a key; the approved host got ${r.secrets.approvedHostRequests}), secrets written ${f.secretsWritten}, data lost ${f.dataLost} (integrity ${r.data.integrity})`);
+  for (const s of r.skipped) out(`  skipped: ${s}`);
   for (const c of r.cases.filter((x) => !x.asExpected)) out(`  NOT AS EXPECTED [${c.category}] ${c.input}: expected ${c.expected}; got ${c.got}: ${c.detail}`);
   if (r.fuzz) {
     const z = r.fuzz;

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore, type Store } from '../../engine/store';
