@@ -8,6 +8,7 @@ import type {
   EpisodeQuery,
   EpisodeSummary,
   ListRunsQuery,
+  ModelInspection,
   SeriesQuery,
   StartRunRequest,
   StudioApi,
@@ -109,7 +110,7 @@ function presetAwaitingFolder(document: Record<string, unknown>): Record<string,
 }
 
 /** A model folder that could not be inspected at all (its inspection was stopped). */
-function failedInspection(folder: string, message: string): import('../../src-preload/api').ModelInspection {
+function failedInspection(folder: string, message: string): ModelInspection {
   return { path: path.resolve(folder), supported: false, problems: [message], architecture: null, modelType: null, parameters: null, context: null, shape: null, weights: null, tokenizer: null, linearModules: [] };
 }
 
@@ -209,15 +210,14 @@ export function createStudioService({ store, databasePath, transport, runs, hub,
         throw error;
       }
       if ('invalid' in checked) return { ok: false, issues: checked.invalid, endpoints: [] };
-      const { issues } = checked;
-      const result = { config: checked.config };
-      if (!result.config.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
+      const { config: resolved, issues } = checked;
+      if (!resolved.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
       // Unlike the CLI, which stops at the first kind of problem, every endpoint is probed even
       // when another's key variable is missing, so the form can place every finding at once. An
       // endpoint without its key is reported once, at api_key_env (its probe stops at the key and
       // reads as unreachable, which probeIssues would place at base_url).
       const keyless = new Set(issues.filter((i) => i.path.startsWith('endpoints.')).map((i) => i.path.split('.')[1]));
-      const pool = poolFromConfig(result.config);
+      const pool = poolFromConfig(resolved);
       try {
         const reports = await pool.probe();
         issues.push(...probeIssues(reports.filter((r) => !keyless.has(r.endpoint))));
