@@ -56,12 +56,14 @@ export default defineConfig({
       outDir: resolve(root, 'out/main'),
       externalizeDeps: { include: NATIVE_OR_OPTIONAL_PACKAGES },
       // The run worker is a second entry: utility processes load it as out/main/worker.js. The math
-      // answer checker's thread (issue #34) is a third, out/main/math-answer-thread.js.
+      // answer checker's thread (issue #34) is a third, out/main/math-answer-thread.js, and the
+      // off-thread worker (src-main/api/off-thread.ts, issue #36) a fourth, out/main/off-thread.js.
       lib: {
         entry: {
           index: resolve(root, 'src-main/index.ts'),
           worker: resolve(root, 'src-main/runner/worker.ts'),
           'math-answer-thread': resolve(root, 'src-main/engine/tasks/math-answer/judge-thread.ts'),
+          'off-thread': resolve(root, 'src-main/api/off-thread-worker.ts'),
         },
       },
     },

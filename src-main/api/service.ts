@@ -8,6 +8,7 @@ import type {
   EpisodeQuery,
   EpisodeSummary,
   ListRunsQuery,
+  ModelInspection,
   SeriesQuery,
   StartRunRequest,
   StudioApi,
@@ -17,11 +18,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PROMPT_VARIABLES } from '../engine/agents/prompts';
 import { configSchemaInfo, endpointFields } from '../engine/config/fields';
-import { resolveModelFolder } from '../engine/config/hf-folder';
-import { inspectHfFolder } from '../engine/hf/inspect';
-import { ConfigError, listPresets, presetDocument, resolveConfig, taskFileIssues, validateConfig } from '../engine/config/load';
+import { ConfigError, listPresets, presetDocument, resolveConfig } from '../engine/config/load';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
-import { endpointEnvIssues, poolFromConfig, probeIssues } from '../engine/served/config';
+import { poolFromConfig, probeIssues } from '../engine/served/config';
 import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
@@ -30,6 +29,9 @@ import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
 import { toModelInspection, toRunDetail, toRunSummary } from './views';
+import { OffThread, OffThreadError } from './off-thread';
+import type { endpointPrechecksOp } from './off-thread-ops';
+import { confinedOutput, writableRoots } from './write-paths';
 import { explainAdvantage } from '../engine/rl/explain';
 import { DEFAULT_ADVANTAGE_OPTIONS, type AdvantageOptions } from '../engine/rl/advantages';
 import { runAgainRequest } from '../engine/training/advice';
@@ -58,6 +60,11 @@ export interface StudioServiceOptions {
   transport: AppInfo['transport'];
   runs?: RunController;
   hub?: EventHub;
+  /**
+   * Where model folders are inspected and configs checked against this machine (issue #36): a
+   * worker thread by default, so a hostile folder or task file never holds the caller's thread.
+   */
+  offThread?: OffThread;
 }
 
 const MAX_SERIES_POINTS = 20_000;
@@ -115,8 +122,19 @@ function presetAwaitingFolder(document: Record<string, unknown>): Record<string,
   return out;
 }
 
-export function createStudioService({ store, databasePath, transport, runs, hub }: StudioServiceOptions): StudioApi {
+/** A model folder that could not be inspected at all (its inspection was stopped). */
+function failedInspection(folder: string, message: string): ModelInspection {
+  return { path: path.resolve(folder), supported: false, problems: [message], architecture: null, modelType: null, parameters: null, context: null, shape: null, weights: null, tokenizer: null, linearModules: [] };
+}
+
+export function createStudioService({ store, databasePath, transport, runs, hub, offThread }: StudioServiceOptions): StudioApi {
   const exports = new Map<string, AbortController>();
+  let ownThread: OffThread | null = null;
+  const thread = (): OffThread => offThread ?? (ownThread ??= new OffThread());
+  // Over the HTTP API (anyone holding the token) writes stay inside the Studio's folders; the
+  // desktop app's dialog and the CLI write where their user says (issue #36).
+  const writeRoots = transport === 'http' ? writableRoots(databasePath) : null;
+  const outputPath = (given: string, field: string) => confinedOutput(given, field, writeRoots);
   let exportCounter = 0;
   const requireRun = (runId: number) => {
     const run = store.runs.get(runId);
@@ -128,7 +146,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     return runs;
   };
 
-  return {
+  const service: Omit<StudioApi, keyof ReturnType<typeof createCompareStudyApi>> = {
     async appInfo() {
       return { version: packageVersion(), databasePath, schemaVersion: store.schemaVersion, transport, exportsDir: exportsDir() };
     },
@@ -185,25 +203,34 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     },
 
     async validateConfig(config) {
-      const result = validateConfig(config);
-      if (!result.ok) return result;
       // The form hears about a missing task file, or an API key variable this process does not
-      // have (`marsrl config validate` refuses both too), before it offers to start the run.
-      const machineIssues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
-      return machineIssues.length ? { ok: false, issues: machineIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+      // have or may not send (`marsrl config validate` refuses these too), before it offers to
+      // start the run. Checked off this thread: the config names files to read.
+      try {
+        return await thread().run('validateConfig', config);
+      } catch (error) {
+        if (error instanceof OffThreadError) return { ok: false, issues: [{ path: '', message: error.message }] };
+        throw error;
+      }
     },
 
     async checkEndpoints(config) {
-      const result = validateConfig(config);
-      if (!result.ok) return { ok: false, issues: result.issues, endpoints: [] };
-      const issues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
-      if (!result.config.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
+      let checked: ReturnType<typeof endpointPrechecksOp>;
+      try {
+        checked = await thread().run('endpointPrechecks', config);
+      } catch (error) {
+        if (error instanceof OffThreadError) return { ok: false, issues: [{ path: '', message: error.message }], endpoints: [] };
+        throw error;
+      }
+      if ('invalid' in checked) return { ok: false, issues: checked.invalid, endpoints: [] };
+      const { config: resolved, issues } = checked;
+      if (!resolved.endpoints) return { ok: issues.length === 0, issues, endpoints: [] };
       // Unlike the CLI, which stops at the first kind of problem, every endpoint is probed even
       // when another's key variable is missing, so the form can place every finding at once. An
       // endpoint without its key is reported once, at api_key_env (its probe stops at the key and
       // reads as unreachable, which probeIssues would place at base_url).
       const keyless = new Set(issues.filter((i) => i.path.startsWith('endpoints.')).map((i) => i.path.split('.')[1]));
-      const pool = poolFromConfig(result.config);
+      const pool = poolFromConfig(resolved);
       try {
         const reports = await pool.probe();
         issues.push(...probeIssues(reports.filter((r) => !keyless.has(r.endpoint))));
@@ -222,8 +249,14 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
     },
 
     async inspectModel(folder) {
-      // Read the folder as the config will (`~/…` is the home folder).
-      return toModelInspection(inspectHfFolder(resolveModelFolder(folder)));
+      // Off this thread, under a time and memory limit: the folder's files and chat template are
+      // whatever its author wrote (a template that allocated without end killed `marsrl serve`).
+      try {
+        return await thread().run('inspectModel', folder);
+      } catch (error) {
+        if (error instanceof OffThreadError) return failedInspection(folder, error.message);
+        throw error;
+      }
     },
 
     async startRun(request) {
@@ -311,7 +344,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       for (const id of request.runs) requireRun(id);
       // A relative path means the exports folder, never this process's working directory; the
       // folder itself is the app's and is made on first use (a folder the user names must exist).
-      const out = typeof request.out === 'string' && request.out.trim() !== '' && !path.isAbsolute(request.out) ? path.join(exportsDir(), request.out) : request.out;
+      const out = outputPath(request.out, 'out');
       if (out !== request.out) fs.mkdirSync(exportsDir(), { recursive: true });
       request = { ...request, out };
       const exportId = `export-${++exportCounter}`;
@@ -350,7 +383,7 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       const { OutputExistsError } = await import('../engine/hf/export');
       requireRun(request.runId);
       // A relative folder is under the exports folder, as a dataset export's file is.
-      const out = path.isAbsolute(request.out) ? request.out : path.join(exportsDir(), request.out);
+      const out = outputPath(request.out, 'out');
       if (out !== request.out) fs.mkdirSync(exportsDir(), { recursive: true });
       const started = Date.now();
       try {
@@ -380,6 +413,15 @@ export function createStudioService({ store, databasePath, transport, runs, hub 
       controller.abort('cancelled by the user');
     },
 
-    ...createCompareStudyApi({ store, runs, hub }),
+  };
+  const studies = createCompareStudyApi({ store, runs, hub });
+  return {
+    ...service,
+    ...studies,
+    async exportStudyReport(studyId, out) {
+      // The same rule as the other exports: a relative folder is under the exports folder, and
+      // over HTTP the folder must be inside the Studio's folders.
+      return studies.exportStudyReport(studyId, outputPath(out, 'out'));
+    },
   };
 }

@@ -1,7 +1,11 @@
 /** Plain-text output for the terminal: aligned tables and human times. */
+import { inertJson, inertLine } from '../engine/util/inert';
+
 
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
-  const cells = rows.map((row) => row.map((c) => (c === null || c === undefined ? '' : String(c))));
+  // A cell is one line: a newline or a control sequence in a run's name would break the table or
+  // drive the terminal (issue #36).
+  const cells = rows.map((row) => row.map((c) => (c === null || c === undefined ? '' : inertLine(String(c)))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]?.length ?? 0)));
   const line = (row: string[]) => row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
@@ -31,5 +35,5 @@ export function number(value: number | undefined, digits = 3): string {
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${inertJson(JSON.stringify(value, null, 2))}\n`);
 }

@@ -6,6 +6,7 @@ import { ConfigError } from '../engine/config/load';
 import { describeStoreFailure, SchemaTooNewError } from '../engine/store';
 import { resolveDatabasePath } from '../engine/paths';
 import { packageVersion } from '../engine/version';
+import { inertText } from '../engine/util/inert';
 import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
 
@@ -36,6 +37,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'serve', summary: 'serve the interface to a web browser (HTTP + WebSocket)', load: async () => (await import('./commands/serve')).serveCommand },
   { name: 'model', summary: 'Hugging Face models: inspect a folder, export as hf or gguf, generate', load: async () => (await import('./commands/model')).modelCommand },
   { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },
+  { name: 'secrets', summary: 'approve the API key variables endpoints may send, host by host', load: async () => (await import('./commands/secrets')).secretsCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
   { name: 'bench', summary: 'run a benchmark (store, model, export, ui, …)', load: async () => (await import('./commands/bench')).benchCommand },
 ];
@@ -55,7 +57,10 @@ function overview(): string {
   ].join('\n');
 }
 
-export async function main(argv: string[], ctx: CommandContext): Promise<number> {
+export async function main(argv: string[], given: CommandContext): Promise<number> {
+  // Everything a command prints passes here: run names, notes, config strings and model text are
+  // data, and a terminal control sequence in them is shown escaped, never executed (issue #36).
+  const ctx: CommandContext = { ...given, out: (text) => given.out(inertText(text)), err: (text) => given.err(inertText(text)) };
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     ctx.out(overview());

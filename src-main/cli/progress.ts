@@ -1,4 +1,5 @@
 /** A one-line progress bar with ETA for long commands; plain lines when stderr is not a terminal. */
+import { inertLine, inertText } from '../engine/util/inert';
 
 export class ProgressLine {
   private readonly started = Date.now();
@@ -16,7 +17,7 @@ export class ProgressLine {
     const width = 24;
     const filled = Math.round(fraction * width);
     const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
-    const text = `${label} ${bar} ${done}/${total} ${formatSeconds(elapsed)} elapsed${eta > 0 ? `, ETA ${formatSeconds(eta)}` : ''}${detail ? `  ${detail}` : ''}`;
+    const text = `${inertLine(label)} ${bar} ${done}/${total} ${formatSeconds(elapsed)} elapsed${eta > 0 ? `, ETA ${formatSeconds(eta)}` : ''}${detail ? `  ${inertLine(detail)}` : ''}`;
     if (this.isTty) {
       this.stream.write(`\r\x1b[2K${text.slice(0, (this.stream.columns ?? 120) - 1)}`);
     } else if (Date.now() - this.lastPlain > 5000 || done === total) {
@@ -26,7 +27,8 @@ export class ProgressLine {
   }
 
   /** Print a line that stays (above the bar). */
-  log(text: string): void {
+  log(raw: string): void {
+    const text = inertText(raw);
     this.stream.write(this.isTty ? `\r\x1b[2K${text}\n` : `${text}\n`);
   }
 

@@ -30,6 +30,7 @@ import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
 import { requestRunStop } from './stop';
+import { endpointEnvIssues } from '../engine/served/config';
 
 export interface RunManagerOptions {
   store: Store;
@@ -64,7 +65,9 @@ export function resolveLaunchConfig(request: StartRunRequest): { config: RunConf
     if (request.name) doc = { ...doc, name: request.name };
     const config = resolveConfig(doc);
     // A file the run needs is checked before the run exists, and pinned to an absolute path.
-    const fileIssues = taskFileIssues(config);
+    // So is an API key variable that is not set, or not approved for its endpoint's hosts on this
+    // machine (issue #36): refused before a run is recorded, as `marsrl run` refuses it.
+    const fileIssues = [...taskFileIssues(config), ...endpointEnvIssues(config)];
     if (fileIssues.length) throw new ConfigError(fileIssues);
     checkTaskFile(config);
     checkInitCheckpoints(config);

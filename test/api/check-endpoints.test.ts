@@ -13,6 +13,7 @@ import { createStudioService } from '../../src-main/api/service';
 import { openStore, type Store } from '../../src-main/engine/store';
 import type { ConfigValidation, EndpointCheckResult, StudioApi } from '../../src-preload/api';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
+import { approvedHome } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 
 const KEY_VARIABLE = 'MARSRL_TEST_CHECK_ENDPOINTS_KEY';
@@ -23,6 +24,8 @@ let store: Store;
 let service: StudioApi;
 let served: FaultServer;
 let closedUrl = '';
+let home: ReturnType<typeof approvedHome>;
+let previousHome: string | undefined;
 
 beforeAll(async () => {
   tmp = tempDir('marsrl-check-endpoints-');
@@ -30,6 +33,10 @@ beforeAll(async () => {
   service = createStudioService({ store, databasePath: `${tmp.dir}/api.db`, transport: 'http', hub: new EventHub() });
   served = await startFaultServer({ model: 'served-model', key: 'the-key' });
   process.env[KEY_VARIABLE] = 'the-key';
+  // Issue #36: this process's data folder approves the variable for the loopback server.
+  home = approvedHome({ [KEY_VARIABLE]: ['127.0.0.1'] });
+  previousHome = process.env.MARSRL_HOME;
+  process.env.MARSRL_HOME = home.dir;
   delete process.env[MISSING_VARIABLE];
   // A port that was just free: nothing listens there once the server is closed.
   const probe = http.createServer();
@@ -39,6 +46,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   delete process.env[KEY_VARIABLE];
+  if (previousHome === undefined) delete process.env.MARSRL_HOME;
+  else process.env.MARSRL_HOME = previousHome;
+  home?.cleanup();
   await served?.close();
   store?.close();
   tmp?.cleanup();

@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src-main/engine/config/load';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
+import { allowKey } from '../../src-main/engine/served/key-approvals';
 import { REPO_ROOT } from '../helpers/cli';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { screenshot } from './browser';
@@ -30,9 +31,22 @@ delete process.env[MISSING_VARIABLE];
 let page: Page;
 let served: FaultServer;
 let closedUrl = '';
-const session = studioInChromium({ tmpPrefix: 'marsrl-e2e-endpoints-', database: 'endpoints.db', seed: (store) => seedStudio(store) });
+let previousHome: string | undefined;
+// Issue #36: the session's data folder (its `marsrl serve` reads it) approves the key variable for
+// the loopback servers, as a user runs `marsrl secrets allow VAR --host 127.0.0.1`; this process
+// reads the same folder, so the CLI's messages below are computed against the same approvals.
+const session = studioInChromium({
+  tmpPrefix: 'marsrl-e2e-endpoints-',
+  database: 'endpoints.db',
+  seed: (store, dir) => {
+    seedStudio(store);
+    allowKey(KEY_VARIABLE, '127.0.0.1', { MARSRL_HOME: path.join(dir, 'home') });
+  },
+});
 beforeAll(async () => {
   ({ page } = session);
+  previousHome = process.env.MARSRL_HOME;
+  process.env.MARSRL_HOME = path.join(session.dir, 'home');
   served = await startFaultServer({ model: 'served-model', key: 'e2e-key' });
   const free = http.createServer();
   await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
@@ -41,6 +55,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   delete process.env[KEY_VARIABLE];
+  if (previousHome === undefined) delete process.env.MARSRL_HOME;
+  else process.env.MARSRL_HOME = previousHome;
   await served?.close();
 });
 

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EndpointClient, EndpointError, parseRetryAfter, type EndpointClientOptions, type StreamChunk } from '../../src-main/engine/served/client';
 import { redactSecret, type ServedEvent } from '../../src-main/engine/served/events';
 import { openStore } from '../../src-main/engine/store';
+import { approvals } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 import { startFaultServer, type Behaviour, type FaultServer, type FaultServerOptions } from './fault-server';
 
@@ -27,6 +28,8 @@ async function setup(script: Behaviour[], client: Partial<EndpointClientOptions>
     model: 'fault-model',
     apiKeyEnv: 'SERVED_TEST_KEY',
     env: { ...ENV },
+    // Issue #36: the test's variable is approved for its loopback server, as a user approves theirs.
+    keyApprovals: approvals({ SERVED_TEST_KEY: ['127.0.0.1'] }),
     retries: 3,
     timeoutMs: 2_000,
     backoffBaseMs: 10,

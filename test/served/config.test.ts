@@ -6,6 +6,7 @@ import { ConfigError, resolveConfig, validateConfig } from '../../src-main/engin
 import { configSchemaInfo } from '../../src-main/engine/config/fields';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
 import { marsrl, MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+import { approvals, approvedHome } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 import { startFaultServer } from './fault-server';
 
@@ -65,7 +66,7 @@ describe('endpoints in the run config', () => {
   it('reports a missing environment variable at validation, on api_key_env', () => {
     const config = resolveConfig(served());
     expect(endpointEnvIssues(config, {})).toEqual([{ path: 'endpoints.judges.api_key_env', message: 'the environment variable JUDGE_KEY is not set; export it with the API key of http://127.0.0.1:8001/v1 before starting the run' }]);
-    expect(endpointEnvIssues(config, { JUDGE_KEY: 'k' })).toEqual([]);
+    expect(endpointEnvIssues(config, { JUDGE_KEY: 'k' }, approvals({ JUDGE_KEY: ['127.0.0.1:8001', '127.0.0.1:8002'] }))).toEqual([]);
   });
 
   it('keeps endpoints out of the generic form fields but offers the policy field', () => {
@@ -88,7 +89,7 @@ describe('endpoints in the run config', () => {
         policies: { solver: {}, judge: { endpoint: 'judges' } },
         agents: { verifier: 'judge', corrector: 'judge' },
       });
-      const pool = poolFromConfig(config, { env: { JUDGE_KEY: 'right-key-0123456789', OTHER_KEY: 'stale-key-0123456789' } });
+      const pool = poolFromConfig(config, { env: { JUDGE_KEY: 'right-key-0123456789', OTHER_KEY: 'stale-key-0123456789' }, keyApprovals: approvals({ JUDGE_KEY: ['127.0.0.1'], OTHER_KEY: ['127.0.0.1'] }) });
       expect(pool.endpointOf('verifier2')).toBe('judges');
       expect(pool.endpointOf('corrector1')).toBe('judges');
       expect(() => pool.endpointOf('solver')).toThrow(/no endpoint/);
@@ -135,6 +136,7 @@ describe('marsrl config validate with endpoints', () => {
   it('fails on an unset key variable, and --probe reports what the server serves', async () => {
     const server = await startFaultServer({ key: 'probe-key-0123456789', ignoreN: true });
     const tmp = tempDir();
+    const home = approvedHome({ JUDGE_KEY: ['127.0.0.1'] });
     try {
       const file = path.join(tmp.dir, 'served.yaml');
       fs.writeFileSync(file, JSON.stringify({ endpoints: { judges: { base_url: server.baseUrl, model: 'fault-model', api_key_env: 'JUDGE_KEY' } }, policies: { solver: {}, judge: { endpoint: 'judges' } }, agents: { verifier: 'judge', corrector: 'judge' } }));
@@ -144,7 +146,7 @@ describe('marsrl config validate with endpoints', () => {
       // The fault server lives in this process: the probing child must be spawned without blocking it.
       const run = (env: NodeJS.ProcessEnv) =>
         new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
-          const child = spawn(process.execPath, [MARSRL_BIN, 'config', 'validate', file, '--probe'], { cwd: REPO_ROOT, env: { ...process.env, ...env } });
+          const child = spawn(process.execPath, [MARSRL_BIN, 'config', 'validate', file, '--probe'], { cwd: REPO_ROOT, env: { ...process.env, MARSRL_HOME: home.dir, ...env } });
           let stderr = '';
           let stdout = '';
           child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -160,6 +162,7 @@ describe('marsrl config validate with endpoints', () => {
       expect(refused.stderr).not.toContain('expired-key-0123456789');
     } finally {
       tmp.cleanup();
+      home.cleanup();
       await server.close();
     }
   });

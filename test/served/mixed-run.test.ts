@@ -18,6 +18,7 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import { createRunManager } from '../../src-main/runner/manager';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { approvedHome } from '../helpers/key-approvals';
 import { runsDatabase } from '../helpers/runs-db';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
@@ -27,16 +28,25 @@ const STEPS = 2;
 
 const database = runsDatabase();
 let server: ModelServer;
+let home: ReturnType<typeof approvedHome>;
+let previousHome: string | undefined;
 
 beforeAll(async () => {
   await initBackend('wasm');
   server = await createModelServer({ policies: [loadCheckpointPolicy(path.join(QUICK, 'verifier'))], token: KEY, log: () => {} });
   // The run's worker processes inherit this environment: the key reaches them only by the variable's name.
   process.env[KEY_ENV] = KEY;
+  // Issue #36: and the data folder they read approves that variable for the loopback server.
+  home = approvedHome({ [KEY_ENV]: ['127.0.0.1'] });
+  previousHome = process.env.MARSRL_HOME;
+  process.env.MARSRL_HOME = home.dir;
 }, 60_000);
 
 afterAll(async () => {
   delete process.env[KEY_ENV];
+  if (previousHome === undefined) delete process.env.MARSRL_HOME;
+  else process.env.MARSRL_HOME = previousHome;
+  home?.cleanup();
   await server?.close();
 });
 

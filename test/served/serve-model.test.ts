@@ -13,6 +13,7 @@ import { EndpointPool } from '../../src-main/engine/served/pool';
 import { loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { startFaultServer } from './fault-server';
+import { approvals } from '../helpers/key-approvals';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const TOKEN = 'serve-model-test-token-0123456789';
@@ -295,7 +296,7 @@ describe('marsrl serve-model through the official openai client', () => {
   });
 
   it('the Studio’s own endpoint client talks to it: chat, n, logprobs, streaming and the probe', async () => {
-    const own = new EndpointClient({ name: 'studio-solver', baseUrl: server.baseUrl, model: 'solver', apiKeyEnv: 'MARSRL_SERVE_TEST_TOKEN', env: { MARSRL_SERVE_TEST_TOKEN: TOKEN }, probePrompt: 'sort 12', sampling: { temperature: 1, seed: 42, n: 4, top_p: 0.9, max_tokens: 64 } });
+    const own = new EndpointClient({ name: 'studio-solver', baseUrl: server.baseUrl, model: 'solver', apiKeyEnv: 'MARSRL_SERVE_TEST_TOKEN', env: { MARSRL_SERVE_TEST_TOKEN: TOKEN }, keyApprovals: approvals({ MARSRL_SERVE_TEST_TOKEN: ['127.0.0.1'] }), probePrompt: 'sort 12', sampling: { temperature: 1, seed: 42, n: 4, top_p: 0.9, max_tokens: 64 } });
     const report = await own.probe();
     expect(report.error).toBeNull();
     expect(report.models).toEqual(['solver', 'verifier']);
@@ -378,6 +379,7 @@ describe('serve-model as a replica in the pool', () => {
         endpoints: [{ name: 'studio', baseUrls: [hung.baseUrl, server.baseUrl], model: 'solver', apiKeyEnv: 'STUDIO_KEY', concurrency: 4, timeoutMs: 3000, retries: 2, sampling: { temperature: 0, max_tokens: 64 } }],
         agents: { solver: 'studio' },
         env: { STUDIO_KEY: TOKEN },
+        keyApprovals: approvals({ STUDIO_KEY: ['127.0.0.1'] }),
         onEvent: (e) => events.push(e),
         sleep: async () => {},
       });

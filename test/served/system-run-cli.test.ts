@@ -15,6 +15,7 @@ import { openStore } from '../../src-main/engine/store';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+import { approvals, approvedHome } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
@@ -23,10 +24,12 @@ const KEY = 'system-cli-secret-key-0a1b2c3d4e5f6789';
 let tmp: ReturnType<typeof tempDir>;
 let server: ModelServer;
 let configFile: string;
+// Issue #36: the data folder the spawned `marsrl` reads, with SYSTEM_CLI_KEY approved for the loopback server.
+let home: ReturnType<typeof approvedHome>;
 
 /** `marsrl ARGS` in a child process, without blocking this process (it serves the model). */
 function marsrlAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MARSRL_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MARSRL_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: home.dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -37,6 +40,7 @@ function marsrlAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: nu
 beforeAll(async () => {
   await initBackend('wasm');
   tmp = tempDir('marsrl-system-cli-');
+  home = approvedHome({ SYSTEM_CLI_KEY: ['127.0.0.1'] });
   server = await createModelServer({ policies: ['solver', 'verifier', 'corrector'].map((r) => loadCheckpointPolicy(path.join(QUICK, r))), token: KEY, log: () => {} });
   const endpoint = (model: string) => ({ base_url: server.baseUrl, model, api_key_env: 'SYSTEM_CLI_KEY', concurrency: 4 });
   configFile = path.join(tmp.dir, 'sys.yaml');
@@ -56,6 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   tmp?.cleanup();
+  home?.cleanup();
 });
 
 describe('marsrl run / resume of a reasoning-system run', () => {
@@ -96,7 +101,7 @@ describe('marsrl run / resume of a reasoning-system run', () => {
     const store = openStore(db);
     const runId = store.runs.create({ name: 'stopped', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
     const controller = new AbortController();
-    const first = await systemRun({ store, runId, config, env: { SYSTEM_CLI_KEY: KEY }, signal: controller.signal, onProgress: (p) => (p.phase === 'pretrain' && p.step >= 3 ? controller.abort('stopped by the test') : undefined) });
+    const first = await systemRun({ store, runId, config, env: { SYSTEM_CLI_KEY: KEY }, pool: { keyApprovals: approvals({ SYSTEM_CLI_KEY: ['127.0.0.1'] }) }, signal: controller.signal, onProgress: (p) => (p.phase === 'pretrain' && p.step >= 3 ? controller.abort('stopped by the test') : undefined) });
     expect(first.status).toBe('interrupted');
     store.runs.setStatus(runId, 'interrupted', first.status === 'interrupted' ? first.reason : null);
     store.close();

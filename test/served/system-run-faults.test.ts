@@ -12,6 +12,7 @@ import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import { CHAIN_FAILED_EVENT, systemRun } from '../../src-main/engine/served/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';
+import { approvals } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 import { startFaultServer, type Behaviour, type FaultServer } from './fault-server';
 
@@ -47,7 +48,8 @@ function newRun(config: RunConfig): number {
 
 const liveTurns = (runId: number) => store.trajectories.pageTurns({ runId, limit: 1000 }).items;
 const posts = (server: FaultServer) => server.seen.filter((r) => r.method === 'POST').length;
-const quickPool = { backoffBaseMs: 1, backoffMaxMs: 5 };
+// Issue #36: the test's key variable is approved for its loopback server.
+const quickPool = { backoffBaseMs: 1, backoffMaxMs: 5, keyApprovals: approvals({ FAULT_KEY: ['127.0.0.1'] }) };
 
 /** The probe's two requests (n = 2, then the same seeded again) answer normally. */
 const PROBE: Behaviour[] = [{ kind: 'ok' }, { kind: 'ok' }];

@@ -26,11 +26,14 @@ import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '.
 import { evaluationSet, loadTaskData } from '../../src-main/engine/training/run-support';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { approvals } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const KEY = 'system-run-secret-key-7f3a9c2e51d04b68';
 const ENV = { SYSTEM_RUN_KEY: KEY };
+// Issue #36: the key variable is approved for the loopback proxy, as a user approves theirs.
+const POOL = { keyApprovals: approvals({ SYSTEM_RUN_KEY: ['127.0.0.1'] }) };
 
 let tmp: ReturnType<typeof tempDir>;
 let server: ModelServer;
@@ -107,7 +110,7 @@ describe('a reasoning-system run against marsrl serve-model', () => {
     const over = { eval: { problems: 24, k: 4 }, system: { mode: 'chain' } };
     const config = quickConfig(over, true);
     const runId = newRun(config, 'served-chain');
-    const outcome = await systemRun({ store, runId, config, env: ENV });
+    const outcome = await systemRun({ store, runId, config, env: ENV, pool: POOL });
     expect(outcome).toEqual({ status: 'done', step: 0 });
     const served = store.metrics.latest(runId, store.metrics.keys(runId));
 
@@ -152,20 +155,20 @@ describe('a reasoning-system run against marsrl serve-model', () => {
 
     const whole = newRun(config, 'loop-whole');
     const before = runCalls().length;
-    expect(await systemRun({ store, runId: whole, config, env: ENV })).toEqual({ status: 'done', step: 0 });
+    expect(await systemRun({ store, runId: whole, config, env: ENV, pool: POOL })).toEqual({ status: 'done', step: 0 });
     const wholeCalls = runCalls().slice(before);
     const wholeMetrics = store.metrics.latest(whole, store.metrics.keys(whole).filter((k) => !k.startsWith('pool/')));
 
     const stopped = newRun(config, 'loop-stopped');
     const controller = new AbortController();
     const first = runCalls().length;
-    const outcome = await systemRun({ store, runId: stopped, config, env: ENV, signal: controller.signal, onProgress: (p) => (p.phase === 'pretrain' && p.step >= 7 ? controller.abort('test stop') : undefined) });
+    const outcome = await systemRun({ store, runId: stopped, config, env: ENV, pool: POOL, signal: controller.signal, onProgress: (p) => (p.phase === 'pretrain' && p.step >= 7 ? controller.abort('test stop') : undefined) });
     expect(outcome.status).toBe('interrupted');
     const firstCalls = runCalls().length - first;
     expect(firstCalls).toBeGreaterThan(0);
     expect(firstCalls).toBeLessThan(wholeCalls.length);
     store.runs.setStatus(stopped, 'running');
-    expect(await systemRun({ store, runId: stopped, config, env: ENV, resume: true })).toEqual({ status: 'done', step: 0 });
+    expect(await systemRun({ store, runId: stopped, config, env: ENV, pool: POOL, resume: true })).toEqual({ status: 'done', step: 0 });
     const resumedCalls = runCalls().slice(first);
 
     // The same requests (messages, seed, sampling), as many times each: none repeated, none lost.

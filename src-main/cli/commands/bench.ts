@@ -14,6 +14,7 @@ const BENCHES: Record<string, { summary: string; load: () => Promise<{ run(argv:
   hf: { summary: 'Qwen3-architecture model (real vocabulary): prefill/decode tokens/s vs llama.cpp and PyTorch, peak RSS when loading', load: () => import('../../bench/hf') },
   pipeline: { summary: 'sync vs pipeline training of one config and seed: wall time, tokens/s, speed-up, held-out accuracy', load: () => import('../../bench/pipeline') },
   'math-answer': { summary: 'math answer checker: time per judged case (median, p99, worst), agreement, adversarial answers, judging share of a math step; against the 4ee5cee checker', load: () => import('../../bench/math-answer') },
+  hostile: { summary: 'hostile inputs against marsrl serve and the CLI (issue #36): crashes, hangs, secrets sent, data lost; then a fast-check fuzz of the HTTP API', load: () => import('../../bench/hostile') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('../../bench/serve') },
 };
 

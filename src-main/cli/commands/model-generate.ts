@@ -10,6 +10,7 @@ import type { ChatMessage } from '../../engine/model/policy-model';
 import { parseCommand, UsageError } from '../args';
 import type { CommandContext } from '../context';
 import { printJson } from '../format';
+import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
 
 export const generateUsage = `Usage: marsrl model generate DIR|CHECKPOINT (--prompt TEXT | --chat FILE | --prompt-ids 1,2,3)
          [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K --seed S]
@@ -54,9 +55,10 @@ function numberFlag(name: string, raw: string | undefined, check: (x: number) =>
 function readChat(file: string): ChatMessage[] {
   let json: unknown;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    json = JSON.parse(readTextFile(file, { maxBytes: LIMITS.settings, what: '--chat file' }));
   } catch (e) {
-    throw new Error(`${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `does not parse as JSON (${(e as Error).message})`}`, { cause: e });
+    if (e instanceof FileRefusedError) throw new Error(e.code === 'ENOENT' ? `${file}: not found` : e.message, { cause: e });
+    throw new Error(`${file}: does not parse as JSON (${(e as Error).message})`, { cause: e });
   }
   const list = Array.isArray(json) ? json : (json as { messages?: unknown })?.messages;
   if (!Array.isArray(list) || list.length === 0) throw new Error(`${file}: expected a non-empty list of {"role", "content"} messages`);

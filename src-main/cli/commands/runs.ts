@@ -5,6 +5,7 @@ import { toRunDetail } from '../../api/views';
 import type { RunDetail } from '../../../src-preload/api';
 import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
+import { inertLine } from '../../engine/util/inert';
 import { age, duration, number, printJson, table } from '../format';
 
 const runsUsage = `Usage: marsrl runs [--status STATUS] [--search TEXT] [--limit N] [--db PATH] [--json]
@@ -112,7 +113,7 @@ export const showCommand: Command = {
         return 0;
       }
       const lines = [
-        `Run ${detail.id}: ${detail.name}`,
+        `Run ${detail.id}: ${inertLine(detail.name)}`,
         `  status     ${detail.status}${detail.statusReason ? ` (${detail.statusReason})` : ''}`,
         `  preset     ${detail.preset ?? '(none)'}    seed ${detail.seed}    code ${detail.codeVersion}`,
         `  backend    ${detail.backend ?? '(not started)'}`,
@@ -144,7 +145,7 @@ export const showCommand: Command = {
         );
       }
       if (events.length) {
-        lines.push('', 'Recent events:', ...events.map((e) => `  [${e.level}] step ${e.step ?? '-'} ${e.kind}: ${e.message}`));
+        lines.push('', 'Recent events:', ...events.map((e) => `  [${e.level}] step ${e.step ?? '-'} ${inertLine(e.kind)}: ${inertLine(e.message)}`));
       }
       lines.push('', 'Configuration:', configToYaml(detail.config as unknown as RunConfig).trimEnd().replace(/^/gm, '  '));
       ctx.out(lines.join('\n'));

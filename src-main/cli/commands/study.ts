@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore, type Store } from '../../engine/store';
@@ -10,6 +9,7 @@ import { createRunManager } from '../../runner/manager';
 import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { assertDatabaseExists, type Command, type CommandContext } from '../context';
 import { printJson, table } from '../format';
+import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
 
 const studyUsage = `Usage: marsrl study --matrix FILE [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
        marsrl study --like RUN,RUN[,…] [--seeds N] [--concurrency N] [--out DIR] [--dry-run] [--db PATH] [--json]
@@ -60,10 +60,10 @@ function likeMatrix(refs: string, seeds: number, databasePath: string) {
 function readMatrixFile(file: string) {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readTextFile(file, { maxBytes: LIMITS.settings, what: 'study matrix' });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`--matrix ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`, studyUsage);
+    const refused = error instanceof FileRefusedError ? error : null;
+    throw new UsageError(`--matrix ${file}: ${refused?.code === 'ENOENT' ? 'no such file' : (error as Error).message.replace(`${file}: `, '')}`, studyUsage);
   }
   return parseMatrixText(text, file);
 }

@@ -5,6 +5,7 @@
  */
 import type { Store } from '../store';
 import type { RunData, SeriesPoint } from './summary';
+import { pushAll } from '../util/arrays';
 
 /** Keys the summary table reads (held-out metrics, grad norms, inflation, samples, throughput). */
 export function isSummaryKey(key: string): boolean {
@@ -23,7 +24,7 @@ function readSeries(store: Store, runId: number, key: string): SeriesPoint[] {
   let cursor = -Infinity;
   for (;;) {
     const page = store.metrics.series(runId, key, cursor, 100_000);
-    out.push(...page.items);
+    pushAll(out, page.items);
     if (page.nextCursor === null) return out;
     cursor = page.nextCursor;
   }

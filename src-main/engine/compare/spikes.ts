@@ -4,6 +4,7 @@
  * drag the mean towards themselves and hide.
  */
 import { median } from './stats';
+import { maxNumber } from '../util/arrays';
 
 export interface SpikeStats {
   /** max / median of the series; null when the series is empty or its median is not positive. */
@@ -21,7 +22,7 @@ export function spikeStats(values: readonly number[], threshold = DEFAULT_SPIKE_
   const xs = values.filter(Number.isFinite);
   if (xs.length === 0) return { maxOverMedian: null, count: 0, median: null, max: null };
   const m = median(xs);
-  const max = Math.max(...xs);
+  const max = maxNumber(xs);
   if (!(m > 0)) return { maxOverMedian: null, count: 0, median: m, max };
   return { maxOverMedian: max / m, count: xs.filter((v) => v > threshold * m).length, median: m, max };
 }

@@ -4,6 +4,7 @@
  * Conventions: std is the unbiased sample std (N − 1), the usual choice for "± std over
  * seeds"; a group of one has std 0 and no confidence interval (null), not a made-up one.
  */
+import { maxNumber, minNumber } from '../util/arrays';
 
 export interface Stats {
   n: number;
@@ -43,8 +44,8 @@ export function stats(values: readonly (number | null | undefined)[]): Stats | n
     n,
     mean,
     std,
-    min: Math.min(...xs),
-    max: Math.max(...xs),
+    min: minNumber(xs),
+    max: maxNumber(xs),
     median: median(xs),
     ci95: n > 1 ? (tCritical95(n - 1) * std) / Math.sqrt(n) : null,
   };
@@ -91,6 +92,6 @@ export function exceedsSeedSpread(a: readonly number[], b: readonly number[]): S
   const xa = a.filter(Number.isFinite);
   const xb = b.filter(Number.isFinite);
   if (xa.length < 2 || xb.length < 2) return { exceeds: null, chance: null };
-  const separated = Math.min(...xa) > Math.max(...xb) || Math.max(...xa) < Math.min(...xb);
+  const separated = minNumber(xa) > maxNumber(xb) || maxNumber(xa) < minNumber(xb);
   return { exceeds: separated, chance: 2 / binomial(xa.length + xb.length, xa.length) };
 }

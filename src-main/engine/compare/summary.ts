@@ -21,6 +21,7 @@
 import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
 import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
+import { maxNumber } from '../util/arrays';
 
 export interface SeriesPoint {
   step: number;
@@ -126,7 +127,7 @@ function evalK(run: RunData): number | null {
     .map((k) => /^eval\/system\/(?:avg|pass)@(\d+)$/.exec(k)?.[1])
     .filter((k): k is string => k !== undefined)
     .map(Number);
-  return ks.length ? Math.max(...ks) : null;
+  return ks.length ? maxNumber(ks) : null;
 }
 
 /** The value of the first present key at `step` (exact step), with the key used. */
@@ -200,7 +201,7 @@ export function summarizeRun(run: RunData, metrics: readonly SummaryMetric[], sp
       if (run.startedAt !== null && run.endedAt !== null) value = (run.endedAt - run.startedAt) / 1000;
       else {
         const last = Object.values(run.series).flatMap((s) => (s.length ? [s[s.length - 1].wallTime] : []));
-        value = last.length ? Math.max(...last) : null;
+        value = last.length ? maxNumber(last) : null;
       }
     }
     values[id] = value;

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseHfConfig, type HfArchConfig } from '../hf/config';
 import { resourcesDir } from '../resources';
+import { FileRefusedError, LIMITS, readTextFile } from '../util/bounded-read';
 
 export type HfFolderCheck = { ok: true; dir: string; config: HfArchConfig; context: number } | { ok: false; message: string };
 
@@ -39,8 +40,9 @@ export function checkHfModelFolder(folder: string): HfFolderCheck {
   if (!fs.existsSync(file)) return { ok: false, message: `${dir} has no config.json; give the folder of a Hugging Face model (config.json, model.safetensors, tokenizer.json)` };
   let json: unknown;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    json = JSON.parse(readTextFile(file, { maxBytes: LIMITS.settings, what: 'config.json' }));
   } catch (error) {
+    if (error instanceof FileRefusedError) return { ok: false, message: error.message };
     return { ok: false, message: `${file} is not valid JSON (${(error as Error).message}); re-download the model` };
   }
   try {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { resourcesDir } from '../resources';
 import { parseJsonlRecords, type JsonlChecker } from '../tasks/jsonl';
 import { ROLES, RunConfigSchema, type RunConfig } from './schema';
+import { FileRefusedError, LIMITS, readTextFile } from '../util/bounded-read';
 
 export interface ConfigIssue {
   /** Dotted field path, e.g. `rollout.solver_group`; empty for the whole document. */
@@ -234,10 +235,11 @@ export function parseConfigText(text: string, source: string): unknown {
 export function readConfigFile(file: string): Record<string, unknown> {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // A regular file of bounded size (issue #36): a FIFO would block this thread forever.
+    text = readTextFile(file, { maxBytes: LIMITS.settings, what: 'config file' });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (error as Error).message;
+    const refused = error instanceof FileRefusedError ? error : null;
+    const reason = refused?.code === 'ENOENT' ? 'no such file' : refused ? refused.message.replace(`${file}: `, '') : (error as Error).message;
     throw new ConfigError([{ path: '', message: `cannot read config file: ${reason}` }], file);
   }
   return parseConfigText(text, file) as Record<string, unknown>;
@@ -367,12 +369,12 @@ export function taskFileIssues(config: Pick<RunConfig, 'task'>): ConfigIssue[] {
   const issue = (message: string): ConfigIssue[] => [{ path: 'task.jsonl_path', message, value: file }];
   const stat = fs.statSync(full, { throwIfNoEntry: false });
   if (!stat) return issue(`no file at ${full}; give the path of a {"question","answer"} JSONL file`);
-  if (!stat.isFile()) return issue(`${full} is a folder, not a JSONL file`);
+  if (stat.isDirectory()) return issue(`${full} is a folder, not a JSONL file`);
   let text: string;
   try {
-    text = fs.readFileSync(full, 'utf8');
+    text = readTextFile(full, { what: 'task file' });
   } catch (error) {
-    return issue(`cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    return issue(error instanceof FileRefusedError ? error.message : `cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
   try {
     parseJsonlRecords(text, full, checker as JsonlChecker);

@@ -8,6 +8,8 @@
 import { z } from 'zod';
 import { loraSettingsFromBlock, loraSettingsProblems } from '../hf/lora-settings';
 import { checkHfModelFolder } from './hf-folder';
+import type { HfArchConfig } from '../hf/config';
+import { runSizeProblems } from './size-check';
 import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
 import { checkMathFile } from '../tasks/math-data';
 
@@ -409,7 +411,9 @@ export const RunConfigSchema = z
       }
     }
     const endpointNames = Object.keys(cfg.endpoints ?? {});
-    for (const [id, policy] of Object.entries(cfg.policies)) {
+    // Only once policies parsed: `policies: null` or a policy of null reached here and threw (found
+    // by the HTTP fuzz of issue #36, a 500 for a caller's mistake).
+    for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
       if (policy.endpoint !== undefined && !cfg.endpoints?.[policy.endpoint]) {
         ctx.addIssue({
           code: 'custom',
@@ -425,6 +429,7 @@ export const RunConfigSchema = z
         message: `segment_tokens (${cfg.pipeline.segment_tokens}) exceeds the response budget rollout.max_response_tokens (${cfg.rollout.max_response_tokens}); use at most ${cfg.rollout.max_response_tokens}`,
       });
     }
+    const hfConfigs = new Map<string, HfArchConfig>();
     for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
       let context: number;
       if (policy.model.kind === 'hf') {
@@ -433,6 +438,7 @@ export const RunConfigSchema = z
           ctx.addIssue({ code: 'custom', path: ['policies', id, 'model', 'path'], message: checked.message });
           continue;
         }
+        hfConfigs.set(id, checked.config);
         context = checked.context;
         if (policy.model.lora) {
           for (const p of loraSettingsProblems(checked.config, loraSettingsFromBlock(policy.model.lora))) {
@@ -467,9 +473,14 @@ export const RunConfigSchema = z
         message: `eval.problems (${cfg.eval.problems}) exceeds task.test_size (${cfg.task.test_size}); use at most ${cfg.task.test_size}`,
       });
     }
+    // What the run will hold at its peak, against this machine's memory (issue #36): refused here,
+    // before a step builds a decode batch no machine holds.
+    if (valid('policies', 'agents', 'rollout', 'eval', 'system')) {
+      for (const issue of runSizeProblems(cfg, hfConfigs)) ctx.addIssue({ code: 'custom', path: issue.path.split('.'), message: issue.message });
+    }
     // Run even when other fields failed (zod skips refinements then by default); `valid` above
     // keeps each rule to fields that parsed.
-  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null });
+  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });
 
 /** A fully resolved run configuration: every default filled in. */
 export type RunConfig = z.infer<typeof RunConfigSchema>;

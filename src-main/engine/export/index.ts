@@ -294,6 +294,11 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
     sink?.abandon();
     removeQuietly(tempData);
     removeQuietly(tempCard);
+    // A full disk is not a store failure to `resume` from: an export is written to a temporary
+    // file and published whole, so it is redone from the start (issue #36).
+    if ((error as NodeJS.ErrnoException | null)?.code === 'ENOSPC' || (error as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
+      throw new ExportError('disk_full', 'out', `out: the disk filled up while ${opts.out} was being written (${(error as Error).message}); the partial file was removed and nothing else changed: free some space, then run the export again (an export is redone from the start, not resumed)`);
+    }
     throw error;
   } finally {
     deduper?.close();

@@ -120,6 +120,7 @@ export type ExportErrorCode =
   | 'output_exists'
   | 'output_unwritable'
   | 'empty_result'
+  | 'disk_full'
   | 'aborted';
 
 export class ExportError extends Error {

@@ -196,32 +196,36 @@ function parseRopeScaling(v: unknown, file: string): HfRopeScaling {
 
 /** Hugging Face tensor names and shapes ([out, in] for linears) the config implies, in file order. */
 export function hfTensorShapes(c: HfArchConfig): Array<{ name: string; shape: number[] }> {
+  return [...hfTensorShapesLazily(c)];
+}
+
+/** `hfTensorShapes` one at a time: a check can stop at the first mismatch without listing them all. */
+export function* hfTensorShapesLazily(c: HfArchConfig): Generator<{ name: string; shape: number[] }> {
   const D = c.hiddenSize;
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
-  const out: Array<{ name: string; shape: number[] }> = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, D] }];
+  yield { name: 'model.embed_tokens.weight', shape: [c.vocabSize, D] };
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}.`;
-    out.push({ name: `${p}input_layernorm.weight`, shape: [D] });
-    out.push({ name: `${p}self_attn.q_proj.weight`, shape: [q, D] });
-    if (c.attentionBias) out.push({ name: `${p}self_attn.q_proj.bias`, shape: [q] });
-    out.push({ name: `${p}self_attn.k_proj.weight`, shape: [kv, D] });
-    if (c.attentionBias) out.push({ name: `${p}self_attn.k_proj.bias`, shape: [kv] });
-    out.push({ name: `${p}self_attn.v_proj.weight`, shape: [kv, D] });
-    if (c.attentionBias) out.push({ name: `${p}self_attn.v_proj.bias`, shape: [kv] });
-    out.push({ name: `${p}self_attn.o_proj.weight`, shape: [D, q] });
+    yield { name: `${p}input_layernorm.weight`, shape: [D] };
+    yield { name: `${p}self_attn.q_proj.weight`, shape: [q, D] };
+    if (c.attentionBias) yield { name: `${p}self_attn.q_proj.bias`, shape: [q] };
+    yield { name: `${p}self_attn.k_proj.weight`, shape: [kv, D] };
+    if (c.attentionBias) yield { name: `${p}self_attn.k_proj.bias`, shape: [kv] };
+    yield { name: `${p}self_attn.v_proj.weight`, shape: [kv, D] };
+    if (c.attentionBias) yield { name: `${p}self_attn.v_proj.bias`, shape: [kv] };
+    yield { name: `${p}self_attn.o_proj.weight`, shape: [D, q] };
     if (c.qkNorm) {
-      out.push({ name: `${p}self_attn.q_norm.weight`, shape: [c.headDim] });
-      out.push({ name: `${p}self_attn.k_norm.weight`, shape: [c.headDim] });
+      yield { name: `${p}self_attn.q_norm.weight`, shape: [c.headDim] };
+      yield { name: `${p}self_attn.k_norm.weight`, shape: [c.headDim] };
     }
-    out.push({ name: `${p}post_attention_layernorm.weight`, shape: [D] });
-    out.push({ name: `${p}mlp.gate_proj.weight`, shape: [c.intermediateSize, D] });
-    out.push({ name: `${p}mlp.up_proj.weight`, shape: [c.intermediateSize, D] });
-    out.push({ name: `${p}mlp.down_proj.weight`, shape: [D, c.intermediateSize] });
+    yield { name: `${p}post_attention_layernorm.weight`, shape: [D] };
+    yield { name: `${p}mlp.gate_proj.weight`, shape: [c.intermediateSize, D] };
+    yield { name: `${p}mlp.up_proj.weight`, shape: [c.intermediateSize, D] };
+    yield { name: `${p}mlp.down_proj.weight`, shape: [D, c.intermediateSize] };
   }
-  out.push({ name: 'model.norm.weight', shape: [D] });
-  if (!c.tieWordEmbeddings) out.push({ name: 'lm_head.weight', shape: [c.vocabSize, D] });
-  return out;
+  yield { name: 'model.norm.weight', shape: [D] };
+  if (!c.tieWordEmbeddings) yield { name: 'lm_head.weight', shape: [c.vocabSize, D] };
 }
 
 /** The config.json a Hugging Face loader reads for this architecture (inverse of parseHfConfig). */
@@ -262,7 +266,21 @@ export function hfConfigJson(c: HfArchConfig): Record<string, unknown> {
   return j;
 }
 
-/** Parameters of the architecture (lm_head counted only when untied). */
+/**
+ * Parameters of the architecture (lm_head counted only when untied), by arithmetic: listing the
+ * tensors of a config.json with num_hidden_layers 1 000 000 allocated 2.8 GB before anything could
+ * say it was too large (issue #36). Equal to the sum over `hfTensorShapes` (tested).
+ */
 export function hfParameterCount(c: HfArchConfig): number {
-  return hfTensorShapes(c).reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+  const D = c.hiddenSize;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const perLayer = 2 * D + 2 * q * D + 2 * kv * D + 3 * c.intermediateSize * D + (c.attentionBias ? q + 2 * kv : 0) + (c.qkNorm ? 2 * c.headDim : 0);
+  return c.vocabSize * D * (c.tieWordEmbeddings ? 1 : 2) + D + c.numLayers * perLayer;
+}
+
+/** How many tensors `hfTensorShapes` lists, without listing them. */
+export function hfTensorCount(c: HfArchConfig): number {
+  const perLayer = 9 + (c.attentionBias ? 3 : 0) + (c.qkNorm ? 2 : 0);
+  return 2 + (c.tieWordEmbeddings ? 0 : 1) + c.numLayers * perLayer;
 }

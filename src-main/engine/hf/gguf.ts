@@ -24,6 +24,7 @@ import { hfTensorShapes } from './config';
 import { f32ToF16Bits, HfFormatError } from './safetensors';
 import type { HfNamedTensors } from './load';
 import { HfTokenizer } from './tokenizer';
+import { pushAll } from '../util/arrays';
 
 export type { HfNamedTensors };
 
@@ -358,7 +359,7 @@ export function writeGguf(file: string, args: { config: HfArchConfig; tensors: H
     kvs.push([`${arch}.rope.scaling.type`, str('linear')]);
     kvs.push([`${arch}.rope.scaling.factor`, f32(c.ropeScaling.factor)]);
   }
-  kvs.push(...ggufTokenizerKvs(tok, c.vocabSize));
+  pushAll(kvs, ggufTokenizerKvs(tok, c.vocabSize));
 
   const planned: PlannedTensor[] = [];
   let offset = 0;

@@ -11,6 +11,8 @@ import { hfParameterCount, type HfArchConfig } from './config';
 import { checkHfTensors, readHfConfig } from './load';
 import { openSafetensors, type SafetensorsDtype } from './safetensors';
 import { HfTokenizer, TOKENIZER_JSON } from './tokenizer';
+import { hfWeightsProblem } from '../model/size-limits';
+import { LIMITS, readTextFile } from '../util/bounded-read';
 
 export interface HfInspectReport {
   path: string;
@@ -94,6 +96,7 @@ function inspectCheckpoint(report: HfInspectReport, dir: string): HfInspectRepor
       return report;
     }
     const c = m.model.config;
+    // readAnyCheckpointManifest has checked the architecture and that it fits this machine.
     Object.assign(report, { architecture: c.architecture, modelType: c.modelType, config: c, parameters: hfParameterCount(c), context: c.maxPositions, checkpoint: { step: m.step, base: m.model.base } });
     try {
       report.weights = weightsSummary(path.join(dir, m.model.weights));
@@ -129,7 +132,7 @@ export function inspectHfFolder(dir: string): HfInspectReport {
   if (fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST))) return inspectCheckpoint(report, dir);
   const configFile = path.join(dir, 'config.json');
   try {
-    const raw = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { architectures?: unknown; model_type?: unknown };
+    const raw = JSON.parse(readTextFile(configFile, { maxBytes: LIMITS.settings, what: 'config.json' })) as { architectures?: unknown; model_type?: unknown };
     if (Array.isArray(raw.architectures) && typeof raw.architectures[0] === 'string') report.architecture = raw.architectures[0];
     if (typeof raw.model_type === 'string') report.modelType = raw.model_type;
   } catch {
@@ -139,6 +142,12 @@ export function inspectHfFolder(dir: string): HfInspectReport {
     report.config = readHfConfig(dir).config;
     report.parameters = hfParameterCount(report.config);
     report.context = report.config.maxPositions;
+    // Its size, by arithmetic, before any list of its tensors is made (issue #36).
+    const tooLarge = hfWeightsProblem(report.config);
+    if (tooLarge) {
+      report.problems.push(`${configFile} (${tooLarge.key}): ${tooLarge.message}`);
+      return report;
+    }
   } catch (error) {
     report.problems.push(message(error));
     // Without config.json this is not a model folder: nothing else to say.

@@ -16,12 +16,14 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { hfTensorShapes, parseHfConfig, type HfArchConfig } from './config';
+import { hfTensorShapesLazily, parseHfConfig, type HfArchConfig } from './config';
 import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
 import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
 import { HfTokenizer } from './tokenizer';
 import { fileSha256 } from '../util/file-hash';
 import { readSync } from '../model/readback';
+import { hfWeightsProblem } from '../model/size-limits';
+import { LIMITS, readTextFile } from '../util/bounded-read';
 
 /** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */
 export type HfNamedTensors = Array<{ name: string; shape: number[]; data: () => Float32Array }>;
@@ -45,9 +47,15 @@ export function readHfConfig(dir: string): { config: HfArchConfig; json: Record<
   const file = path.join(dir, 'config.json');
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new HfFormatError(dir, null, 'not a folder (give the folder of a Hugging Face model: config.json, model.safetensors, tokenizer.json)');
   if (!fs.existsSync(file)) throw new HfFormatError(file, null, 'not found: a Hugging Face model folder has config.json beside its weights');
+  let text: string;
+  try {
+    text = readTextFile(file, { maxBytes: LIMITS.settings, what: 'config.json' });
+  } catch (e) {
+    throw new HfFormatError(file, null, (e as Error).message.replace(`${file}: `, ''));
+  }
   let json: unknown;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    json = JSON.parse(text);
   } catch (e) {
     throw new HfFormatError(file, null, `does not parse as JSON (${(e as Error).message})`);
   }
@@ -65,9 +73,12 @@ function ignorable(name: string, c: HfArchConfig): boolean {
  */
 export function checkHfTensors(dir: string, c: HfArchConfig): Map<string, SafetensorsTensor> {
   const st = openSafetensors(dir);
-  const expected = hfTensorShapes(c);
-  const known = new Set(expected.map((e) => e.name));
-  for (const e of expected) {
+  // The config's tensors one at a time, stopping at the first one missing: a config.json implying
+  // millions of tensors (num_hidden_layers 1 000 000) is refused without listing them (issue #36);
+  // `known` never outgrows the files' own tensors.
+  const known = new Set<string>();
+  for (const e of hfTensorShapesLazily(c)) {
+    known.add(e.name);
     const t = st.tensors.get(e.name);
     if (!t) throw new HfFormatError(st.files.length === 1 ? st.files[0] : dir, e.name, `missing: config.json (${c.architecture}) implies this tensor [${e.shape.join(', ')}]`);
     if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
@@ -187,6 +198,9 @@ export function loadHfModel(dir: string, opts: LoadHfModelOptions = {}): { model
 
 /** The weights of a folder as an HfModel of `config` (tensors checked against it first). */
 export function loadHfWeights(dir: string, config: HfArchConfig, opts: HfModelOptions = {}): HfModel {
+  // Refused before a tensor is listed or allocated when the float32 weights cannot fit (issue #36).
+  const tooLarge = hfWeightsProblem(config);
+  if (tooLarge) throw new HfFormatError(path.join(dir, 'config.json'), tooLarge.key, tooLarge.message);
   const tensors = checkHfTensors(dir, config);
   const scratch = new Scratch();
   return new HfModel(

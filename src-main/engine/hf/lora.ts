@@ -33,6 +33,7 @@ import { hfModelIdentity, loadHfWeights, readHfConfig, type HfNamedTensors } fro
 import type { HfCache, HfLinearAdapter, HfLinearModule, HfModel, HfModelOptions, HfStaged } from './model';
 import { checkLoraSettings, hfModuleName, loraModuleShapes, loraSettingsProblems, peftTensorNames, type LoraSettings } from './lora-settings';
 import { HfFormatError, openSafetensors, readTensorF32, writeSafetensors } from './safetensors';
+import { LIMITS, readTextFile } from '../util/bounded-read';
 
 export * from './lora-settings';
 
@@ -484,9 +485,9 @@ export function readPeftAdapter(dir: string, config: HfArchConfig): { settings: 
   if (!fs.existsSync(file)) throw new HfFormatError(file, null, 'not found: a PEFT adapter folder has adapter_config.json beside adapter_model.safetensors');
   let json: Record<string, unknown>;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    json = JSON.parse(readTextFile(file, { maxBytes: LIMITS.settings, what: 'adapter_config.json' })) as Record<string, unknown>;
   } catch (e) {
-    throw new HfFormatError(file, null, `does not parse as JSON (${(e as Error).message})`);
+    throw new HfFormatError(file, null, e instanceof SyntaxError ? `does not parse as JSON (${e.message})` : (e as Error).message.replace(`${file}: `, ''));
   }
   if (json.peft_type !== 'LORA') throw new HfFormatError(file, 'peft_type', `${JSON.stringify(json.peft_type)}: only LORA adapters are supported`);
   if (json.bias !== undefined && json.bias !== 'none') throw new HfFormatError(file, 'bias', `${JSON.stringify(json.bias)}: only bias "none" is supported`);

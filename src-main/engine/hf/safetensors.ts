@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { FileRefusedError, LIMITS, openRegularFile, readTextFile } from '../util/bounded-read';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
@@ -93,14 +94,18 @@ function writeFully(fd: number, bytes: Uint8Array): void {
 
 /** Parse and check one safetensors file's header against the file's size. */
 export function readSafetensorsHeader(file: string): { tensors: SafetensorsTensor[]; metadata: Record<string, string> } {
-  let size: number;
+  let opened: { fd: number; size: number };
   try {
-    size = fs.statSync(file).size;
-  } catch {
-    throw new HfFormatError(file, null, 'file not found');
+    // A regular file (issue #36): a FIFO or a device named model.safetensors is refused unread.
+    opened = openRegularFile(file, { maxBytes: Number.MAX_SAFE_INTEGER, what: 'weights file' });
+  } catch (error) {
+    throw new HfFormatError(file, null, error instanceof FileRefusedError && error.code === 'ENOENT' ? 'file not found' : (error as Error).message.replace(`${file}: `, ''));
   }
-  if (size < 8) throw new HfFormatError(file, 'header length', `file is ${size} bytes, shorter than the 8-byte header length (truncated or not a safetensors file)`);
-  const fd = fs.openSync(file, 'r');
+  const { fd, size } = opened;
+  if (size < 8) {
+    fs.closeSync(fd);
+    throw new HfFormatError(file, 'header length', `file is ${size} bytes, shorter than the 8-byte header length (truncated or not a safetensors file)`);
+  }
   try {
     const lenBytes = new Uint8Array(8);
     readFully(fd, lenBytes, 0, file, 'header length');
@@ -167,9 +172,9 @@ export function readSafetensorsHeader(file: string): { tensors: SafetensorsTenso
 function openIndex(indexFile: string): SafetensorsFolder {
   let index: unknown;
   try {
-    index = JSON.parse(fs.readFileSync(indexFile, 'utf8'));
+    index = JSON.parse(readTextFile(indexFile, { maxBytes: LIMITS.settings, what: 'safetensors index' }));
   } catch (error) {
-    throw new HfFormatError(indexFile, null, `not valid JSON (${error instanceof Error ? error.message : String(error)})`);
+    throw new HfFormatError(indexFile, null, error instanceof SyntaxError ? `not valid JSON (${error.message})` : (error as Error).message.replace(`${indexFile}: `, ''));
   }
   const weightMap = (index as { weight_map?: unknown } | null)?.weight_map;
   if (weightMap === null || typeof weightMap !== 'object' || Array.isArray(weightMap)) throw new HfFormatError(indexFile, 'weight_map', 'missing: must map each tensor name to its shard file');
@@ -208,7 +213,8 @@ export function openSafetensors(dirOrFile: string): SafetensorsFolder {
   } catch {
     throw new HfFormatError(dirOrFile, null, 'not found');
   }
-  if (stat.isFile()) {
+  // Anything but a folder is read as a file, which refuses a FIFO or a device by name (issue #36).
+  if (!stat.isDirectory()) {
     if (dirOrFile.endsWith('.index.json')) return openIndex(dirOrFile);
     const header = readSafetensorsHeader(dirOrFile);
     return { tensors: new Map(header.tensors.map((t) => [t.name, t])), metadata: header.metadata, files: [dirOrFile] };

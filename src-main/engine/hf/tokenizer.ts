@@ -11,12 +11,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { ChatMessage, PolicyTokenizer } from '../model/policy-model';
 import { WindowedDecoder, type ResponseDecoder } from '../model/response-decoder';
 import { HfFormatError } from './safetensors';
 import { chatMessagesOf } from '../agents/prompts';
+import { FileRefusedError, LIMITS, readTextFile } from '../util/bounded-read';
+import { BoundedTemplate } from './chat-template';
 
 export const TOKENIZER_JSON = 'tokenizer.json';
 export const TOKENIZER_CONFIG = 'tokenizer_config.json';
@@ -27,14 +28,24 @@ export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
 /** The tokenizer files a model folder may carry (copied on export). */
 export const TOKENIZER_FILES = [TOKENIZER_JSON, TOKENIZER_CONFIG, 'special_tokens_map.json', 'vocab.json', 'merges.txt', 'added_tokens.json', CHAT_TEMPLATE_FILE];
 
-function readJson(file: string, required: boolean): Record<string, unknown> | null {
+/**
+ * A JSON file of the folder, read only if it is a regular file of bounded size (issue #36: a FIFO
+ * or /dev/zero named tokenizer.json must not hang or exhaust the process).
+ */
+function readJson(file: string, required: boolean, maxBytes: number = LIMITS.settings): Record<string, unknown> | null {
   if (!fs.existsSync(file)) {
     if (required) throw new HfFormatError(file, null, 'file not found (a Hugging Face tokenizer folder needs tokenizer.json)');
     return null;
   }
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(fs.readFileSync(file, 'utf8'));
+    text = readTextFile(file, { maxBytes, what: path.basename(file) });
+  } catch (error) {
+    throw new HfFormatError(file, null, (error as Error).message.replace(`${file}: `, ''));
+  }
+  try {
+    value = JSON.parse(text);
   } catch (error) {
     throw new HfFormatError(file, null, `not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
@@ -70,7 +81,7 @@ export class HfTokenizer {
   readonly tokenizerJson: Record<string, unknown>;
 
   private readonly tokenizer: Tokenizer;
-  private template: Template | null = null;
+  private template: BoundedTemplate | null = null;
   private readonly specialIds: Set<number>;
   /**
    * tokenizer_config.json clean_up_tokenization_spaces (a space before punctuation dropped when
@@ -137,7 +148,7 @@ export class HfTokenizer {
 
   /** tokenizer.json + tokenizer_config.json (+ generation_config.json, chat_template.jinja) of a folder. */
   static fromFolder(dir: string): HfTokenizer {
-    const tokenizerJson = readJson(path.join(dir, TOKENIZER_JSON), true)!;
+    const tokenizerJson = readJson(path.join(dir, TOKENIZER_JSON), true, LIMITS.tokenizer)!;
     const cfgFile = path.join(dir, TOKENIZER_CONFIG);
     const config = readJson(cfgFile, false) ?? {};
     const generation = readJson(path.join(dir, GENERATION_CONFIG), false);
@@ -152,7 +163,14 @@ export class HfTokenizer {
       template = { text: entry.template, file: cfgFile, key: `chat_template[${index}].template` };
     } else if (raw !== undefined && raw !== null) throw new HfFormatError(cfgFile, 'chat_template', `must be a string or a list of {name, template}, got ${typeof raw}`);
     const jinjaFile = path.join(dir, CHAT_TEMPLATE_FILE);
-    if (!template && fs.existsSync(jinjaFile)) template = { text: fs.readFileSync(jinjaFile, 'utf8'), file: jinjaFile, key: 'template' };
+    if (!template && fs.existsSync(jinjaFile)) {
+      try {
+        template = { text: readTextFile(jinjaFile, { maxBytes: LIMITS.template, what: 'chat template' }), file: jinjaFile, key: 'template' };
+      } catch (error) {
+        throw new HfFormatError(jinjaFile, null, error instanceof FileRefusedError ? error.message.replace(`${jinjaFile}: `, '') : String(error));
+      }
+    }
+    if (template && template.text.length > LIMITS.template) throw new HfFormatError(template.file, template.key, `the chat template is ${template.text.length} characters, over the ${LIMITS.template} a template may have`);
     return new HfTokenizer(dir, tokenizerJson, config, generation, template);
   }
 
@@ -173,6 +191,21 @@ export class HfTokenizer {
    */
   responseDecoder(): ResponseDecoder {
     return new WindowedDecoder((ids) => (ids.length === 0 ? '' : this.tokenizer.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false })), this.cleansUpSpaces);
+  }
+
+  /**
+   * The most characters of text one token can stand for: its vocabulary's longest entry decoded
+   * (a byte-level "Ġ" is one character of text), added tokens included. A text of n characters
+   * has at least n / this many tokens, whatever it says (serve-model's length check, issue #36).
+   */
+  longestTokenChars(): number {
+    let longest = 1;
+    for (const [token, id] of this.tokenizer.get_vocab(true)) {
+      // Decoding each entry would cost seconds on 150k tokens: its own length bounds what it
+      // decodes to, except byte-fallback entries (<0x41>, one byte each) and byte-level ones.
+      if (token.length > longest) longest = Math.max(longest, this.decode([id]).length);
+    }
+    return longest;
   }
 
   /** The token text of one id (undefined for ids outside the vocabulary). */
@@ -199,7 +232,7 @@ export class HfTokenizer {
     if (this.chatTemplate === null || !source) throw new HfFormatError(path.join(this.dir, TOKENIZER_CONFIG), 'chat_template', 'this tokenizer has no chat template (a base model?); give prompts as plain text or ids instead');
     if (!this.template) {
       try {
-        this.template = new Template(this.chatTemplate);
+        this.template = new BoundedTemplate(this.chatTemplate);
       } catch (error) {
         throw new HfFormatError(source.file, source.key, `chat template does not parse (${error instanceof Error ? error.message : String(error)})`);
       }

@@ -27,19 +27,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import type { HfArchConfig } from '../hf/config';
+import { hfConfigJson, parseHfConfig, type HfArchConfig } from '../hf/config';
 import { hfModelIdentity, loadHfWeights, readHfConfig } from '../hf/load';
 import { acquireHfBase, LoraHfModel, PEFT_CONFIG, PEFT_WEIGHTS, readPeftAdapter, writePeftAdapterFiles, type HfBaseHandle, type LoraSettings } from '../hf/lora';
 import { HfModel, hfParamSpecs } from '../hf/model';
 import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
-import { GPT, paramSpecs, type CreateModelOptions, type GPTConfig } from './gpt';
+import { GPT, paramSpecs, validateConfig as validateGptConfig, type CreateModelOptions, type GPTConfig } from './gpt';
+import { formatBytes, formatCount, gptParameterCount, hfWeightsProblem, machineLimitText, machineMemoryBytes } from './size-limits';
 import { Adam, createOptimizer, type AdamState, type LrSchedule } from './optim';
 import { readSync } from './readback';
 import type { ParamSpec } from './policy-model';
 import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
 import { fileSha256 } from '../util/file-hash';
+import { LIMITS, readRegularFile, readTextFile } from '../util/bounded-read';
 
 export const CHECKPOINT_MANIFEST = 'checkpoint.json';
 const WEIGHTS_FILE = 'weights.bin';
@@ -174,10 +176,45 @@ export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): Checkpoin
 export function readAnyCheckpointManifest(dir: string): CheckpointManifest | HfCheckpointManifest {
   const file = path.join(dir, CHECKPOINT_MANIFEST);
   if (!fs.existsSync(file)) throw new Error(`no checkpoint in ${dir} (missing ${CHECKPOINT_MANIFEST})`);
-  const m = JSON.parse(fs.readFileSync(file, 'utf8')) as CheckpointManifest | HfCheckpointManifest;
-  if (m.format !== 'marsrl-checkpoint' || m.version !== 1) throw new Error(`${file} is not a MarsRL checkpoint (format ${String(m.format)}, version ${String(m.version)})`);
+  let m: CheckpointManifest | HfCheckpointManifest;
+  try {
+    m = JSON.parse(readTextFile(file, { maxBytes: LIMITS.settings, what: 'checkpoint manifest' })) as CheckpointManifest | HfCheckpointManifest;
+  } catch (error) {
+    throw new Error(error instanceof SyntaxError ? `${file} is not valid JSON (${error.message})` : (error as Error).message, { cause: error });
+  }
+  if (m === null || typeof m !== 'object' || m.format !== 'marsrl-checkpoint' || m.version !== 1) throw new Error(`${file} is not a MarsRL checkpoint (format ${String(m?.format)}, version ${String(m?.version)})`);
   if (m.family !== undefined && m.family !== 'gpt' && m.family !== 'hf') throw new Error(`${file}: family ${JSON.stringify(m.family)} is not one this version reads (gpt, hf)`);
+  checkManifestModel(m, file);
   return m;
+}
+
+/**
+ * The model a manifest describes, checked before anything is built from it (issue #36): its
+ * numbers must describe a model (a checkpoint from elsewhere may say anything), and its float32
+ * weights must fit this machine's memory. A checkpoint claiming a million layers is refused here,
+ * not after its parameter list has been built.
+ */
+function checkManifestModel(m: CheckpointManifest | HfCheckpointManifest, file: string): void {
+  const memory = machineMemoryBytes();
+  if (m.family === 'hf') {
+    let config: HfArchConfig;
+    try {
+      config = parseHfConfig(hfConfigJson(m.model.config), `${file} (model.config)`);
+    } catch (error) {
+      throw new Error(error instanceof TypeError ? `${file} (model.config): not a Hugging Face architecture (${error.message})` : (error as Error).message, { cause: error });
+    }
+    const problem = hfWeightsProblem(config, memory);
+    if (problem) throw new Error(`${file} (model.config, ${problem.key}): ${problem.message}`);
+    return;
+  }
+  const config = m.model?.config;
+  try {
+    validateGptConfig(config);
+  } catch (error) {
+    throw new Error(`${file}: ${(error as Error).message}`, { cause: error });
+  }
+  const params = gptParameterCount(config, config.vocabSize);
+  if (params * 4 > memory) throw new Error(`${file} (model.config.n_layers): ${formatCount(params)} parameters (d_model ${config.d_model}, n_layers ${config.n_layers}) need ${formatBytes(params * 4)} as float32, and ${machineLimitText(memory)}; nothing was loaded`);
 }
 
 /** Read and verify a GPT checkpoint's manifest without loading tensors. */
@@ -193,9 +230,10 @@ export function checkpointFamily(dir: string): 'gpt' | 'hf' {
 }
 
 function readFloats(dir: string, name: string, manifest: Pick<CheckpointManifest, 'files'>, expected: number): Float32Array {
-  const buf = fs.readFileSync(path.join(dir, name));
   const info = manifest.files[name];
   if (!info) throw new Error(`checkpoint manifest does not list ${name}`);
+  // A regular file of the size the manifest states, checked before it is read (issue #36).
+  const buf = readRegularFile(path.join(dir, name), { maxBytes: Math.max(expected * 4, 0), what: 'checkpoint file' });
   if (buf.length !== expected * 4 || buf.length !== info.bytes) throw new Error(`${name} has ${buf.length} bytes, expected ${expected * 4}`);
   if (sha256(buf) !== info.sha256) throw new Error(`${name} is corrupt (checksum mismatch)`);
   // Copy into an aligned buffer of our own.
@@ -405,6 +443,7 @@ export function loadHfCheckpoint(dir: string): LoadedHfCheckpoint {
   if (manifest.family !== 'hf') throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a checkpoint of the gpt family; load it with loadCheckpoint`);
   if (manifest.lora) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)} is a LoRA checkpoint (adapters on the base ${manifest.lora.base.path}); load it with loadLoraCheckpoint`);
   const config = manifest.model.config;
+  // readAnyCheckpointManifest has checked the architecture and its size against this machine.
   const specs = hfParamSpecs(config);
   const same = specs.length === manifest.model.params.length && specs.every((s, i) => {
     const p = manifest.model.params[i];

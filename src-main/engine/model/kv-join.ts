@@ -13,6 +13,7 @@
  * columns a shift opens are masked like any padding.
  */
 import * as tf from '@tensorflow/tfjs-core';
+import { minNumber } from '../util/arrays';
 
 export interface JoinablePart {
   readonly length: number;
@@ -33,7 +34,7 @@ export interface JoinLayout {
 }
 
 export function joinLayout(parts: readonly JoinablePart[]): JoinLayout {
-  const trims = parts.map((p) => (p.leftPad.length === 0 ? p.length : Math.min(...p.leftPad)));
+  const trims = parts.map((p) => (p.leftPad.length === 0 ? p.length : minNumber(p.leftPad)));
   const kept = parts.map((p, i) => p.length - trims[i]);
   const length = Math.max(0, ...kept);
   const shifts = kept.map((k) => length - k);

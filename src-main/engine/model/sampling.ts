@@ -31,6 +31,7 @@
  */
 import { Rng } from '../util/rng';
 import type { DecodeCache, PolicyModel } from './policy-model';
+import { maxOf } from '../util/arrays';
 
 export interface SampleOptions {
   /** Token budget per sequence (new tokens, across all segments). */
@@ -318,7 +319,7 @@ function* ensureLogits(model: PolicyModel, state: DecodeState): Steps<void> {
 /** Prompt + generated tokens of the given sequences, left-padded (with their first token) to equal length. */
 function paddedRows(state: DecodeState, seqIdx: number[]): { rows: number[][]; leftPad: number[] } {
   const full = seqIdx.map((i) => [...state.sequences[i].prompt, ...state.sequences[i].tokens]);
-  const T = Math.max(...full.map((r) => r.length));
+  const T = maxOf(full, (r) => r.length);
   // Padding positions are masked as keys, so any valid id works as filler.
   const leftPad = full.map((r) => T - r.length);
   return { rows: full.map((r, i) => [...new Array<number>(leftPad[i]).fill(r[0]), ...r]), leftPad };

@@ -6,6 +6,11 @@
  * - The API key is never held by the config or this object: `apiKeyEnv` names an environment
  *   variable, read at each call, and every message built from a server's answer goes through
  *   `redactSecret`, so events and errors never carry it.
+ * - The key is sent only to a host its variable is approved for on this machine
+ *   (key-approvals.ts, issue #36): every request of every kind (calls, retries, probes, health
+ *   checks) passes `send`, which refuses before connecting when the approval is missing. Redirects
+ *   are never followed (node:http does not), so a 30x to another host cannot carry the key; it is
+ *   reported with the address it pointed to.
  * - Retries (`retries` more attempts after the first) on 429, 5xx, timeouts, network errors,
  *   malformed bodies and streams cut before their end, with exponential backoff and equal jitter
  *   (half the delay fixed, half random: a synchronised burst of clients spreads out yet never
@@ -23,6 +28,8 @@
  */
 import { redactSecret, type ServedEventSink } from './events';
 import { httpRequest, type TransportResponse } from './http-transport';
+import { loadKeyApprovals, type KeyApprovals } from './key-approvals';
+import { maxOf, pushAll } from '../util/arrays';
 
 /** Sampling parameters sent with each request; any may be overridden per call. */
 export interface EndpointSampling {
@@ -71,6 +78,10 @@ export interface EndpointClientOptions {
   onEvent?: ServedEventSink;
   /** Where the key is read from at call time. Default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Which variables may be sent to which hosts. Default: this machine's approvals file, read once when first needed. */
+  keyApprovals?: KeyApprovals;
+  /** The config field this client's URL comes from, for refusals (`base_url`, `replicas.0`). Default `base_url`. */
+  urlField?: string;
   /** Random numbers in [0, 1) for the jitter. Default Math.random. */
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -192,6 +203,8 @@ export class EndpointClient {
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly probePrompt: string;
+  private keyApprovals: KeyApprovals | null;
+  private readonly urlField: string;
 
   constructor(opts: EndpointClientOptions) {
     this.name = opts.name;
@@ -209,6 +222,8 @@ export class EndpointClient {
     this.random = opts.random ?? Math.random;
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.probePrompt = opts.probePrompt ?? 'Say hi.';
+    this.keyApprovals = opts.keyApprovals ?? null;
+    this.urlField = opts.urlField ?? 'base_url';
   }
 
   /** A chat completion (`POST {baseUrl}/chat/completions`). */
@@ -313,12 +328,25 @@ export class EndpointClient {
     return report;
   }
 
-  /** The fix for a missing key, or null when the key is present (or none is configured). */
+  /**
+   * The fix for a missing or unapproved key, or null when the key is present and approved for this
+   * client's host (or none is configured).
+   */
   keyProblem(): string | null {
     if (this.apiKeyEnv === null) return null;
     const key = this.env[this.apiKeyEnv];
     if (key === undefined || key === '') return `endpoint ${this.name}: the environment variable ${this.apiKeyEnv} (api_key_env) is not set; export it with the endpoint's API key`;
+    const approvals = this.approvals();
+    if (!approvals.allows(this.apiKeyEnv, this.baseUrl)) {
+      const field = this.urlField === 'base_url' ? 'api_key_env' : `${this.urlField} (api_key_env ${this.apiKeyEnv})`;
+      return `endpoint ${this.name}: ${approvals.refusal(this.apiKeyEnv, this.baseUrl, field)}`;
+    }
     return null;
+  }
+
+  private approvals(): KeyApprovals {
+    this.keyApprovals ??= loadKeyApprovals();
+    return this.keyApprovals;
   }
 
   private async request(path: string, payload: Record<string, unknown>, opts: CallOptions): Promise<EndpointResult> {
@@ -350,7 +378,7 @@ export class EndpointClient {
       choices: parts.map((p, i) => ({ ...p.choices[0], index: i })),
       usage,
       model: parts[0].model,
-      attempts: Math.max(...parts.map((p) => p.attempts)),
+      attempts: maxOf(parts, (p) => p.attempts),
       latencyMs: Date.now() - started,
     };
   }
@@ -387,7 +415,7 @@ export class EndpointClient {
         }
         return result;
       } catch (error) {
-        const e = error instanceof EndpointError ? error : new EndpointError(`endpoint ${this.name}: ${redactSecret(String(error), this.key())}`, this.name, 'network', null, true, attempt);
+        const e = error instanceof EndpointError ? error : new EndpointError(`endpoint ${this.name}: ${redactSecret(String(error), this.rawKey())}`, this.name, 'network', null, true, attempt);
         if (!e.retryable || attempt > retries || opts.signal?.aborted) {
           this.totals.failures++;
           const failed = new EndpointError(e.message, e.endpoint, e.kind, e.status, e.retryable, attempt, e.retryAfterMs);
@@ -444,9 +472,17 @@ export class EndpointClient {
     return out;
   }
 
+  /** The key to send: only when its variable is approved for this client's host. */
   private key(): string | null {
     if (this.apiKeyEnv === null) return null;
-    return this.env[this.apiKeyEnv] ?? null;
+    const key = this.env[this.apiKeyEnv];
+    if (!key || !this.approvals().allows(this.apiKeyEnv, this.baseUrl)) return null;
+    return key;
+  }
+
+  /** The variable's value whatever the approvals, only to scrub it from messages. */
+  private rawKey(): string | null {
+    return this.apiKeyEnv === null ? null : (this.env[this.apiKeyEnv] ?? null);
   }
 
   private headers(json: boolean, hasBody: boolean): Record<string, string> {
@@ -488,11 +524,14 @@ export class EndpointClient {
 
   private fail(kind: EndpointErrorKind, message: string, status: number | null = null, retryAfterMs: number | null = null): EndpointError {
     const retryable = kind === 'timeout' || kind === 'network' || kind === 'malformed' || kind === 'stream_cut' || (kind === 'http' && status !== null && (status === 429 || status >= 500));
-    return new EndpointError(`endpoint ${this.name}: ${redactSecret(message, this.key())}`, this.name, kind, status, retryable, 1, retryAfterMs);
+    return new EndpointError(`endpoint ${this.name}: ${redactSecret(message, this.rawKey())}`, this.name, kind, status, retryable, 1, retryAfterMs);
   }
 
   private async send(path: string, body: unknown, timer: ReturnType<EndpointClient['timer']>, json: boolean): Promise<TransportResponse> {
     const url = `${this.baseUrl}/${path}`;
+    // The one door every request leaves by: no connection is made for a key that may not go there.
+    const keyProblem = this.keyProblem();
+    if (keyProblem) throw new EndpointError(keyProblem, this.name, 'config', null, false, 1);
     let res: TransportResponse;
     try {
       res = await httpRequest(url, {
@@ -512,7 +551,7 @@ export class EndpointClient {
       } catch {
         // the body is only for the message
       }
-      throw this.fail('http', describeHttpError(res.status, text, url, this.apiKeyEnv, this.model), res.status, res.status === 429 ? parseRetryAfter(res.header('retry-after')) : null);
+      throw this.fail('http', describeHttpError(res.status, text, url, this.apiKeyEnv, this.model, res.header('location')), res.status, res.status === 429 ? parseRetryAfter(res.header('retry-after')) : null);
     }
     return res;
   }
@@ -631,7 +670,9 @@ export function parseRetryAfter(value: string | null): number | null {
   return Math.max(0, at - Date.now());
 }
 
-function describeHttpError(status: number, text: string, url: string, apiKeyEnv: string | null, model: string): string {
+function describeHttpError(status: number, text: string, url: string, apiKeyEnv: string | null, model: string, location: string | null): string {
+  // Never followed: a redirect to another host would carry the request (and its key) there.
+  if (status >= 300 && status < 400) return `${url} answered HTTP ${status}, a redirect${location ? ` to ${JSON.stringify(location.slice(0, 300))}` : ''}; redirects are not followed (a request and its key go only to the address the config names): set base_url to the address that serves the API`;
   let detail = text.slice(0, 300);
   try {
     const parsed = JSON.parse(text) as { error?: { message?: string } | string; message?: string; detail?: string };
@@ -717,7 +758,7 @@ class StreamAccumulator {
         out.push({ index, delta });
       }
       const lp = normaliseLogprobs(choice.logprobs);
-      if (lp) entry.logprobs.push(...lp);
+      if (lp) pushAll(entry.logprobs, lp);
       if (choice.finish_reason) entry.finishReason = choice.finish_reason;
     }
     return out;

@@ -10,6 +10,7 @@ import type { ConfigIssue } from '../config/load';
 import type { ServedEventSink } from './events';
 import { EndpointPool, type PoolEndpointSpec, type PoolOptions } from './pool';
 import type { ProbeReport } from './client';
+import { loadKeyApprovals, type KeyApprovals } from './key-approvals';
 import { textFormatOf } from '../agents/prompts';
 import { loadTaskData } from '../training/run-support';
 
@@ -35,14 +36,25 @@ export function usedEndpoints(config: RunConfig): Map<string, Array<(typeof ROLE
   return used;
 }
 
-/** Issues the schema cannot see: an API key variable that is not set in `env`. */
-export function endpointEnvIssues(config: RunConfig, env: NodeJS.ProcessEnv = process.env): ConfigIssue[] {
+/**
+ * Issues the schema cannot see: an API key variable that is not set in `env`, or one that is set
+ * but not approved on this machine for the host of the base URL or of a replica (key-approvals.ts,
+ * issue #36). `approvals`: this machine's, read when some variable needs them.
+ */
+export function endpointEnvIssues(config: RunConfig, env: NodeJS.ProcessEnv = process.env, approvals?: KeyApprovals): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const [name, endpoint] of Object.entries(config.endpoints ?? {})) {
     const variable = endpoint.api_key_env;
-    if (variable !== undefined && (env[variable] === undefined || env[variable] === '')) {
+    if (variable === undefined) continue;
+    if (env[variable] === undefined || env[variable] === '') {
       issues.push({ path: `endpoints.${name}.api_key_env`, message: `the environment variable ${variable} is not set; export it with the API key of ${endpoint.base_url} before starting the run` });
+      continue;
     }
+    approvals ??= loadKeyApprovals();
+    if (!approvals.allows(variable, endpoint.base_url)) issues.push({ path: `endpoints.${name}.api_key_env`, message: approvals.refusal(variable, endpoint.base_url, 'api_key_env') });
+    endpoint.replicas.forEach((url, i) => {
+      if (!approvals!.allows(variable, url)) issues.push({ path: `endpoints.${name}.replicas.${i}`, message: approvals!.refusal(variable, url, `replicas.${i} (api_key_env ${variable})`) });
+    });
   }
   return issues;
 }

@@ -20,6 +20,7 @@
  */
 import { EndpointClient, EndpointError, type CallOptions, type ChatTurn, type EndpointResult, type EndpointSampling, type ProbeReport, type UnsupportedFeature } from './client';
 import type { ServedEventSink } from './events';
+import { loadKeyApprovals, type KeyApprovals } from './key-approvals';
 
 export interface PoolEndpointSpec {
   name: string;
@@ -42,6 +43,8 @@ export interface PoolOptions {
   agents: Record<string, string>;
   onEvent?: ServedEventSink;
   env?: NodeJS.ProcessEnv;
+  /** Which key variables may go to which hosts (key-approvals.ts). Default: this machine's approvals file. */
+  keyApprovals?: KeyApprovals;
   /** How long a failed replica stays out before a health check may bring it back, ms. Default 10 000. */
   downForMs?: number;
   backoffBaseMs?: number;
@@ -90,12 +93,14 @@ export class EndpointPool {
     this.downForMs = opts.downForMs ?? 10_000;
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.now = opts.now ?? Date.now;
+    // Read once for the whole pool, and only when some endpoint has a key to send.
+    const keyApprovals = opts.keyApprovals ?? (opts.endpoints.some((e) => e.apiKeyEnv) ? loadKeyApprovals() : undefined);
     for (const spec of opts.endpoints) {
       if (this.endpoints.has(spec.name)) throw new Error(`endpoints.${spec.name}: defined twice`);
       if (spec.baseUrls.length === 0) throw new Error(`endpoints.${spec.name}.base_url: no replica to send requests to`);
       if (!(spec.concurrency >= 1)) throw new Error(`endpoints.${spec.name}.concurrency must be at least 1`);
       const unsupported = new Set<UnsupportedFeature>();
-      const replicas = spec.baseUrls.map((baseUrl): Replica => ({
+      const replicas = spec.baseUrls.map((baseUrl, i): Replica => ({
         baseUrl,
         client: new EndpointClient({
           name: spec.name,
@@ -108,6 +113,8 @@ export class EndpointPool {
           sampling: spec.sampling,
           unsupported,
           env: opts.env,
+          keyApprovals,
+          urlField: i === 0 ? 'base_url' : `replicas.${i - 1}`,
           backoffBaseMs: opts.backoffBaseMs,
           backoffMaxMs: opts.backoffMaxMs,
           random: opts.random,

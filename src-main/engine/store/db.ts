@@ -8,6 +8,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as DatabaseHandle } from 'better-sqlite3';
 import { migrate, schemaVersion } from './migrations';
+import { describeStoreFailure, StoreOpenError } from './errors';
 
 export interface OpenOptions {
   /**
@@ -29,12 +30,17 @@ export function openDatabase(databasePath: string, options: OpenOptions = {}): D
   if (options.readonly && !fs.existsSync(databasePath)) {
     throw new Error(`No database at ${databasePath}: start a run first, or pass --db PATH / MARSRL_DB.`);
   }
-  const db = new Database(databasePath, {
-    readonly: options.readonly ?? false,
-    // MARSRL_NATIVE_SQLITE (set by `npm start`) reaches every process the app starts, so run
-    // workers load the Electron build of the addon too.
-    nativeBinding: options.nativeBinding ?? process.env.MARSRL_NATIVE_SQLITE,
-  });
+  let db: DatabaseHandle;
+  try {
+    db = new Database(databasePath, {
+      readonly: options.readonly ?? false,
+      // MARSRL_NATIVE_SQLITE (set by `npm start`) reaches every process the app starts, so run
+      // workers load the Electron build of the addon too.
+      nativeBinding: options.nativeBinding ?? process.env.MARSRL_NATIVE_SQLITE,
+    });
+  } catch (error) {
+    throw described(error, databasePath);
+  }
   try {
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
     if (!options.readonly) {
@@ -54,6 +60,17 @@ export function openDatabase(databasePath: string, options: OpenOptions = {}): D
     return db;
   } catch (error) {
     db.close();
-    throw error;
+    throw described(error, databasePath);
   }
+}
+
+/**
+ * A damaged, foreign or read-only database file says so, with its path and what to do, instead
+ * of SQLite's bare "file is not a database" (issue #36); anything else is rethrown as it is.
+ */
+function described(error: unknown, databasePath: string): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_FULL') return error;
+  const message = describeStoreFailure(error, databasePath);
+  return message ? new StoreOpenError(message, { cause: error }) : error;
 }

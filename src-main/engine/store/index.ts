@@ -61,7 +61,7 @@ export function openStore(databasePath: string, options: OpenOptions = {}): Stor
   return new Store(openDatabase(databasePath, options), databasePath);
 }
 
-export { describeStoreFailure } from './errors';
+export { describeStoreFailure, StoreOpenError } from './errors';
 export { LATEST_SCHEMA_VERSION, SchemaTooNewError, MIGRATIONS, migrate } from './migrations';
 export type { OpenOptions } from './db';
 export type { BatchWriter, BatchWriterOptions } from './writer';

@@ -17,11 +17,11 @@
  *   verdict, since a free-form answer has no checkable working-out; the Corrector's is the Solver's.
  * - charset: the characters of every question and answer, plus the format characters.
  */
-import { readFileSync } from 'node:fs';
 import { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText } from '../agents/formats';
 import { familyCharset, firstWrong, problemsFromRecords, repairedSolution, splitOf, DIGITS } from './common';
 import type { GenerateOptions, Problem, Split, TaskFamily, TaskNotation } from './types';
+import { FileRefusedError, LIMITS, readRegularFile } from '../util/bounded-read';
 
 const FAMILY = 'jsonl';
 export type JsonlChecker = 'exact' | 'numeric';
@@ -126,11 +126,13 @@ export interface JsonlFamilyOptions {
 function readTaskFile(file: string): string {
   let buf: Buffer;
   try {
-    buf = readFileSync(file);
+    // A regular file no larger than a string can hold (issue #36): a FIFO here froze the process.
+    buf = readRegularFile(file, { maxBytes: LIMITS.text, what: 'task file' });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new Error(`no file at ${file}: give the path of a {"question","answer"} JSONL file`, { cause: error });
-    if (code === 'EISDIR') throw new Error(`${file} is a folder: give the path of a {"question","answer"} JSONL file`, { cause: error });
+    const refused = error instanceof FileRefusedError ? error : null;
+    if (refused?.code === 'ENOENT') throw new Error(`no file at ${file}: give the path of a {"question","answer"} JSONL file`, { cause: error });
+    if (refused?.code === 'NOT_REGULAR' && refused.message.includes('a folder')) throw new Error(`${file} is a folder: give the path of a {"question","answer"} JSONL file`, { cause: error });
+    if (refused) throw new Error(`${refused.message} (a {"question","answer"} JSONL file)`, { cause: error });
     throw new Error(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
   }
   // Parquet files start with the magic bytes PAR1 (Apache Parquet file format).

@@ -29,6 +29,7 @@ import { readColumn } from 'hyparquet/src/column.js';
 import { DEFAULT_PARSERS } from 'hyparquet/src/convert.js';
 import { getTreePath, isFlatColumn } from 'hyparquet/src/schema.js';
 import { lastBoxed } from './math-answer';
+import { LIMITS, openRegularFile } from '../util/bounded-read';
 
 export const QUESTION_COLUMNS = ['question', 'problem', 'query'] as const;
 export const ANSWER_COLUMNS = ['answer', 'ans_box'] as const;
@@ -291,17 +292,14 @@ export function parseMathParquet(bytes: ArrayBuffer | ByteSource, source = 'Parq
   return records;
 }
 
-function openFile(file: string): { fd: number; size: number } {
-  try {
-    const stat = fs.statSync(file);
-    if (stat.isDirectory()) throw new Error(`${file}: is a folder, not a file`);
-    return { fd: fs.openSync(file, 'r'), size: stat.size };
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new Error(`${file}: no such file`, { cause: error });
-    if (code === 'EACCES') throw new Error(`${file}: not readable (permission denied)`, { cause: error });
-    throw error;
-  }
+/**
+ * The task file open for reading: a regular file (a FIFO named as task.math_path froze `marsrl
+ * serve` and the CLI, issue #36; links are followed to what they reach), of any size for Parquet
+ * (read by pages) and at most what one string holds for JSONL read whole.
+ */
+function openFile(file: string, wholeText: boolean): { fd: number; size: number } {
+  const opened = openRegularFile(file, { maxBytes: wholeText ? LIMITS.text : Number.MAX_SAFE_INTEGER, what: 'task file' });
+  return opened;
 }
 
 /** The start of a text file holding at least `lines` non-blank lines (or the whole file). */
@@ -328,7 +326,7 @@ function leadingText(fd: number, size: number, lines: number): string {
  * `limit`, only as much of the file is read as the first `limit` records need.
  */
 export function readMathFile(file: string, limit = Infinity): MathRecord[] {
-  const { fd, size } = openFile(file);
+  const { fd, size } = openFile(file, mathFileFormat(file) !== 'parquet' && !Number.isFinite(limit));
   try {
     if (mathFileFormat(file) === 'parquet') return parseMathParquet(fileSource(fd, size), file, limit);
     const text = Number.isFinite(limit) ? leadingText(fd, size, limit) : fs.readFileSync(fd, 'utf8');

@@ -24,6 +24,7 @@ import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type Correc
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
 import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps, type ServedRole } from './rollout';
+import { maxOf } from '../util/arrays';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
 
@@ -79,7 +80,7 @@ function* decodeTexts(ctx: EvalContext, role: Role, prompts: string[], seed: num
   const policy = ctx.policies[role];
   const requests = prompts.map((promptText, i) => ({ promptText, promptTokens: policy.tokenizer.promptTokens(role, promptText), streamId: i }));
   if (requests.length === 0) return [];
-  const longest = Math.max(...requests.map((r) => r.promptTokens.length));
+  const longest = maxOf(requests, (r) => r.promptTokens.length);
   const results = yield* decodeInSegmentsSteps(policy, requests, {
     seed,
     temperature,

@@ -43,6 +43,7 @@ import {
   type RunContext,
   type ScoredEpisode,
 } from './run-support';
+import { minNumber } from '../util/arrays';
 
 type BatchMessage = Extract<RolloutToTrainer, { type: 'batch' }>;
 type StepDone = Extract<RolloutToTrainer, { type: 'step-done' }>;
@@ -229,7 +230,7 @@ export async function trainPipelined(run: PipelineRun): Promise<PipelineOutcome>
       s.scored = scoreEpisodes(config, s.episodes);
       s.scoredWhole = true;
     }
-    const oldest = Math.min(...batch.turns.flatMap(({ turn }) => turn.segments.map((g) => g.policyVersion)));
+    const oldest = minNumber(batch.turns.flatMap(({ turn }) => turn.segments.map((g) => g.policyVersion)));
     const staleness = Number.isFinite(oldest) ? policy.version - oldest : 0;
     const t0 = Date.now();
     const metrics = await updateAgent(run.update, batch.agent, policy, batch.turns.map(({ episode, turn }) => ({ turn, advantage: s.scored[episode].advantages[turn.index].value })), batch.step, offload);

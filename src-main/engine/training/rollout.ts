@@ -23,6 +23,7 @@ import { decodeSegment, decodeSegmentAsync, disposeDecodeState, startDecode } fr
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import type { PolicyRuntime } from './policies';
+import { maxOf, minOf } from '../util/arrays';
 
 export interface SegmentRecord {
   index: number;
@@ -272,7 +273,7 @@ export function* decodeInSegmentsSteps(
   const segments: SegmentRecord[][] = requests.map(() => []);
   // The batch's key/value cache, reserved against the run's device-memory budget before it is built.
   const budget = memoryBudget();
-  const positions = Math.min(policy.model.context, Math.max(...requests.map((r) => r.promptTokens.length)) + options.maxNewTokens);
+  const positions = Math.min(policy.model.context, maxOf(requests, (r) => r.promptTokens.length) + options.maxNewTokens);
   budget?.reserveCache(policy.id, kvCacheBytes(policy.model, requests.length, positions), `${requests.length} sequences of up to ${positions} tokens (${options.agent})`);
   try {
     let stage = 0;
@@ -316,7 +317,7 @@ export function* decodeInSegmentsSteps(
 
 function versionsOf(segments: readonly SegmentRecord[], fallback: number): [number, number] {
   if (segments.length === 0) return [fallback, fallback];
-  return [Math.min(...segments.map((s) => s.policyVersion)), Math.max(...segments.map((s) => s.policyVersion))];
+  return [minOf(segments, (s) => s.policyVersion), maxOf(segments, (s) => s.policyVersion)];
 }
 
 interface PendingTurn {
@@ -421,7 +422,7 @@ function* runAgent(ctx: RolloutContext, episodes: RolloutEpisode[], pending: Pen
       temperature,
       topP: rollout.top_p,
       topK: rollout.top_k,
-      maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.context - Math.max(...requests.map((r) => r.promptTokens.length))),
+      maxNewTokens: Math.min(rollout.max_response_tokens, policy.model.context - maxOf(requests, (r) => r.promptTokens.length)),
       segmentTokens: pipeline.segment_tokens,
       maxSegments: pipeline.max_segments,
       agent,

@@ -11,6 +11,7 @@
 import type { Role } from '../config/schema';
 import type { PolicyTokenizer } from '../model/policy-model';
 import type { Tokenizer } from '../model/tokenizer';
+import { maxOf } from '../util/arrays';
 
 export function promptTokens(tokenizer: Tokenizer, role: Role, promptText: string): number[] {
   return [tokenizer.bosId, ...tokenizer.encode(promptText, { allowSpecial: false }), tokenizer.roleIds[role]];
@@ -75,7 +76,7 @@ export interface TrainingSequence {
  * (lossMask[b][t] = 1 trains the prediction of tokens[b][t]).
  */
 export function padBatch(sequences: readonly TrainingSequence[], padId: number): { tokens: number[][]; lossMask: number[][]; T: number } {
-  const T = Math.max(...sequences.map((s) => s.tokens.length));
+  const T = maxOf(sequences, (s) => s.tokens.length);
   const tokens: number[][] = [];
   const lossMask: number[][] = [];
   for (const s of sequences) {

@@ -33,6 +33,7 @@ import { largestIds, sampleFromLogits } from '../../engine/model/sampling';
 import { Rng } from '../../engine/util/rng';
 import { unfinishedPrefix, type ResponseDecoder } from '../../engine/model/response-decoder';
 import type { ServedTokenizer } from './policy';
+import { maxOf, pushAll } from '../../engine/util/arrays';
 
 export interface DecodeParams {
   maxTokens: number;
@@ -259,18 +260,18 @@ export class RequestBatcher {
     const fresh: Row[] = [];
     for (const job of jobs) {
       job.rows = Array.from({ length: job.params.n }, (_, choice) => ({ job, choice, ids: [], decoder: this.tokenizer.responseDecoder(), text: '', emitted: 0, tokens: [], ends: [], reported: 0, finished: null, stopFloor: 0 }));
-      fresh.push(...job.rows);
+      pushAll(fresh, job.rows);
     }
-    run.jobs.push(...jobs);
+    pushAll(run.jobs, jobs);
     this.stats.rows += fresh.length;
-    const T = Math.max(...fresh.map((r) => r.job.prompt.length));
+    const T = maxOf(fresh, (r) => r.job.prompt.length);
     const leftPad = fresh.map((r) => T - r.job.prompt.length);
     const padded = fresh.map((r, i) => [...new Array<number>(leftPad[i]).fill(r.job.prompt[0]), ...r.job.prompt]);
     // Positions the cache must still hold for a row: what it may yet generate.
     const remaining = (r: Row) => Math.max(0, Math.min(r.job.params.maxTokens, model.context - r.job.prompt.length) - r.ids.length);
     let logits: Float32Array;
     if (run.cache === null) {
-      const out = model.prefill(padded, leftPad, T + Math.max(...fresh.map(remaining)));
+      const out = model.prefill(padded, leftPad, T + maxOf(fresh, remaining));
       run.cache = out.cache;
       logits = out.logits;
       run.slots = fresh;
@@ -284,7 +285,7 @@ export class RequestBatcher {
       }
       const out = model.prefill(padded, leftPad, T);
       const kept = run.slots as Row[];
-      run.cache = model.joinCaches!([run.cache, out.cache], Math.max(...[...kept, ...fresh].map(remaining)));
+      run.cache = model.joinCaches!([run.cache, out.cache], Math.max(maxOf(kept, remaining), maxOf(fresh, remaining)));
       logits = out.logits;
       run.slots = [...kept, ...fresh];
       this.stats.joined += jobs.length;

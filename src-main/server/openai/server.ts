@@ -24,7 +24,7 @@ import { checkTokenStrength, hostAllowed, isLoopbackHost, isWildcardHost, origin
 import { RequestBatcher, type ChoiceUpdate, type DecodedChoice, type TokenInfo } from './batcher';
 import type { DecodeEngine } from './engine';
 import { ApiError, badRequest, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './protocol';
-import { PromptError, type ServedPolicy, type ServedPolicyInfo } from './policy';
+import { ContextLengthError, PromptError, type ServedPolicy, type ServedPolicyInfo } from './policy';
 
 export interface ModelServerOptions {
   /** With weights (decoded in this thread), or without where `engines` decodes them. */
@@ -141,8 +141,10 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     if (!s) throw unknownModel(parsed.model);
     let prompt: number[];
     try {
-      prompt = 'messages' in parsed ? s.policy.tokenizer.chatPrompt(parsed.messages, parsed.chatTemplateKwargs) : s.policy.tokenizer.encodeText((parsed as { prompt: string }).prompt);
+      // `context` as the limit: a prompt that cannot fit is refused before it is tokenized in full.
+      prompt = 'messages' in parsed ? s.policy.tokenizer.chatPrompt(parsed.messages, parsed.chatTemplateKwargs, context) : s.policy.tokenizer.encodeText((parsed as { prompt: string }).prompt, context);
     } catch (error) {
+      if (error instanceof ContextLengthError) throw badRequest(`${error.message}; model ${parsed.model} has a context of ${context}, which leaves no room to answer`, error.param, 'context_length_exceeded');
       if (error instanceof PromptError) throw badRequest(error.message, error.param);
       throw error;
     }
