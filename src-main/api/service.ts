@@ -28,7 +28,7 @@ import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
 import { StudioError } from './errors';
 import type { EventHub } from './hub';
-import { toModelInspection, toRunDetail, toRunSummary } from './views';
+import { toRunDetail, toRunSummary } from './views';
 import { OffThread, OffThreadError } from './off-thread';
 import type { endpointPrechecksOp } from './off-thread-ops';
 import { confinedOutput, writableRoots } from './write-paths';
