@@ -13,7 +13,7 @@ import type {
   StartRunRequest,
   StudioApi,
   TurnQuery,
-} from '../../src-preload/api';
+} from '#shared/contract';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROMPT_VARIABLES } from '../engine/agents/prompts';
@@ -26,7 +26,7 @@ import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
 import { packageVersion } from '../engine/version';
 import { createCompareStudyApi } from '../engine/study/api';
-import { StudioError } from './errors';
+import { StudioError } from '#shared/errors';
 import type { EventHub } from './hub';
 import { toRunDetail, toRunSummary } from './views';
 import { OffThread, OffThreadError } from './off-thread';

@@ -12,8 +12,8 @@
  * trainer, which marks the run interrupted with that reason; a trainer that ends or dies stops
  * the rollout worker. The run's exit is when both have exited.
  */
-import type { StartRunRequest, StudioEvent } from '../../src-preload/api';
-import { StudioError } from '../api/errors';
+import type { StartRunRequest, StudioEvent } from '#shared/contract';
+import { StudioError } from '#shared/errors';
 import type { EventHub } from '../api/hub';
 import type { RunController } from '../api/service';
 import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CompareSeriesResult } from '../../src-preload/api';
+import type { CompareSeriesResult } from '#shared/contract';
 import { compareChartOption, runColor } from '../../src-renderer/src/charts/compareOption';
 import { parseAxesText } from '../../src-renderer/src/stores/studies';
 import { deltaTone, formatDeltaValue, formatGroupStats, formatMetric } from '../../src-renderer/src/util/compareFormat';

@@ -2,7 +2,7 @@ import { configToYaml } from '../../engine/config/load';
 import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
-import type { RunDetail } from '../../../src-preload/api';
+import type { RunDetail } from '#shared/contract';
 import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { inertLine } from '../../engine/util/inert';

@@ -10,10 +10,10 @@ import type {
   StudioApi,
   StudyDetail,
   StudySummary,
-} from '../../../src-preload/api';
+} from '#shared/contract';
 import fs from 'node:fs';
 import path from 'node:path';
-import { StudioError } from '../../api/errors';
+import { StudioError } from '#shared/errors';
 import type { EventHub } from '../../api/hub';
 import { collapseFlags, compareRuns, compareWarnings, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../compare';
 import { exportsDir } from '../paths';

@@ -26,7 +26,7 @@ import {
   type RunData,
 } from '../compare';
 import { collapseFlags, NEARLY_ALL, WINDOW_STEPS } from '../compare/collapse';
-import { describeMetric, unitLabel } from '../metrics/catalog';
+import { describeMetric, unitLabel } from '#shared/metric-catalog';
 import { bandChartOption, seedDotsOption } from './charts';
 import { renderChart } from './render';
 import { studyProgress } from './runner';

@@ -3,7 +3,7 @@
  * segments, its updates), time on x. Under MarsRL's pipeline an agent's update overlaps the next
  * agent's rollout; under sync mode the lanes take turns. Pure, so it is tested without a browser.
  */
-import type { TimelineSpan } from '../../../src-preload/api';
+import type { TimelineSpan } from '#shared/contract';
 import { CSP_SAFE_TOOLTIP, echarts, type ChartOption } from './echarts';
 import { formatDuration } from './format';
 import { agentColor, CHART_THEME, compareAgents } from './palette';

@@ -19,7 +19,7 @@
  * - Titles say what the panel holds, from the catalog ("System − Solver accuracy"), never only
  *   the namespace a lone metric happens to sit in.
  */
-import { describeMetric, metricTooltip, type MetricUnit } from '../../../src-main/engine/metrics/catalog';
+import { describeMetric, metricTooltip, type MetricUnit } from '#shared/metric-catalog';
 import { agentColor, compareAgents, seriesColor } from './palette';
 
 export interface PanelLine {

@@ -9,7 +9,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { ExportSummary, RunDetail, StudioEvent } from '../../../src-preload/api';
+import type { ExportSummary, RunDetail, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { chainAgents } from '../util/episodeTree';
 import {
@@ -28,7 +28,7 @@ import {
   type ExportForm,
   type FieldIssue,
 } from '../util/exportForm';
-import type { ExportFormatName } from '../../../src-preload/api';
+import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
 
 /** What the opener knows: the runs, and the filters it was showing. */

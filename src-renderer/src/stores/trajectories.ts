@@ -5,7 +5,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
+import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
 import { chainAgents, episodeTreeRows } from '../util/episodeTree';

@@ -1,5 +1,5 @@
 /** Text for the compare tables (mirrors the CLI and report: accuracies 3 decimals, ratios 2). */
-import type { CompareMetric, CompareStats } from '../../../src-preload/api';
+import type { CompareMetric, CompareStats } from '#shared/contract';
 
 export function formatMetric(value: number | null | undefined, unit: CompareMetric['unit']): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';

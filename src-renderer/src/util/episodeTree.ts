@@ -5,7 +5,7 @@
  * "4 samples judging solution #3" reads as a unit. Rows have one height, so the tree can be
  * virtualised like every other list.
  */
-import type { EpisodeDetail } from '../../../src-preload/api';
+import type { EpisodeDetail } from '#shared/contract';
 
 export type EpisodeTurn = EpisodeDetail['turns'][number];
 

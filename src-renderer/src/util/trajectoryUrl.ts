@@ -3,7 +3,7 @@
  * step and the open episode). Every filter is a query parameter, absent when "any"; a value the
  * browser does not know is dropped rather than guessed. Pure, so the round trip is tested.
  */
-import type { EpisodeQuery } from '../../../src-preload/api';
+import type { EpisodeQuery } from '#shared/contract';
 import type { TrajectoryFilters } from '../router';
 import { NO_EPISODE_FILTERS, type EpisodeFilters, type TurnFilters } from '../stores/trajectories';
 

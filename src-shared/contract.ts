@@ -3,10 +3,11 @@
  *
  * Three transports implement it by calling the same service functions (src-main/api):
  * Electron IPC (exposed on `window.studio` by the preload), HTTP + WebSocket (`marsrl serve`),
- * and direct calls in tests. The renderer imports this file with `import type` only; the
- * method list below is the one runtime value, shared by the preload and the HTTP client so that
- * a method added here is wired everywhere at once. Every payload is validated in main
- * (src-main/api/validate.ts) before use, because the renderer is not trusted.
+ * and direct calls in tests. It lives in src-shared, the pure layer under main, the preload and
+ * the renderer alike (issue 37): types, the method list and the IPC channel names, which are the
+ * only runtime values, shared by the preload and the HTTP client so that a method added here is
+ * wired everywhere at once. Every payload is validated in main (src-main/api/dispatch.ts) before
+ * use, because the renderer is not trusted.
  */
 
 export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'interrupted';
@@ -796,6 +797,12 @@ export const PICK_FOLDER_CHANNEL = 'studio:pick-folder';
 export const STUDIO_IPC_CHANNEL = 'studio:call';
 /** The IPC channel main pushes StudioEvents on. */
 export const STUDIO_EVENT_CHANNEL = 'studio:event';
+
+/**
+ * What main answers a call on STUDIO_IPC_CHANNEL with: the value, or the error's shape (an
+ * exception escaping ipcMain.handle would lose its code; src-preload/bridge.ts rethrows it).
+ */
+export type StudioIpcReply = { ok: true; value: unknown } | { ok: false; error: StudioErrorShape };
 
 /** What the preload exposes: the API plus a subscription to pushed events. */
 export interface StudioBridge extends StudioApi {
