@@ -10,7 +10,6 @@ import type {
   ListRunsQuery,
   ModelInspection,
   SeriesQuery,
-  StartRunRequest,
   StudioApi,
   TurnQuery,
 } from '#shared/contract';
@@ -25,9 +24,10 @@ import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
 import { packageVersion } from '../engine/version';
-import { createCompareStudyApi } from '../engine/study/api';
+import { createCompareStudyApi } from './compare-study';
 import { StudioError } from '#shared/errors';
 import type { EventHub } from './hub';
+import type { RunController } from '../runner/manager';
 import { toRunDetail, toRunSummary } from './views';
 import { OffThread, OffThreadError } from './off-thread';
 import type { endpointPrechecksOp } from './off-thread-ops';
@@ -44,14 +44,6 @@ function advantageOptionsOf(config: Record<string, unknown>): AdvantageOptions {
   } catch {
     return DEFAULT_ADVANTAGE_OPTIONS;
   }
-}
-
-/** Launching and stopping runs belongs to the run manager; the service only forwards. */
-export interface RunController {
-  start(request: StartRunRequest): Promise<{ runId: number }>;
-  stop(runId: number): Promise<void>;
-  resume(runId: number): Promise<void>;
-  isActive(runId: number): boolean;
 }
 
 export interface StudioServiceOptions {
