@@ -17,7 +17,8 @@ import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { debiasedEma } from '../../src-renderer/src/charts/smoothing';
 import { changedPaths, getPath, setPath, valueFromText } from '../../src-renderer/src/util/configDoc';
 import { hfPoliciesOf } from '../../src-renderer/src/stores/modelExport';
-import { branchMarks, chainAgents, describeParsed, episodeTreeRows, finalTurnId, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import { branchMarks, describeParsed, episodeTreeRows, finalTurnId, type EpisodeTurn } from '../../src-renderer/src/util/episodeTree';
+import { agentChain as chainAgents } from '#shared/agents';
 import { filtersFromUrl, urlFromFilters } from '../../src-renderer/src/util/trajectoryUrl';
 import { boundedAxisEnd } from '../../src-renderer/src/charts/lineOption';
 import {

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadRunConfig } from '../../engine/config/load';
-import type { Role, RunConfig } from '../../engine/config/schema';
+import type { RunConfig } from '../../engine/config/schema';
+import type { Role } from '#shared/agents';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, trainedPolicyIds, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';

@@ -18,6 +18,7 @@
  *   group is its mean minus the baseline group's mean, with the spread rule of stats.ts.
  * - Run deltas: the run's value minus the baseline run's value.
  */
+import { compareAgents } from '#shared/agents';
 import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
 import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
@@ -102,23 +103,12 @@ export interface Comparison {
 
 const FINAL_EVAL_KEY = 'eval/system/accuracy';
 
-/** Agents in chain order: solver, verifier1, corrector1, verifier2, … then anything else. */
-export function agentOrder(a: string, b: string): number {
-  const rank = (name: string) => {
-    if (name === 'solver') return [0, 0];
-    const m = /^(verifier|corrector)(\d+)$/.exec(name);
-    return m ? [Number(m[2]), m[1] === 'verifier' ? 1 : 2] : [1e9, 0];
-  };
-  const [ra, rb] = [rank(a), rank(b)];
-  return ra[0] - rb[0] || ra[1] - rb[1] || a.localeCompare(b);
-}
-
 /** Agents of a run: the prefixes of its `<agent>/grad_norm` series. */
 export function agentsOf(run: RunData): string[] {
   return Object.keys(run.series)
     .map((k) => /^([^/]+)\/grad_norm$/.exec(k)?.[1])
     .filter((a): a is string => a !== undefined && a !== 'eval' && a !== 'perf')
-    .sort(agentOrder);
+    .sort(compareAgents);
 }
 
 /** The k of `eval/system/avg@k` in a run (the largest if several). */
@@ -145,7 +135,7 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 export function summaryMetrics(runs: readonly RunData[]): SummaryMetric[] {
   const ks = new Set(runs.map(evalK).filter((k): k is number => k !== null));
   const k = ks.size === 1 ? String([...ks][0]) : 'k';
-  const agents = [...new Set(runs.flatMap(agentsOf))].sort(agentOrder);
+  const agents = [...new Set(runs.flatMap(agentsOf))].sort(compareAgents);
   return [
     { id: 'eval/system/accuracy', label: 'system acc', better: 'higher', unit: 'fraction' },
     { id: 'eval/solver/accuracy', label: 'solver acc', better: 'higher', unit: 'fraction' },

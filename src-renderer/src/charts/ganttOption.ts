@@ -6,7 +6,8 @@
 import type { TimelineSpan } from '#shared/contract';
 import { CSP_SAFE_TOOLTIP, echarts, type ChartOption } from './echarts';
 import { formatDuration } from './format';
-import { agentColor, CHART_THEME, compareAgents } from './palette';
+import { compareAgents } from '#shared/agents';
+import { agentColor, CHART_THEME } from './palette';
 
 export interface GanttModel {
   lanes: string[];

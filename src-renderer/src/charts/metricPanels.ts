@@ -20,7 +20,8 @@
  *   the namespace a lone metric happens to sit in.
  */
 import { describeMetric, metricTooltip, type MetricUnit } from '#shared/metric-catalog';
-import { agentColor, compareAgents, seriesColor } from './palette';
+import { compareAgents } from '#shared/agents';
+import { agentColor, seriesColor } from './palette';
 
 export interface PanelLine {
   key: string;

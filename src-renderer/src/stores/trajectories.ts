@@ -5,10 +5,11 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
+import { agentChain } from '#shared/agents';
 import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
-import { chainAgents, episodeTreeRows } from '../util/episodeTree';
+import { episodeTreeRows } from '../util/episodeTree';
 import { NO_EPISODE_FILTERS, type EpisodeFilters, type TurnFilters } from '../util/trajectoryUrl';
 
 export const EPISODE_PAGE = 100;
@@ -46,7 +47,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
 
   const agents = computed(() => {
     const rounds = (run.value?.config.rollout as { rounds?: number } | undefined)?.rounds;
-    return chainAgents(typeof rounds === 'number' ? rounds : 1);
+    return agentChain(typeof rounds === 'number' ? rounds : 1);
   });
   const treeRows = computed(() => (episode.value ? episodeTreeRows(episode.value.turns) : []));
   const selectedTurn = computed(() => episode.value?.turns.find((t) => t.id === selectedTurnId.value) ?? null);
