@@ -12,6 +12,7 @@ import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
+import { formatDuration } from '#shared/format';
 
 const usage = `Usage: marsrl pretrain (--preset NAME | --config FILE) --out DIR [--set key.path=value …]
                        [--target-solver-accuracy X] [--target-verifier-score X] [--target-corrector-score X]
@@ -176,7 +177,7 @@ export const pretrainCommand: Command = {
     if (scratchDir) fs.rmSync(scratchDir, { recursive: true, force: true });
     const seconds = (Date.now() - started) / 1000;
     if (values.json) printJson({ out: values.out, seconds, policies: report });
-    else ctx.out(`Warm start done in ${seconds.toFixed(0)} s; checkpoints in ${values.out}.`);
+    else ctx.out(`Warm start done in ${formatDuration(seconds)}; checkpoints in ${values.out}.`);
     return 0;
   },
 };

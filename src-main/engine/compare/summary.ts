@@ -19,6 +19,7 @@
  * - Run deltas: the run's value minus the baseline run's value.
  */
 import { compareAgents } from '#shared/agents';
+import type { CompareMetric } from '#shared/contract';
 import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
 import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
@@ -43,15 +44,8 @@ export interface RunData {
   series: Record<string, SeriesPoint[]>;
 }
 
-export type MetricUnit = 'fraction' | 'ratio' | 'count' | 'per_s' | 'seconds';
-
-export interface SummaryMetric {
-  id: string;
-  label: string;
-  /** Which direction is an improvement; null where neither is (wall time is reported, not judged). */
-  better: 'higher' | 'lower' | null;
-  unit: MetricUnit;
-}
+/** A compared metric, as the StudioApi sends it: `better` is null where neither direction is an improvement (wall time is reported, not judged). */
+export type SummaryMetric = CompareMetric;
 
 export interface RunSummary {
   runId: number;

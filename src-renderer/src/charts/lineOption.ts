@@ -2,7 +2,8 @@
 import type { SeriesXAxis } from '#shared/contract';
 import { unitLabel, type MetricUnit } from '#shared/metric-catalog';
 import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
-import { formatAxisX, formatTick, formatValue } from './format';
+import { formatAxisX, formatTick } from './format';
+import { formatValue } from '#shared/format';
 import type { PanelLine } from './metricPanels';
 import { CHART_THEME } from './palette';
 import { debiasedEma } from './smoothing';
