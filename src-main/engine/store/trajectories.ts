@@ -7,6 +7,7 @@ import { equalityFilters, keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
+import type { EpisodeSummary, Turn } from '#shared/contract';
 import type {
   AdvantageRow,
   EpisodeRow,
@@ -78,19 +79,8 @@ export interface TurnResult {
   formatValid: boolean;
 }
 
-/** A turn as the trajectory browser shows it: with its reward and advantage when logged. */
-export interface TurnView extends TurnRow {
-  /** The attempt of the run that wrote this turn (1, then one more per `marsrl resume`). */
-  attempt: number;
-  /** The attempt that redid this turn's step, when a resume did; such a turn is left out by default. */
-  supersededBy: number | null;
-  reward: number | null;
-  rewardComponents: Record<string, number> | null;
-  advantage: number | null;
-  advantageMode: string | null;
-  /** What the advantage was multiplied by (advantage.verifier_class_balance); 1 when unweighted. */
-  advantageWeight: number | null;
-}
+/** A turn as the trajectory browser shows it, with its reward and advantage when logged: the API's Turn. */
+export type TurnView = Turn;
 
 interface TurnViewRecord extends TurnRecord {
   reward: number | null;
@@ -129,13 +119,8 @@ export interface TurnPageQuery {
 }
 
 /** An episode with its problem and how many turns it has, for the episode list. */
-export interface EpisodeListItem extends EpisodeRow {
-  attempt: number;
-  supersededBy: number | null;
-  question: string | null;
-  reference: string | null;
-  turnCount: number;
-}
+/** An episode as the browser lists it: the API's EpisodeSummary, and the row's meta. */
+export interface EpisodeListItem extends EpisodeRow, EpisodeSummary {}
 
 export interface EpisodePageQuery {
   runId: number;
