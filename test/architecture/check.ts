@@ -3,7 +3,7 @@
  * goes against it, every import cycle, and the figures issue 37 reports (upward imports, cycles,
  * engine folders that import each other). Shared by the guard test and report.ts.
  */
-import { buildImportGraph, findCycles, type ImportEdge, type ImportGraph } from './import-graph';
+import { buildImportGraph, findCycles, type ImportCycle, type ImportEdge, type ImportGraph } from './import-graph';
 import { LAYERS, TIERS, type Layer, type Tiers } from './layers';
 
 export interface Violation {
@@ -122,7 +122,7 @@ export function fileEdges(graph: ImportGraph): { from: string; to: string }[] {
   return graph.edges.flatMap((edge) => (edge.target.kind === 'file' ? [{ from: edge.from, to: edge.target.file }] : []));
 }
 
-export function importCycles(graph: ImportGraph): string[][] {
+export function importCycles(graph: ImportGraph): ImportCycle[] {
   return findCycles(graph.files, fileEdges(graph));
 }
 

@@ -192,10 +192,17 @@ export function buildImportGraph(root: string): ImportGraph {
 }
 
 /**
- * The import cycles: each strongly connected component of the file graph with more than one
- * file (or a file importing itself), as one cycle through it, starting at its first file.
+ * A group of files that import each other (a strongly connected component of the file graph:
+ * more than one file, or a file importing itself): its files, sorted, and one closed path through
+ * it to show how, from its first file back to it.
  */
-export function findCycles(files: string[], edges: { from: string; to: string }[]): string[][] {
+export interface ImportCycle {
+  files: string[];
+  path: string[];
+}
+
+/** Every import cycle of the graph, as its strongly connected group. */
+export function findCycles(files: string[], edges: { from: string; to: string }[]): ImportCycle[] {
   const next = new Map<string, string[]>(files.map((file) => [file, []]));
   for (const { from, to } of edges) next.get(from)?.push(to);
   for (const list of next.values()) list.sort();
@@ -245,7 +252,7 @@ export function findCycles(files: string[], edges: { from: string; to: string }[
       }
     }
   }
-  return components.map((component) => cycleThrough(component, next)).sort((a, b) => a[0].localeCompare(b[0]));
+  return components.map((component) => ({ files: component, path: cycleThrough(component, next) })).sort((a, b) => a.files[0].localeCompare(b.files[0]));
 }
 
 /** One closed path through a strongly connected component, from its first file back to it (breadth-first: a shortest one). */

@@ -21,16 +21,16 @@ describe('the import graph of the repository', () => {
 
   it('has no import cycle beyond the known ones, and every known one still occurs', () => {
     const cycles = importCycles(graph);
-    const known = new Set(KNOWN_CYCLES.map((c) => c.files.join(' ')));
+    const known = new Set(KNOWN_CYCLES.map((c) => [...c.files].sort().join(' ')));
     const found = new Set<string>();
     const unknown: string[] = [];
     for (const cycle of cycles) {
-      const members = [...new Set(cycle)].sort().join(' ');
+      const members = cycle.files.join(' ');
       found.add(members);
-      if (!known.has(members)) unknown.push(`import cycle: ${cycle.join(' -> ')}`);
+      if (!known.has(members)) unknown.push(`import cycle among ${cycle.files.length} files: ${cycle.path.join(' -> ')}${cycle.files.length > cycle.path.length - 1 ? `, and through ${cycle.files.filter((f) => !cycle.path.includes(f)).join(', ')}` : ''}`);
     }
     expect(unknown, 'import cycles (each file imports the next; break one import, usually by moving what both need down a layer)').toEqual([]);
-    const gone = KNOWN_CYCLES.filter((c) => !found.has(c.files.join(' '))).map((c) => `${c.files.join(', ')} (${c.removedBy})`);
+    const gone = KNOWN_CYCLES.filter((c) => !found.has([...c.files].sort().join(' '))).map((c) => `${c.files.join(', ')} (${c.removedBy})`);
     expect(gone, 'known cycles that no longer occur as listed: delete or update their entries in test/architecture/layers.ts, KNOWN_CYCLES').toEqual([]);
   });
 
@@ -90,7 +90,7 @@ describe('reading imports (the parser under the guard)', () => {
     expect(importSites('src-renderer/src/V.vue', vue).map((s) => `${s.line} ${s.form} ${s.specifier}`)).toEqual(['2 static ./x', '6 type-only ../y', '7 dynamic ./z']);
   });
 
-  it('finds each strongly connected group once, as a closed path', () => {
+  it('finds each strongly connected group once, with a closed path through it', () => {
     const files = ['a', 'b', 'c', 'd', 'e'];
     const edges = [
       { from: 'a', to: 'b' },
@@ -100,9 +100,12 @@ describe('reading imports (the parser under the guard)', () => {
       { from: 'e', to: 'e' },
     ];
     expect(findCycles(files, edges)).toEqual([
-      ['a', 'b', 'c', 'a'],
-      ['e', 'e'],
+      { files: ['a', 'b', 'c'], path: ['a', 'b', 'c', 'a'] },
+      { files: ['e'], path: ['e', 'e'] },
     ]);
+    // Two cycles sharing a file are one group: the guard keys a known cycle by all its files, so a new cycle inside it is seen.
+    const joined = findCycles(['a', 'b', 'c', 'd'], [...edges.slice(0, 4), { from: 'd', to: 'b' }]);
+    expect(joined.map((c) => c.files)).toEqual([['a', 'b', 'c', 'd']]);
     expect(findCycles(['a', 'b'], [{ from: 'a', to: 'b' }])).toEqual([]);
   });
 });

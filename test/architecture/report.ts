@@ -22,8 +22,8 @@ const pairs = new Set(violations.map((v) => `${v.from} ${v.to}`));
 const unplaced = unplacedFiles(graph);
 
 console.log(`${root}: ${graph.files.length} files, ${graph.edges.length} imports`);
-console.log(`import cycles: ${cycles.length}`);
-for (const cycle of cycles) console.log(`  ${cycle.join(' -> ')}`);
+console.log(`import cycles: ${cycles.length} groups of files that import each other, ${cycles.reduce((n, c) => n + c.files.length, 0)} files`);
+for (const cycle of cycles) console.log(`  ${cycle.files.length} files: ${cycle.path.join(' -> ')}${cycle.files.length > cycle.path.length - 1 ? ` (and ${cycle.files.filter((f) => !cycle.path.includes(f)).join(', ')})` : ''}`);
 console.log(`imports against the layer table: ${violations.length} (${pairs.size} file pairs)`);
 if (list) for (const v of violations) console.log(`  ${describeViolation(v)}`);
 console.log(`engine folders that import each other: ${mutual.length}`);
