@@ -19,10 +19,10 @@
  * - Run deltas: the run's value minus the baseline run's value.
  */
 import { compareAgents } from '#shared/agents';
-import type { CompareMetric } from '#shared/contract';
+import type { CompareGroupRow, CompareMetric, CompareRunRow } from '#shared/contract';
 import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
-import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
+import { exceedsSeedSpread, stats } from './stats';
 import { maxNumber } from '../util/arrays';
 
 export interface SeriesPoint {
@@ -47,32 +47,11 @@ export interface RunData {
 /** A compared metric, as the StudioApi sends it: `better` is null where neither direction is an improvement (wall time is reported, not judged). */
 export type SummaryMetric = CompareMetric;
 
-export interface RunSummary {
-  runId: number;
-  name: string;
-  status: string;
-  seed: number;
-  /** The run's group label (values of the group-by keys joined by " / "), or null when ungrouped. */
-  group: string | null;
-  values: Record<string, number | null>;
-  /** Metric id → the store key the value came from, where it can vary (precision, fix rate). */
-  sources: Record<string, string>;
-  /** Value − baseline run's value; null where either is missing. */
-  delta: Record<string, number | null>;
-}
+/** A run's row of the summary: the StudioApi's row without the collapse flags the API adds. */
+export type RunSummary = Omit<CompareRunRow, 'collapse'>;
 
-export interface GroupSummary {
-  label: string;
-  /** group-by key → value. */
-  values: Record<string, string>;
-  runIds: number[];
-  seeds: number[];
-  stats: Record<string, Stats | null>;
-  /** Mean − baseline group's mean. */
-  delta: Record<string, number | null>;
-  /** The spread rule against the baseline group (null fields for the baseline itself). */
-  spread: Record<string, SpreadTest>;
-}
+/** A group's row of the summary (the spread rule against the baseline group has null fields for the baseline itself). */
+export type GroupSummary = CompareGroupRow;
 
 export interface CompareOptions {
   /** Config paths (or derived keys such as `sharing`) to group runs by; empty: no groups. */
