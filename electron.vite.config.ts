@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'electron-vite';
 import type { Plugin } from 'vite';
-import { contentSecurityPolicy } from './src-main/electron/csp';
+import { contentSecurityPolicy } from './src-shared/csp';
 
 const root = import.meta.dirname;
 

@@ -4,10 +4,28 @@
 import js from '@eslint/js';
 import pluginVue from 'eslint-plugin-vue';
 import globals from 'globals';
+import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
 const ELECTRON_IS_FOR_THE_SHELL =
   'The engine, api and cli run without Electron (CLI, tests, marsrl serve); only src-main/electron and src-main/index.ts may import it.';
+const NOTHING_OUTSIDE_SHARED =
+  'src-shared is pure and imports nothing outside itself (no package, no Node, no electron): main, the preload and the renderer all import it.';
+const PRELOAD_IS_THE_BRIDGE = 'The sandboxed preload is only the bridge: electron and src-shared (#shared/…), no Node built-in, nothing of main or the renderer.';
+const RENDERER_IS_SANDBOXED = 'The renderer is sandboxed: reach main through window.studio (src/api/client.ts) and share code through src-shared (#shared/…).';
+const RENDERER_HAS_NO_NODE = 'The renderer runs in a browser context without Node.';
+const ENGINE_IS_BELOW = 'The engine sits under the runner, the API and the edges (cli, server, electron): it never imports them.';
+const RUNNER_IS_BELOW_THE_API = 'The runner sits under the API and the edges: the API imports it, never the other way round.';
+const MAIN_IS_NOT_THE_PAGE = {
+  regex: '(^|/)src-(preload|renderer)(/|$)',
+  message: 'Main never imports the preload or the renderer; what both sides need lives in src-shared (#shared/…).',
+};
+const NODE_BUILTINS = builtinModules.filter((name) => !name.startsWith('_'));
+
+/** One folder's no-restricted-imports rule. */
+function restrict(files, { paths = [], patterns = [] }) {
+  return { files, rules: { 'no-restricted-imports': ['error', { paths, patterns }] } };
+}
 
 export default tseslint.config(
   {
@@ -42,28 +60,45 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.browser } },
   },
 
-  {
-    files: ['src-main/engine/**', 'src-main/api/**', 'src-main/cli/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
-          patterns: [{ group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL }],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src-renderer/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: 'electron', message: 'The renderer is sandboxed: reach main through window.studio (src/api/client.ts).' }],
-          patterns: [{ group: ['node:*'], message: 'The renderer runs in a browser context without Node.' }],
-        },
-      ],
-    },
-  },
+  // Imports point down (issue 37): one no-restricted-imports block per folder (a later block for the
+  // same file would replace, not add to, an earlier one). The whole table, with the engine's and the
+  // renderer's folder tiers and every import form (dynamic import() too), is test/architecture.
+  restrict(['src-shared/**'], {
+    patterns: [{ regex: '^(?!\\./)', message: NOTHING_OUTSIDE_SHARED }],
+  }),
+  restrict(['src-preload/**'], {
+    paths: NODE_BUILTINS.map((name) => ({ name, message: PRELOAD_IS_THE_BRIDGE })),
+    patterns: [
+      { regex: '^node:', message: PRELOAD_IS_THE_BRIDGE },
+      { regex: '(^|/)src-(main|renderer)(/|$)', message: PRELOAD_IS_THE_BRIDGE },
+    ],
+  }),
+  restrict(['src-renderer/**'], {
+    paths: [{ name: 'electron', message: RENDERER_IS_SANDBOXED }, ...NODE_BUILTINS.map((name) => ({ name, message: RENDERER_HAS_NO_NODE }))],
+    patterns: [
+      { regex: '^node:', message: RENDERER_HAS_NO_NODE },
+      { regex: '(^|/)src-(main|preload)(/|$)', message: RENDERER_IS_SANDBOXED },
+    ],
+  }),
+  restrict(['src-main/engine/**'], {
+    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
+    patterns: [
+      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
+      { regex: '^(\\.\\./)+(api|runner|cli|server|electron|app|bench)(/|$)', message: ENGINE_IS_BELOW },
+      MAIN_IS_NOT_THE_PAGE,
+    ],
+  }),
+  restrict(['src-main/runner/**'], {
+    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
+    patterns: [
+      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
+      { regex: '^(\\.\\./)+(api|cli|server|electron|app|bench)(/|$)', message: RUNNER_IS_BELOW_THE_API },
+      MAIN_IS_NOT_THE_PAGE,
+    ],
+  }),
+  restrict(['src-main/api/**', 'src-main/app/**', 'src-main/cli/**', 'src-main/server/**', 'src-main/bench/**'], {
+    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
+    patterns: [{ group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL }, MAIN_IS_NOT_THE_PAGE],
+  }),
+  restrict(['src-main/electron/**', 'src-main/index.ts'], { patterns: [MAIN_IS_NOT_THE_PAGE] }),
 );

@@ -6,9 +6,7 @@
  * "Error invoking remote method 'studio:call': Error: …" and drop its code. It answers with a
  * reply envelope instead, which the preload turns back into a thrown Error.
  */
-import { STUDIO_METHODS, type StudioBridge, type StudioErrorShape, type StudioEvent, type StudioMethod } from './api';
-
-export type StudioIpcReply = { ok: true; value: unknown } | { ok: false; error: StudioErrorShape };
+import { STUDIO_METHODS, type StudioBridge, type StudioErrorShape, type StudioEvent, type StudioIpcReply, type StudioMethod } from '#shared/contract';
 
 /** Sends one call to main; the preload binds it to ipcRenderer.invoke on the studio channel. */
 export type StudioInvoke = (method: StudioMethod, args: unknown[]) => Promise<StudioIpcReply>;

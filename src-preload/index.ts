@@ -5,8 +5,8 @@
  * CommonJS file by electron-vite.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL, type StudioEvent } from './api';
-import { buildStudioBridge, type StudioIpcReply } from './bridge';
+import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL, type StudioEvent, type StudioIpcReply } from '#shared/contract';
+import { buildStudioBridge } from './bridge';
 
 const studio = buildStudioBridge(
   (method, args) => ipcRenderer.invoke(STUDIO_IPC_CHANNEL, method, args) as Promise<StudioIpcReply>,

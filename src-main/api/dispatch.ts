@@ -4,9 +4,9 @@
  * handler runs; a bad payload gets an `invalid_request` naming the field and what is allowed.
  */
 import { z } from 'zod';
-import { STUDIO_METHODS, type StudioApi, type StudioMethod } from '../../src-preload/api';
+import { STUDIO_METHODS, type StudioApi, type StudioMethod } from '#shared/contract';
 import { RUN_STATUSES } from '../engine/store/types';
-import { StudioError } from './errors';
+import { StudioError } from '#shared/errors';
 
 const runId = z.number().int().positive();
 

@@ -3,7 +3,7 @@
  * window, WebSocket clients of `marsrl serve`) subscribes and forwards, so the UI updates
  * without polling.
  */
-import type { StudioEvent } from '../../src-preload/api';
+import type { StudioEvent } from '#shared/contract';
 
 export type StudioEventListener = (event: StudioEvent) => void;
 

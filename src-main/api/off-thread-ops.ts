@@ -4,7 +4,7 @@
  * (off-thread.ts, issue #36), so the thread answering requests never waits on it. Plain
  * functions of plain data: the worker calls them, and so can anything that wants them inline.
  */
-import type { ConfigIssue, ConfigValidation, ModelInspection } from '../../src-preload/api';
+import type { ConfigIssue, ConfigValidation, ModelInspection } from '#shared/contract';
 import { resolveModelFolder } from '../engine/config/hf-folder';
 import { taskFileIssues, validateConfig } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';

@@ -10,10 +10,9 @@ import type {
   ListRunsQuery,
   ModelInspection,
   SeriesQuery,
-  StartRunRequest,
   StudioApi,
   TurnQuery,
-} from '../../src-preload/api';
+} from '#shared/contract';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROMPT_VARIABLES } from '../engine/agents/prompts';
@@ -25,9 +24,10 @@ import type { EpisodeListItem, Store } from '../engine/store';
 import { exportsDir } from '../engine/paths';
 import { familyNotation } from '../engine/tasks/registry';
 import { packageVersion } from '../engine/version';
-import { createCompareStudyApi } from '../engine/study/api';
-import { StudioError } from './errors';
+import { createCompareStudyApi } from './compare-study';
+import { StudioError } from '#shared/errors';
 import type { EventHub } from './hub';
+import type { RunController } from '../runner/manager';
 import { toRunDetail, toRunSummary } from './views';
 import { OffThread, OffThreadError } from './off-thread';
 import type { endpointPrechecksOp } from './off-thread-ops';
@@ -44,14 +44,6 @@ function advantageOptionsOf(config: Record<string, unknown>): AdvantageOptions {
   } catch {
     return DEFAULT_ADVANTAGE_OPTIONS;
   }
-}
-
-/** Launching and stopping runs belongs to the run manager; the service only forwards. */
-export interface RunController {
-  start(request: StartRunRequest): Promise<{ runId: number }>;
-  stop(runId: number): Promise<void>;
-  resume(runId: number): Promise<void>;
-  isActive(runId: number): boolean;
 }
 
 export interface StudioServiceOptions {

@@ -1,5 +1,5 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
-import type { ModelInspection, ResumeReport, RunDetail, RunStudyCell, RunSummary } from '../../src-preload/api';
+import type { ModelInspection, ResumeReport, RunDetail, RunStudyCell, RunSummary } from '#shared/contract';
 import type { HfInspectReport } from '../engine/hf/inspect';
 import { loraModuleShapes } from '../engine/hf/lora-settings';
 import type { RunRow, Store } from '../engine/store';

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { defaultDataDir, exportsDir } from '../engine/paths';
-import { StudioError } from './errors';
+import { StudioError } from '#shared/errors';
 
 /** `p` with every existing part resolved through symbolic links (the missing tail kept as written). */
 function realPathOf(p: string): string {

@@ -19,7 +19,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Series } from '../../src-preload/api';
+import type { Series } from '#shared/contract';
 import { EventHub } from '../api/hub';
 import { createStudioService } from '../api/service';
 import { projectRoot } from '../engine/resources';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
 import { createStudioService } from '../api/service';
-import type { StudioApi } from '../../src-preload/api';
+import type { StudioApi } from '#shared/contract';
 
 export interface CommandContext {
   env: NodeJS.ProcessEnv;

@@ -1,4 +1,5 @@
 /** A one-line progress bar with ETA for long commands; plain lines when stderr is not a terminal. */
+import { formatDuration } from '#shared/format';
 import { inertLine, inertText } from '../engine/util/inert';
 
 export class ProgressLine {
@@ -17,7 +18,7 @@ export class ProgressLine {
     const width = 24;
     const filled = Math.round(fraction * width);
     const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
-    const text = `${inertLine(label)} ${bar} ${done}/${total} ${formatSeconds(elapsed)} elapsed${eta > 0 ? `, ETA ${formatSeconds(eta)}` : ''}${detail ? `  ${inertLine(detail)}` : ''}`;
+    const text = `${inertLine(label)} ${bar} ${done}/${total} ${formatDuration(elapsed)} elapsed${eta > 0 ? `, ETA ${formatDuration(eta)}` : ''}${detail ? `  ${inertLine(detail)}` : ''}`;
     if (this.isTty) {
       this.stream.write(`\r\x1b[2K${text.slice(0, (this.stream.columns ?? 120) - 1)}`);
     } else if (Date.now() - this.lastPlain > 5000 || done === total) {
@@ -35,11 +36,4 @@ export class ProgressLine {
   end(): void {
     if (this.isTty) this.stream.write('\n');
   }
-}
-
-export function formatSeconds(seconds: number): string {
-  const s = Math.round(seconds);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }

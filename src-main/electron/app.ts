@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { app, BrowserWindow, dialog, ipcMain, screen, session, shell, type Session, type WebContents } from 'electron';
-import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '../../src-preload/api';
+import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '#shared/contract';
 import { callStudio } from '../api/dispatch';
 import { EventHub } from '../api/hub';
 import { createStudioService } from '../api/service';
@@ -14,7 +14,7 @@ import { defaultDataDir, resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
 import { createRunManager } from '../runner/manager';
 import { setWorkerSpawner } from '../runner/spawn';
-import { contentSecurityPolicy } from './csp';
+import { contentSecurityPolicy } from '#shared/csp';
 import { handleStudioCall, isTrustedSender } from './ipc';
 import { externalBrowserUrl, isAllowedRequest, isAppUrl, type AppLocation } from './navigation';
 import { mainWindowOptions } from './window-options';

@@ -4,8 +4,8 @@
  * (src-main/api/dispatch.ts) so that IPC and `marsrl serve` can never drift apart.
  */
 import type { IpcMainInvokeEvent } from 'electron';
-import type { StudioIpcReply } from '../../src-preload/bridge';
-import { toErrorShape } from '../api/errors';
+import type { StudioIpcReply } from '#shared/contract';
+import { toErrorShape } from '#shared/errors';
 import { isAppUrl, type AppLocation } from './navigation';
 
 /** Calls one StudioApi method with the renderer's unvalidated method name and arguments. */

@@ -9,7 +9,7 @@
  * `rejudges` and `rejudged_turns`, schema v7, and an info event), so `marsrl show` and the run
  * page can say that the run was re-judged, by which checker, and what changed.
  */
-import { roleOf } from './agents/formats';
+import { roleOf } from '#shared/agents';
 import type { Store } from './store';
 import type { RejudgedTurnRow, TurnToRejudge } from './store/rejudges';
 import { judgeMathAnswer, MATH_CHECKER_FULL_VERSION } from './tasks/math-answer';

@@ -12,10 +12,8 @@
  * trainer, which marks the run interrupted with that reason; a trainer that ends or dies stops
  * the rollout worker. The run's exit is when both have exited.
  */
-import type { StartRunRequest, StudioEvent } from '../../src-preload/api';
-import { StudioError } from '../api/errors';
-import type { EventHub } from '../api/hub';
-import type { RunController } from '../api/service';
+import type { StartRunRequest, StudioEvent } from '#shared/contract';
+import { StudioError } from '#shared/errors';
 import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
@@ -32,10 +30,26 @@ import { spawnWorker, type WorkerHandle } from './spawn';
 import { requestRunStop } from './stop';
 import { endpointEnvIssues } from '../engine/served/config';
 
+/**
+ * Launching and stopping runs: what the StudioApi's service forwards to the run manager (the
+ * service imports it from the runner below it; the runner knows nothing of the API, issue 37).
+ */
+export interface RunController {
+  start(request: StartRunRequest): Promise<{ runId: number }>;
+  stop(runId: number): Promise<void>;
+  resume(runId: number): Promise<void>;
+  isActive(runId: number): boolean;
+}
+
+/** Where the manager publishes run events: the API's EventHub, which forwards them to every transport. */
+export interface RunEventSink {
+  publish(event: StudioEvent): void;
+}
+
 export interface RunManagerOptions {
   store: Store;
   databasePath: string;
-  hub?: EventHub;
+  hub?: RunEventSink;
   /** Receives every worker message (the CLI's progress bar listens here). */
   onWorkerMessage?: (message: WorkerToManager) => void;
   /** Who this process is, in stop reasons of runs it stops for another owner ("marsrl serve", "the app"). */

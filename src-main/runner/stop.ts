@@ -20,7 +20,7 @@
  * A run recorded `running` whose owner is gone (store/liveness.ts) has nobody to read the
  * request: it is marked interrupted at once instead.
  */
-import { StudioError } from '../api/errors';
+import { StudioError } from '#shared/errors';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 

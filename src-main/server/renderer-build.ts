@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { formatDuration } from '#shared/format';
 import { projectRoot } from '../engine/resources';
 import { rendererBuilt } from './static-files';
 
@@ -48,7 +49,7 @@ export async function buildRenderer(
   }
   log(`Building the interface for the browser (electron-vite build, once: about a minute; later starts reuse ${outDir})…`);
   const started = Date.now();
-  const seconds = () => Math.round((Date.now() - started) / 1000);
+  const elapsed = () => formatDuration((Date.now() - started) / 1000);
   const child = spawn(process.execPath, [cli, 'build', '--outDir', outDir], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,7 +71,7 @@ export async function buildRenderer(
   };
   relay(child.stdout);
   relay(child.stderr);
-  const ticker = setInterval(() => log(`  … still building the interface (${seconds()} s so far)`), options.tickMs ?? BUILD_TICK_MS);
+  const ticker = setInterval(() => log(`  … still building the interface (${elapsed()} so far)`), options.tickMs ?? BUILD_TICK_MS);
   try {
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>((resolve) => {
       child.once('error', resolve);
@@ -82,6 +83,6 @@ export async function buildRenderer(
     clearInterval(ticker);
   }
   if (!rendererBuilt(path.join(outDir, 'renderer'))) return { ok: false, reason: `the build finished without writing ${path.join(outDir, 'renderer', 'index.html')}` };
-  log(`Built the interface in ${seconds()} s.`);
+  log(`Built the interface in ${elapsed()}.`);
   return { ok: true };
 }

@@ -16,11 +16,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { StudioApi, StudioErrorShape } from '../../src-preload/api';
+import type { StudioApi, StudioErrorShape } from '#shared/contract';
 import { callStudio } from '../api/dispatch';
-import { toErrorShape } from '../api/errors';
+import { toErrorShape } from '#shared/errors';
 import type { EventHub } from '../api/hub';
-import { contentSecurityPolicy } from '../electron/csp';
+import { contentSecurityPolicy } from '#shared/csp';
 import {
   authorized,
   checkTokenStrength,

@@ -9,7 +9,7 @@
  * The in-process service and run manager publish their own events; a change seen both ways is
  * pushed twice, which every subscriber tolerates (events carry ids; progress is idempotent).
  */
-import type { RunEvent, RunStatus } from '../../src-preload/api';
+import type { RunEvent, RunStatus } from '#shared/contract';
 import type { EventHub } from '../api/hub';
 import { KEY_METRICS } from '../api/views';
 import type { Store } from '../engine/store';

@@ -1,5 +1,5 @@
 /// <reference types="vite/client" />
-import type { StudioBridge } from '../../src-preload/api';
+import type { StudioBridge } from '#shared/contract';
 
 declare global {
   interface Window {

@@ -11,6 +11,7 @@
  *   #/studies | #/studies/2                 studies: list and launch, one study's progress
  */
 import { shallowRef } from 'vue';
+import { TRAJECTORY_FILTER_KEYS, type TrajectoryFilters } from './util/trajectoryUrl';
 
 export const RUN_TABS = ['charts', 'pipeline', 'events', 'config'] as const;
 export type RunTab = (typeof RUN_TABS)[number];
@@ -23,13 +24,6 @@ export type Route =
   | { name: 'compare'; runs: number[]; study: number | null }
   | { name: 'studies'; studyId: number | null }
   | { name: 'not-found'; path: string };
-
-/**
- * The trajectory browser's filters as they appear in its URL (issue 35): each a query parameter,
- * absent when "any". The view turns them into store filters and back; unknown values are dropped.
- */
-export const TRAJECTORY_FILTER_KEYS = ['view', 'outcome', 'split', 'verifier', 'corrector', 'from', 'to', 'q', 'agent', 'correct', 'rmin', 'rmax', 'superseded'] as const;
-export type TrajectoryFilters = Partial<Record<(typeof TRAJECTORY_FILTER_KEYS)[number], string>>;
 
 function trajectoryFilters(query: URLSearchParams): TrajectoryFilters {
   const out: TrajectoryFilters = {};

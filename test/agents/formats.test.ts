@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { agentChain, agentName, parseAgentName, roleOf, roundOf } from '#shared/agents';
 import {
-  agentChain,
-  agentName,
   correctorPrompt,
   FORMAT_CHARSET,
-  parseAgentName,
   parseSolution,
   parseVerdict,
-  roleOf,
-  roundOf,
   solverPrompt,
   verifierPrompt,
 } from '../../src-main/engine/agents/formats';

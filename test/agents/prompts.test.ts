@@ -18,7 +18,7 @@ import {
   verdictLine,
 } from '../../src-main/engine/agents/prompts';
 import { parseSolution, verifierPrompt } from '../../src-main/engine/agents/formats';
-import { ROLES } from '../../src-main/engine/config/schema';
+import { ROLES } from '#shared/agents';
 
 describe('templates', () => {
   it('finds variables and leaves LaTeX braces and escaped braces alone', () => {

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
+import { toErrorShape } from '#shared/errors';
 import { createStudioService } from '../../src-main/api/service';
 import { openStore, type Store } from '../../src-main/engine/store';
-import type { Page, RunSummary, StudioApi } from '../../src-preload/api';
+import type { Page, RunSummary, StudioApi } from '#shared/contract';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;

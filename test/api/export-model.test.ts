@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
+import { toErrorShape } from '#shared/errors';
 import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
 import { resolveConfig } from '../../src-main/engine/config/load';
@@ -17,7 +17,7 @@ import { openStore, type Store } from '../../src-main/engine/store';
 import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
-import type { ModelExportResult, StudioApi } from '../../src-preload/api';
+import type { ModelExportResult, StudioApi } from '#shared/contract';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 

@@ -10,7 +10,7 @@ import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
 import { presetDocument, resolveConfig } from '../../src-main/engine/config/load';
 import { openStore, type Store } from '../../src-main/engine/store';
-import type { ConfigValidation, StudioApi } from '../../src-preload/api';
+import type { ConfigValidation, StudioApi } from '#shared/contract';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStudioService } from '../../src-main/api/service';
-import { StudioError } from '../../src-main/api/errors';
+import { StudioError } from '#shared/errors';
 import { confinedOutput, writableRoots } from '../../src-main/api/write-paths';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { tempDir } from '../helpers/tmp';

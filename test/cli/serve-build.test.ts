@@ -53,8 +53,8 @@ describe('the first marsrl serve says it is building, with progress (issue 18)',
       const find = (pattern: RegExp) => lines.findIndex((l) => pattern.test(l.text));
       const notice = find(/^Building the interface for the browser .*about a minute/);
       const phase = find(/^ {2}build \| .*(building|transforming|modules transformed)/i);
-      const tick = find(/^ {2}… still building the interface \(\d+ s so far\)$/);
-      const done = find(/^Built the interface in \d+ s\.$/);
+      const tick = find(/^ {2}… still building the interface \((\d+(\.\d+)?s|\d+m\d\ds) so far\)$/);
+      const done = find(/^Built the interface in (\d+(\.\d+)?s|\d+m\d\ds)\.$/);
       expect(notice, lines.map((l) => l.text).join('\n')).toBe(0);
       expect(phase).toBeGreaterThan(notice);
       expect(tick).toBeGreaterThan(notice);

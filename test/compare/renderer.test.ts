@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { CompareSeriesResult } from '../../src-preload/api';
+import type { CompareSeriesResult } from '#shared/contract';
 import { compareChartOption, runColor } from '../../src-renderer/src/charts/compareOption';
 import { parseAxesText } from '../../src-renderer/src/stores/studies';
-import { deltaTone, formatDeltaValue, formatGroupStats, formatMetric } from '../../src-renderer/src/util/compareFormat';
+import { formatDeltaValue, formatGroupStats, formatMetric } from '#shared/format';
+import { deltaTone } from '../../src-renderer/src/util/compareFormat';
 
 const data: CompareSeriesResult = {
   key: 'solver/grad_norm',

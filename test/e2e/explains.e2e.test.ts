@@ -10,7 +10,7 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compareRuns, loadRuns } from '../../src-main/engine/compare';
 import type { Store } from '../../src-main/engine/store';
-import { formatValue } from '../../src-renderer/src/charts/format';
+import { formatValue } from '#shared/format';
 import { runColor } from '../../src-renderer/src/charts/compareOption';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
@@ -537,7 +537,7 @@ describe('a run that stopped and resumed (issue 18)', () => {
     });
     await session.open(`#/runs/${runId}`, { fresh: true });
     // 10 minutes before the stop and 5 after the resume; the 50 minutes stopped are left out.
-    await expect.poll(() => page.getByTestId('run-elapsed').innerText(), POLL).toBe('· ran for 15m 00s');
+    await expect.poll(() => page.getByTestId('run-elapsed').innerText(), POLL).toBe('· ran for 15m00s');
     const stepText = () => page.getByTestId('run-step').innerText();
     await expect.poll(stepText, POLL).toMatch(/^step 9 \/ \d+$/);
     expect(socket).not.toBeNull();

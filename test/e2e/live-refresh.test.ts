@@ -1,6 +1,6 @@
 /** The renderer's live refresh (src-renderer/src/api/liveRefresh.ts), with fake timers and a hand-fed event source. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { StudioEvent } from '../../src-preload/api';
+import type { StudioEvent } from '#shared/contract';
 import { liveRefresh } from '../../src-renderer/src/api/liveRefresh';
 
 function source() {

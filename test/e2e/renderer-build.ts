@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../helpers/cli';
 
-const SOURCES = ['src-renderer', 'src-preload/api.ts', 'src-main/engine/metrics/catalog.ts'];
+const SOURCES = ['src-renderer', 'src-shared'];
 
 function filesUnder(entry: string): string[] {
   const full = path.join(REPO_ROOT, entry);

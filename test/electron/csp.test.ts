@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { contentSecurityPolicy } from '../../src-main/electron/csp';
+import { contentSecurityPolicy } from '#shared/csp';
 
 function directives(policy: string): Map<string, string[]> {
   return new Map(

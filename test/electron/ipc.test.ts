@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
-import type { StudioApi } from '../../src-preload/api';
+import type { StudioApi } from '#shared/contract';
 import { callStudio } from '../../src-main/api/dispatch';
-import { StudioError } from '../../src-main/api/errors';
+import { StudioError } from '#shared/errors';
 import { handleStudioCall, isTrustedSender } from '../../src-main/electron/ipc';
 import type { AppLocation } from '../../src-main/electron/navigation';
 

@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '../../src-preload/api';
-import type { StudioIpcReply } from '../../src-preload/bridge';
+import { STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '#shared/contract';
+import type { StudioIpcReply } from '#shared/contract';
 import { openStore } from '../../src-main/engine/store';
 
 type Listener = (...args: unknown[]) => unknown;

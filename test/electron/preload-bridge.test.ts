@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { STUDIO_METHODS } from '../../src-preload/api';
-import type { StudioEvent } from '../../src-preload/api';
+import { STUDIO_METHODS } from '#shared/contract';
+import type { StudioEvent } from '#shared/contract';
 import { buildStudioBridge, StudioCallError, type StudioInvoke, type StudioSubscribe } from '../../src-preload/bridge';
 
 describe('buildStudioBridge', () => {

@@ -1,11 +1,11 @@
 import { createPinia, setActivePinia } from 'pinia';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ListRunsQuery, Page, RunDetail, RunSummary, StudioBridge, StudioEvent } from '../../src-preload/api';
+import type { ListRunsQuery, Page, RunDetail, RunSummary, StudioBridge, StudioEvent } from '#shared/contract';
 import { provideStudioClient } from '../../src-renderer/src/api/client';
 // The renderer's global types (window.studio), which the test tsconfig does not include itself.
 import type {} from '../../src-renderer/src/env';
 import { RUNS_PAGE_SIZE, useRunsStore } from '../../src-renderer/src/stores/runs';
-import { formatAge, formatStep } from '../../src-renderer/src/util/format';
+import { formatAge, formatStep } from '#shared/format';
 
 function run(id: number, extra: Partial<RunSummary> = {}): RunSummary {
   return {

@@ -45,7 +45,7 @@ describe('marsrl export (child process)', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout.trim().split('\n')).toHaveLength(1);
-    expect(run.stdout).toMatch(/^Exported \d+ sft rows \(jsonl, [\d.]+ [KM]?B\) from \d+ turns of run \d+ \(alpha\) in [\d.]+ s to .*verifier\.jsonl; card: .*verifier\.jsonl\.card\.md/);
+    expect(run.stdout).toMatch(/^Exported \d+ sft rows \(jsonl, [\d.]+ [KM]?B\) from \d+ turns of run \d+ \(alpha\) in (\d+(\.\d+)?s|\d+m\d\ds) to .*verifier\.jsonl; card: .*verifier\.jsonl\.card\.md/);
     const rows = await duck(`SELECT DISTINCT agent, min(step) AS lo, max(step) AS hi FROM ${source(out, 'jsonl')} GROUP BY agent ORDER BY agent`);
     expect(rows).toEqual([
       { agent: 'verifier1', lo: 1, hi: 3 },

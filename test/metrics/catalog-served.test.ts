@@ -1,6 +1,6 @@
 /** The metric catalog describes the served-model pool's and a reasoning-system run's keys (issue #16). */
 import { describe, expect, it } from 'vitest';
-import { describeMetric } from '../../src-main/engine/metrics/catalog';
+import { describeMetric } from '#shared/metric-catalog';
 
 describe('metric catalog: served models', () => {
   it('names the endpoint of a pool key and gives its unit', () => {

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStudioService } from '../../src-main/api/service';
-import { StudioError } from '../../src-main/api/errors';
+import { StudioError } from '#shared/errors';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import type { Store } from '../../src-main/engine/store';
 import { runActions } from '../../src-main/engine/training/advice';

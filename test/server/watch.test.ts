@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StudioEvent } from '../../src-preload/api';
+import type { StudioEvent } from '#shared/contract';
 import { EventHub } from '../../src-main/api/hub';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
+import { toErrorShape } from '#shared/errors';
 import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
 import { openStore, type Store } from '../../src-main/engine/store';
-import type { CompareResult, CompareSeriesResult, StudioApi, StudioEvent, StudyDetail, StudySummary } from '../../src-preload/api';
+import type { CompareResult, CompareSeriesResult, StudioApi, StudioEvent, StudyDetail, StudySummary } from '#shared/contract';
 import { tempDir } from '../helpers/tmp';
 import { seedStudy } from './seed-study';
 

@@ -3,7 +3,8 @@ import { validateOptions } from '../../engine/export/options';
 import type { Split } from '../../engine/store/types';
 import { parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
-import { duration, printJson } from '../format';
+import { formatDuration } from '#shared/format';
+import { printJson } from '../format';
 
 const usage = `Usage: marsrl export RUN... --format FORMAT --out PATH [--jsonl | --parquet] [filters] [--dedupe] [--force] [--db PATH] [--json]
 
@@ -102,7 +103,7 @@ function progressBar(unit: string): { update(done: number, total: number): void;
       const filled = Math.round(fraction * width);
       const seconds = (now - started) / 1000;
       const rate = seconds > 0 ? done / seconds : 0;
-      const eta = rate > 0 ? duration(((total - done) / rate) * 1000) : '?';
+      const eta = rate > 0 ? formatDuration((total - done) / rate) : '?';
       process.stderr.write(
         `\r\x1b[K${(fraction * 100).toFixed(0).padStart(3)}% [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${fmt(done)}/${fmt(total)} ${unit}  ${fmt(Math.round(rate))}/s  ETA ${eta}`,
       );
@@ -121,7 +122,7 @@ function summary(result: ExportResult): string {
   if (result.pairs) extra.push(`${fmt(result.pairs.unpairedTurns)} turns unpaired, ${fmt(result.pairs.unrewardedTurns)} unrewarded`);
   return (
     `Exported ${fmt(result.rows)} ${result.format} rows (${result.container}, ${bytes(result.bytes)}) from ${fmt(result.sourceRows)} ${result.sourceUnit} of run${result.runs.length > 1 ? 's' : ''} ${runs} ` +
-    `in ${result.seconds.toFixed(1)} s to ${result.out}${extra.length ? `; ${extra.join(', ')}` : ''}; card: ${result.card}`
+    `in ${formatDuration(result.seconds)} to ${result.out}${extra.length ? `; ${extra.join(', ')}` : ''}; card: ${result.card}`
   );
 }
 

@@ -11,6 +11,7 @@ import { parseCommand, UsageError } from '../args';
 import type { CommandContext } from '../context';
 import { printJson } from '../format';
 import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
+import { formatDuration } from '#shared/format';
 
 export const generateUsage = `Usage: marsrl model generate DIR|CHECKPOINT (--prompt TEXT | --chat FILE | --prompt-ids 1,2,3)
          [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K --seed S]
@@ -148,7 +149,7 @@ export async function generateCommand(argv: string[], ctx: CommandContext): Prom
       printJson({ prompt_ids: ids, ids: out.tokens, logprobs: out.rawLogProbs, text, finish_reason: out.stopReason });
     } else {
       ctx.out(text);
-      ctx.err(`${out.tokens.length} tokens in ${seconds.toFixed(2)} s (${(out.tokens.length / seconds).toFixed(1)} tokens/s), stopped by ${out.stopReason}`);
+      ctx.err(`${out.tokens.length} tokens in ${formatDuration(seconds)} (${(out.tokens.length / seconds).toFixed(1)} tokens/s), stopped by ${out.stopReason}`);
     }
   } finally {
     model.dispose();

@@ -11,6 +11,7 @@ import type { SafetensorsDtype } from '../../engine/hf/safetensors';
 import { parseCommand, UsageError } from '../args';
 import type { Command, CommandContext } from '../context';
 import { printJson } from '../format';
+import { formatBytes, formatDuration } from '#shared/format';
 
 const usage = `Usage: marsrl model inspect DIR [--json]
        marsrl model export SRC --format hf|gguf|peft [--dtype f32|f16|bf16] [--base DIR] --out PATH [--force]
@@ -184,7 +185,7 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
       const result = await runExport.exportPolicyModel({ source, format: values.format, out, policy: values.policy, step, dtype: values.dtype as 'f32' | 'f16' | 'bf16' | undefined, force: values.force });
       const seconds = (Date.now() - started) / 1000;
       if (values.json) printJson({ ...result, seconds });
-      else ctx.out(`Wrote ${out} (${result.format === 'peft' ? 'PEFT LoRA adapter' : result.lora ? 'Hugging Face folder, adapters merged' : 'Hugging Face folder'}) from policy ${result.policy} at step ${result.step} (${result.checkpoint}) in ${seconds.toFixed(1)} s`);
+      else ctx.out(`Wrote ${out} (${result.format === 'peft' ? 'PEFT LoRA adapter' : result.lora ? 'Hugging Face folder, adapters merged' : 'Hugging Face folder'}) from policy ${result.policy} at step ${result.step} (${result.checkpoint}) in ${formatDuration(seconds)}`);
       return 0;
     } finally {
       opened?.store.close();
@@ -208,19 +209,19 @@ async function exportFolder(src: string, values: ExportValues, out: string, ctx:
       writePeftAdapter(out, { ...adapter, force: values.force });
       const result = { format: 'peft', out, rank: adapter.settings.rank, targets: adapter.settings.targets, tensors: 2 * adapter.weights.size, seconds: (Date.now() - started) / 1000 };
       if (values.json) printJson(result);
-      else ctx.out(`Wrote ${out} (PEFT LoRA adapter, r ${adapter.settings.rank}, ${adapter.settings.targets.join(', ')}, ${result.tensors} tensors) in ${result.seconds.toFixed(1)} s`);
+      else ctx.out(`Wrote ${out} (PEFT LoRA adapter, r ${adapter.settings.rank}, ${adapter.settings.targets.join(', ')}, ${result.tensors} tensors) in ${formatDuration(result.seconds)}`);
     } else if (values.format === 'hf') {
       const dtype = values.dtype ?? TORCH_TO_DTYPE[source.config.torchDtype ?? ''] ?? 'f32';
       exportHfFolder(out, { ...source, dtype: HF_DTYPES[dtype], force: values.force });
       const result = { format: 'hf', dtype, out, tensors: source.tensors.length, seconds: (Date.now() - started) / 1000 };
       if (values.json) printJson(result);
-      else ctx.out(`Wrote ${out} (Hugging Face folder, ${dtype}, ${source.tensors.length} tensors) in ${result.seconds.toFixed(1)} s`);
+      else ctx.out(`Wrote ${out} (Hugging Face folder, ${dtype}, ${source.tensors.length} tensors) in ${formatDuration(result.seconds)}`);
     } else {
       const dtype = (values.dtype ?? 'f32') as 'f32' | 'f16';
       exportGguf(out, { ...source, dtype, force: values.force, name: path.basename(path.resolve(src)) });
       const result = { format: 'gguf', dtype, out, bytes: fs.statSync(out).size, seconds: (Date.now() - started) / 1000 };
       if (values.json) printJson(result);
-      else ctx.out(`Wrote ${out} (GGUF ${dtype}, ${(result.bytes / 2 ** 20).toFixed(1)} MiB) in ${result.seconds.toFixed(1)} s`);
+      else ctx.out(`Wrote ${out} (GGUF ${dtype}, ${formatBytes(result.bytes)}) in ${formatDuration(result.seconds)}`);
     }
   } finally {
     release();

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadRunConfig } from '../../engine/config/load';
-import type { Role, RunConfig } from '../../engine/config/schema';
+import type { RunConfig } from '../../engine/config/schema';
+import type { Role } from '#shared/agents';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, trainedPolicyIds, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
@@ -11,6 +12,7 @@ import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
+import { formatDuration } from '#shared/format';
 
 const usage = `Usage: marsrl pretrain (--preset NAME | --config FILE) --out DIR [--set key.path=value …]
                        [--target-solver-accuracy X] [--target-verifier-score X] [--target-corrector-score X]
@@ -175,7 +177,7 @@ export const pretrainCommand: Command = {
     if (scratchDir) fs.rmSync(scratchDir, { recursive: true, force: true });
     const seconds = (Date.now() - started) / 1000;
     if (values.json) printJson({ out: values.out, seconds, policies: report });
-    else ctx.out(`Warm start done in ${seconds.toFixed(0)} s; checkpoints in ${values.out}.`);
+    else ctx.out(`Warm start done in ${formatDuration(seconds)}; checkpoints in ${values.out}.`);
     return 0;
   },
 };

@@ -2,11 +2,12 @@ import { configToYaml } from '../../engine/config/load';
 import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
-import type { RunDetail } from '../../../src-preload/api';
+import type { RunDetail } from '#shared/contract';
 import { intFlag, parseCommand, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { inertLine } from '../../engine/util/inert';
-import { age, duration, number, printJson, table } from '../format';
+import { formatAge, formatDuration } from '#shared/format';
+import { number, printJson, table } from '../format';
 
 const runsUsage = `Usage: marsrl runs [--status STATUS] [--search TEXT] [--limit N] [--db PATH] [--json]
 
@@ -51,7 +52,7 @@ export const runsCommand: Command = {
             r.seed,
             r.lastStep ?? '',
             number(r.keyMetrics['eval/system/accuracy']),
-            age(r.createdAt),
+            formatAge(r.createdAt),
           ]),
         ),
       );
@@ -118,13 +119,13 @@ export const showCommand: Command = {
         `  preset     ${detail.preset ?? '(none)'}    seed ${detail.seed}    code ${detail.codeVersion}`,
         `  backend    ${detail.backend ?? '(not started)'}`,
         ...checkerLines(detail.checker),
-        `  created    ${new Date(detail.createdAt).toISOString()} (${age(detail.createdAt)})`,
-        `  ran for    ${detail.startedAt ? duration((detail.endedAt ?? Date.now()) - detail.startedAt) : '(not started)'}`,
+        `  created    ${new Date(detail.createdAt).toISOString()} (${formatAge(detail.createdAt)})`,
+        `  ran for    ${detail.startedAt ? formatDuration(((detail.endedAt ?? Date.now()) - detail.startedAt) / 1000) : '(not started)'}`,
         `  rows       ${Object.entries(detail.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`,
       ];
       // What can really be done with it (training/advice.ts): never a resume without a checkpoint.
       for (const action of detail.actions) lines.push(`  next       ${action.text}: ${action.command}`);
-      if (detail.stopRequest) lines.push(`  stopping   ${detail.stopRequest.reason}, requested ${age(detail.stopRequest.at)}`);
+      if (detail.stopRequest) lines.push(`  stopping   ${detail.stopRequest.reason}, requested ${formatAge(detail.stopRequest.at)}`);
       const resumed = detail.lastResume;
       if (resumed) {
         lines.push(`  resumed    attempt ${resumed.attempt} from the checkpoint of step ${resumed.checkpointStep} (${resumed.checkpointDir}); ${resumed.superseded.turns} turns of the redone steps kept as superseded`);

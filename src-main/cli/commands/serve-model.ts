@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Role } from '../../engine/config/schema';
+import { ROLES, type Role } from '#shared/agents';
 import { initBackend, type BackendPreference } from '../../engine/model/backend';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore } from '../../engine/store';
@@ -14,7 +14,6 @@ import type { Command } from '../context';
 import { accessLines, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 8000;
-const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 const usage = `Usage: marsrl serve-model [FOLDER[=ID] ...] [--run RUN [--step N]] [--host HOST] [--port PORT]
                          [--token TOKEN] [--role ROLE] [--batch-window MS] [--join-wait MS] [--backend NAME]

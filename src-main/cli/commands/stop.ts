@@ -1,4 +1,4 @@
-import { StudioError } from '../../api/errors';
+import { StudioError } from '#shared/errors';
 import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
 import { requestRunStop, waitUntilStopped } from '../../runner/stop';

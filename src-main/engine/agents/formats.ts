@@ -4,7 +4,7 @@
  *
  * The chain is unrolled into agents: Solver (round 0) → Verifier1 → Corrector1 → Verifier2 →
  * Corrector2 … Verifier r and Corrector r are separate agents for rewards and statistics because
- * their inputs differ, even when they share one policy.
+ * their inputs differ, even when they share one policy. Their names are src-shared/agents.ts's.
  *
  * | role      | reads                                  | writes                                         |
  * |-----------|----------------------------------------|------------------------------------------------|
@@ -18,7 +18,6 @@
  * tokenizer, never written into these texts. Every character used here is in `FORMAT_CHARSET`, and
  * every task family adds it to its own `charset`.
  */
-import type { Role } from '../config/schema';
 import type { Problem } from '../tasks/types';
 
 /** Marks the final answer of a Solver or Corrector output: `…working-out… A:<answer>`. */
@@ -121,50 +120,4 @@ export function verdictText(verdict: Verdict): string {
 /** Renders a final answer the way a Solver writes it: `A:<answer>`. */
 export function answerText(answer: string): string {
   return `${ANSWER_MARKER}${answer}`;
-}
-
-/**
- * The agent name of a role in a round: `agentName('solver', 0)` = `solver`,
- * `agentName('verifier', 2)` = `verifier2`, `agentName('corrector', 1)` = `corrector1`.
- * The Solver only acts in round 0; Verifiers and Correctors in rounds 1, 2, …
- */
-export function agentName(role: Role, round: number): string {
-  if (!Number.isInteger(round) || round < 0) throw new Error(`agentName: round must be a non-negative integer, got ${round}`);
-  if (role === 'solver') {
-    if (round !== 0) throw new Error(`agentName: the solver only acts in round 0, got round ${round}`);
-    return 'solver';
-  }
-  if (round === 0) throw new Error(`agentName: a ${role} acts in rounds 1, 2, …, got round 0`);
-  return `${role}${round}`;
-}
-
-const AGENT_PATTERN = /^(solver|verifier|corrector)(\d*)$/;
-
-/** Splits an agent name into its role and round; throws on a name `agentName` cannot produce. */
-export function parseAgentName(agent: string): { role: Role; round: number } {
-  const match = AGENT_PATTERN.exec(agent);
-  if (match) {
-    const role = match[1] as Role;
-    const round = match[2] === '' ? 0 : Number(match[2]);
-    const canonicalRound = role === 'solver' ? round === 0 && match[2] === '' : round >= 1 && String(round) === match[2];
-    if (canonicalRound) return { role, round };
-  }
-  throw new Error(`unknown agent name "${agent}": expected solver, verifier<r> or corrector<r> with r = 1, 2, …`);
-}
-
-/** The role of an agent: `roleOf('verifier2')` = `verifier`. */
-export function roleOf(agent: string): Role {
-  return parseAgentName(agent).role;
-}
-
-/** The round of an agent: 0 for the solver, r for verifier<r> and corrector<r>. */
-export function roundOf(agent: string): number {
-  return parseAgentName(agent).round;
-}
-
-/** The unrolled chain for `rounds` verify/correct rounds: solver, verifier1, corrector1, …. */
-export function agentChain(rounds: number): string[] {
-  const chain = ['solver'];
-  for (let round = 1; round <= rounds; round++) chain.push(agentName('verifier', round), agentName('corrector', round));
-  return chain;
 }

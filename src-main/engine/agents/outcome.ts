@@ -15,7 +15,7 @@
  * evaluation runs) is its chain. The answer never depends on the reference.
  */
 import type { Verdict } from './formats';
-import { roleOf } from './formats';
+import { roleOf } from '#shared/agents';
 
 export interface ChainTurn {
   /** solver, verifier1, corrector1, … in chain order. */

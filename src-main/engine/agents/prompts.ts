@@ -27,7 +27,7 @@
  * rejects is never rewarded as right. A verdict line followed by more text still gives its verdict
  * but is not well formed (the verdict must be the final line).
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { ChatMessage } from '../model/policy-model';
 import type { Problem } from '../tasks/types';
 import { extractFinalAnswer } from '../tasks/math-answer';

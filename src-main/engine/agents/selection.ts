@@ -20,7 +20,7 @@
  * The result holds min(k, eligible candidates) items, in the candidates' original order, and
  * depends only on the inputs and the state of `rng`.
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import { SELECTION_STRATEGIES } from '../config/schema';
 import type { Rng } from '../util/rng';
 import type { Verdict } from './formats';

@@ -14,6 +14,7 @@
  *   do at least NEARLY_ALL of its repairs of wrong inputs (at least MIN_CLASS of them).
  * Each needs MIN_OUTPUTS outputs in the window: fewer say too little to call a collapse.
  */
+import type { CollapseFlag } from '#shared/contract';
 import type { AgentOutputCounts, Store } from '../store';
 
 export const WINDOW_STEPS = 10;
@@ -21,14 +22,8 @@ export const NEARLY_ALL = 0.95;
 export const MIN_OUTPUTS = 20;
 export const MIN_CLASS = 5;
 
-export interface CollapseFlag {
-  agent: string;
-  kind: 'approves-everything' | 'rejects-everything' | 'returns-input';
-  message: string;
-  share: number;
-  count: number;
-  steps: [number, number];
-}
+/** An agent collapsed to one output, with the numbers: the StudioApi's shape (one definition). */
+export type { CollapseFlag };
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(3) : 'undefined');

@@ -3,6 +3,7 @@
  * (`advantage.mode`), values compared by their JSON text (so `1` and `"1"` differ, and arrays
  * compare by content); a path missing from some runs differs from one that is present.
  */
+import { ROLES } from '#shared/agents';
 
 export type FlatConfig = Record<string, string | number | boolean | null>;
 
@@ -30,7 +31,7 @@ export const DERIVED_KEYS = ['sharing'] as const;
 export function derivedValue(config: Record<string, unknown>, key: string): string | undefined {
   if (key === 'sharing') {
     const agents = isMapping(config.agents) ? config.agents : {};
-    const ids = ['solver', 'verifier', 'corrector'].map((r) => (typeof agents[r] === 'string' ? agents[r] : r));
+    const ids = ROLES.map((r) => (typeof agents[r] === 'string' ? agents[r] : r));
     const distinct = new Set(ids).size;
     return distinct === 1 ? 'shared' : distinct === ids.length ? 'separate' : 'partial';
   }

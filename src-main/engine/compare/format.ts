@@ -1,37 +1,9 @@
 /**
- * Text for summary tables (terminal, Markdown, the report). Values keep the precision the
- * measurement has: accuracies over 100 held-out problems move in steps of 0.01, so three
- * decimals; ratios two; throughput whole tokens.
+ * Summary tables (terminal, Markdown, the report). Each cell reads as in the compare view: the
+ * formatting is src-shared/format.ts's (formatMetric, formatDeltaValue, formatGroupStats).
  */
-import type { Stats } from './stats';
-import type { Comparison, MetricUnit, SummaryMetric } from './summary';
-
-export function formatValue(value: number | null | undefined, unit: MetricUnit): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
-  switch (unit) {
-    case 'fraction':
-      return value.toFixed(3);
-    case 'ratio':
-      return value.toFixed(2);
-    case 'count':
-      return Number.isInteger(value) ? String(value) : value.toFixed(1);
-    case 'per_s':
-      return value.toFixed(0);
-    case 'seconds':
-      return `${value.toFixed(0)} s`;
-  }
-}
-
-export function formatDelta(delta: number | null | undefined, unit: MetricUnit): string {
-  if (delta === null || delta === undefined || !Number.isFinite(delta)) return '—';
-  const text = formatValue(Math.abs(delta), unit);
-  return `${delta > 0 ? '+' : delta < 0 ? '−' : '±'}${text}`;
-}
-
-export function formatStats(s: Stats | null, unit: MetricUnit): string {
-  if (!s) return '—';
-  return s.n > 1 ? `${formatValue(s.mean, unit)} ± ${(unit === 'count' ? s.std.toFixed(1) : formatValue(s.std, unit))}` : formatValue(s.mean, unit);
-}
+import { formatDeltaValue, formatGroupStats, formatMetric } from '#shared/format';
+import type { Comparison, SummaryMetric } from './summary';
 
 /** Marker after a group delta that exceeds the seed spread (see stats.ts exceedsSeedSpread). */
 export const EXCEEDS_MARK = '*';
@@ -42,10 +14,10 @@ export function groupTable(comparison: Comparison): { headers: string[]; rows: s
   const rows = comparison.metrics.map((m: SummaryMetric) => [
     m.label,
     ...comparison.groups.map((g) => {
-      const cell = formatStats(g.stats[m.id], m.unit);
+      const cell = formatGroupStats(g.stats[m.id], m.unit);
       if (g.label === comparison.baselineGroup || cell === '—') return cell;
       const mark = g.spread[m.id]?.exceeds ? EXCEEDS_MARK : '';
-      return `${cell} (Δ ${formatDelta(g.delta[m.id], m.unit)}${mark})`;
+      return `${cell} (Δ ${formatDeltaValue(g.delta[m.id], m.unit)}${mark})`;
     }),
   ]);
   return { headers, rows };
@@ -57,9 +29,9 @@ export function runTable(comparison: Comparison): { headers: string[]; rows: str
   const rows = comparison.metrics.map((m) => [
     m.label,
     ...comparison.runs.map((r) => {
-      const cell = formatValue(r.values[m.id], m.unit);
+      const cell = formatMetric(r.values[m.id], m.unit);
       if (r.runId === comparison.baselineRunId || cell === '—') return cell;
-      return `${cell} (${formatDelta(r.delta[m.id], m.unit)})`;
+      return `${cell} (${formatDeltaValue(r.delta[m.id], m.unit)})`;
     }),
   ]);
   return { headers, rows };

@@ -14,7 +14,7 @@
  * Bands are clipped to the metric's range (the catalog's: a share stays in [0, 1]): a 95% CI over
  * two seeds uses t = 12.7 and would otherwise stretch an accuracy axis to −1…4 (issue 18).
  */
-import { describeMetric } from '../metrics/catalog';
+import { describeMetric } from '#shared/metric-catalog';
 import { minMax, type Point } from '../metrics/downsample';
 import type { RunData, SeriesPoint } from './summary';
 import { bandOf, stats, type BandKind } from './stats';

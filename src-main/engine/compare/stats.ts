@@ -4,19 +4,11 @@
  * Conventions: std is the unbiased sample std (N − 1), the usual choice for "± std over
  * seeds"; a group of one has std 0 and no confidence interval (null), not a made-up one.
  */
+import type { CompareStats } from '#shared/contract';
 import { maxNumber, minNumber } from '../util/arrays';
 
-export interface Stats {
-  n: number;
-  mean: number;
-  /** Unbiased sample std (N − 1); 0 for n = 1. */
-  std: number;
-  min: number;
-  max: number;
-  median: number;
-  /** Half-width of the two-sided 95% t interval of the mean; null for n < 2. */
-  ci95: number | null;
-}
+/** A metric over a group's runs: the StudioApi's CompareStats (one definition). */
+export type Stats = CompareStats;
 
 // Two-sided 95% Student-t critical values t(0.975, df) for df = 1..30; beyond, the normal 1.96.
 const T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];

@@ -18,9 +18,11 @@
  *   group is its mean minus the baseline group's mean, with the spread rule of stats.ts.
  * - Run deltas: the run's value minus the baseline run's value.
  */
+import { compareAgents } from '#shared/agents';
+import type { CompareGroupRow, CompareMetric, CompareRunRow } from '#shared/contract';
 import { configValue, DERIVED_KEYS, diffConfigs, flattenConfig, type ConfigDiff } from './config-diff';
 import { DEFAULT_SPIKE_THRESHOLD, spikeStats } from './spikes';
-import { exceedsSeedSpread, stats, type SpreadTest, type Stats } from './stats';
+import { exceedsSeedSpread, stats } from './stats';
 import { maxNumber } from '../util/arrays';
 
 export interface SeriesPoint {
@@ -42,42 +44,14 @@ export interface RunData {
   series: Record<string, SeriesPoint[]>;
 }
 
-export type MetricUnit = 'fraction' | 'ratio' | 'count' | 'per_s' | 'seconds';
+/** A compared metric, as the StudioApi sends it: `better` is null where neither direction is an improvement (wall time is reported, not judged). */
+export type SummaryMetric = CompareMetric;
 
-export interface SummaryMetric {
-  id: string;
-  label: string;
-  /** Which direction is an improvement; null where neither is (wall time is reported, not judged). */
-  better: 'higher' | 'lower' | null;
-  unit: MetricUnit;
-}
+/** A run's row of the summary: the StudioApi's row without the collapse flags the API adds. */
+export type RunSummary = Omit<CompareRunRow, 'collapse'>;
 
-export interface RunSummary {
-  runId: number;
-  name: string;
-  status: string;
-  seed: number;
-  /** The run's group label (values of the group-by keys joined by " / "), or null when ungrouped. */
-  group: string | null;
-  values: Record<string, number | null>;
-  /** Metric id → the store key the value came from, where it can vary (precision, fix rate). */
-  sources: Record<string, string>;
-  /** Value − baseline run's value; null where either is missing. */
-  delta: Record<string, number | null>;
-}
-
-export interface GroupSummary {
-  label: string;
-  /** group-by key → value. */
-  values: Record<string, string>;
-  runIds: number[];
-  seeds: number[];
-  stats: Record<string, Stats | null>;
-  /** Mean − baseline group's mean. */
-  delta: Record<string, number | null>;
-  /** The spread rule against the baseline group (null fields for the baseline itself). */
-  spread: Record<string, SpreadTest>;
-}
+/** A group's row of the summary (the spread rule against the baseline group has null fields for the baseline itself). */
+export type GroupSummary = CompareGroupRow;
 
 export interface CompareOptions {
   /** Config paths (or derived keys such as `sharing`) to group runs by; empty: no groups. */
@@ -102,23 +76,12 @@ export interface Comparison {
 
 const FINAL_EVAL_KEY = 'eval/system/accuracy';
 
-/** Agents in chain order: solver, verifier1, corrector1, verifier2, … then anything else. */
-export function agentOrder(a: string, b: string): number {
-  const rank = (name: string) => {
-    if (name === 'solver') return [0, 0];
-    const m = /^(verifier|corrector)(\d+)$/.exec(name);
-    return m ? [Number(m[2]), m[1] === 'verifier' ? 1 : 2] : [1e9, 0];
-  };
-  const [ra, rb] = [rank(a), rank(b)];
-  return ra[0] - rb[0] || ra[1] - rb[1] || a.localeCompare(b);
-}
-
 /** Agents of a run: the prefixes of its `<agent>/grad_norm` series. */
 export function agentsOf(run: RunData): string[] {
   return Object.keys(run.series)
     .map((k) => /^([^/]+)\/grad_norm$/.exec(k)?.[1])
     .filter((a): a is string => a !== undefined && a !== 'eval' && a !== 'perf')
-    .sort(agentOrder);
+    .sort(compareAgents);
 }
 
 /** The k of `eval/system/avg@k` in a run (the largest if several). */
@@ -145,7 +108,7 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 export function summaryMetrics(runs: readonly RunData[]): SummaryMetric[] {
   const ks = new Set(runs.map(evalK).filter((k): k is number => k !== null));
   const k = ks.size === 1 ? String([...ks][0]) : 'k';
-  const agents = [...new Set(runs.flatMap(agentsOf))].sort(agentOrder);
+  const agents = [...new Set(runs.flatMap(agentsOf))].sort(compareAgents);
   return [
     { id: 'eval/system/accuracy', label: 'system acc', better: 'higher', unit: 'fraction' },
     { id: 'eval/solver/accuracy', label: 'solver acc', better: 'higher', unit: 'fraction' },

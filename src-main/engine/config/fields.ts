@@ -4,7 +4,7 @@
  * drift from what validation enforces.
  */
 import { z } from 'zod';
-import type { ConfigField, ConfigSchemaInfo } from '../../../src-preload/api';
+import type { ConfigField, ConfigSchemaInfo } from '#shared/contract';
 import { EndpointSchema, RunConfigSchema } from './schema';
 
 const GROUPS: { id: string; title: string; sections: string[] }[] = [

@@ -9,7 +9,8 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { resourcesDir } from '../resources';
 import { parseJsonlRecords, type JsonlChecker } from '../tasks/jsonl';
-import { ROLES, RunConfigSchema, type RunConfig } from './schema';
+import { RunConfigSchema, type RunConfig } from './schema';
+import { ROLES } from '#shared/agents';
 import { FileRefusedError, LIMITS, readTextFile } from '../util/bounded-read';
 
 export interface ConfigIssue {

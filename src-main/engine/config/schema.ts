@@ -12,9 +12,8 @@ import type { HfArchConfig } from '../hf/config';
 import { runSizeProblems } from './size-check';
 import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
 import { checkMathFile } from '../tasks/math-data';
+import { ROLES, type Role } from '#shared/agents';
 
-export const ROLES = ['solver', 'verifier', 'corrector'] as const;
-export type Role = (typeof ROLES)[number];
 
 export const TASK_FAMILIES = ['sort', 'countdown', 'factor', 'addition', 'jsonl', 'math'] as const;
 export const SELECTION_STRATEGIES = ['random', 'balanced', 'adaptive'] as const;

@@ -9,6 +9,7 @@
  * - verl: one row per problem in veRL's RL dataset layout (data_source, prompt, ability,
  *   reward_model, extra_info), the prompt being what the Solver read.
  */
+import { splitAgent } from '#shared/agents';
 import type { ExportFormat } from './options';
 import type { ProblemRecord, TurnRecord } from './queries';
 import { bool, f64, i32, i64, messages, numberMap, str, struct, text, type ColumnSpec } from './schema';
@@ -20,18 +21,13 @@ export interface Message {
 
 export type Row = Record<string, unknown>;
 
-/** `verifier2` → `verifier`: the role an agent plays (agents of later rounds share a role). */
-export function roleOf(agent: string): string {
-  return agent.replace(/\d+$/, '');
-}
-
 /**
  * The system message for an agent's role: the output contract the MarsRL formats impose
  * (`A:<answer>`, `V:ok`/`V:no`, prompt parts separated by `|`), written for a model that has not
  * seen the tiny policies' training.
  */
 export function systemMessage(agent: string): string {
-  switch (roleOf(agent)) {
+  switch (splitAgent(agent).role) {
     case 'solver':
       return 'You are the Solver. Solve the problem. Write your working-out, then end with the final answer as A:<answer>.';
     case 'verifier':
@@ -113,7 +109,7 @@ export function trajectoryRow(t: TurnRecord, runName: string): Row {
     split: t.split,
     turn_id: t.id,
     agent: t.agent,
-    role: roleOf(t.agent),
+    role: splitAgent(t.agent).role,
     policy_id: t.policy_id,
     round: t.round,
     group_id: t.group_id,
@@ -165,7 +161,7 @@ export function sftRow(t: TurnRecord, system: boolean): Row {
   return {
     messages: [...promptMessages(t.agent, t.prompt, system), { role: 'assistant', content: t.text }],
     agent: t.agent,
-    role: roleOf(t.agent),
+    role: splitAgent(t.agent).role,
     policy_id: t.policy_id,
     run_id: t.run_id,
     turn_id: t.id,
@@ -257,7 +253,7 @@ export function pairRow(chosen: TurnRecord, rejected: TurnRecord, system: boolea
     chosen: [{ role: 'assistant', content: chosen.text }],
     rejected: [{ role: 'assistant', content: rejected.text }],
     agent: chosen.agent,
-    role: roleOf(chosen.agent),
+    role: splitAgent(chosen.agent).role,
     run_id: chosen.run_id,
     episode_id: chosen.episode_id,
     group_id: chosen.group_id,

@@ -69,7 +69,7 @@ export interface ExportResult {
 }
 
 export { EXPORT_CONTAINERS, EXPORT_FORMATS, ExportError, cardPath, type ExportContainer, type ExportErrorCode, type ExportFilters, type ExportFormat, type ExportOptions } from './options';
-export { COLUMNS, pairsOfGroup, roleOf, systemMessage } from './formats';
+export { COLUMNS, pairsOfGroup, systemMessage } from './formats';
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ExportError('aborted', null, 'export cancelled; nothing was written');

@@ -13,6 +13,7 @@ import { openSafetensors, type SafetensorsDtype } from './safetensors';
 import { HfTokenizer, TOKENIZER_JSON } from './tokenizer';
 import { hfWeightsProblem } from '../model/size-limits';
 import { LIMITS, readTextFile } from '../util/bounded-read';
+import { formatBytes } from '#shared/format';
 
 export interface HfInspectReport {
   path: string;
@@ -172,12 +173,6 @@ function human(n: number): string {
   return String(n);
 }
 
-function bytesHuman(n: number): string {
-  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
-  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
-  return `${(n / 1024).toFixed(1)} KiB`;
-}
-
 /** The report as terminal text. */
 export function formatInspectReport(r: HfInspectReport): string {
   const lines = [`model        ${r.path}`];
@@ -195,7 +190,7 @@ export function formatInspectReport(r: HfInspectReport): string {
   }
   if (r.weights) {
     const dtypes = Object.entries(r.weights.dtypes).map(([d, n]) => `${d} ×${n}`).join(', ');
-    lines.push(`weights      ${r.weights.files.join(', ')}: ${r.weights.tensors} tensors, ${bytesHuman(r.weights.bytes)} (${dtypes})${c?.torchDtype ? `, torch_dtype ${c.torchDtype}` : ''}`);
+    lines.push(`weights      ${r.weights.files.join(', ')}: ${r.weights.tensors} tensors, ${formatBytes(r.weights.bytes)} (${dtypes})${c?.torchDtype ? `, torch_dtype ${c.torchDtype}` : ''}`);
   }
   const t = r.tokenizer;
   if (t) {

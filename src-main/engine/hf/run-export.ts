@@ -12,6 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { ModelExportResult } from '#shared/contract';
 import { CHECKPOINT_MANIFEST, loadHfCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest, type LoraBaseIdentity } from '../model/checkpoint';
 import { initBackend } from '../model/backend';
 import type { Store } from '../store';
@@ -43,18 +44,8 @@ export interface PolicyModelExportRequest {
   force?: boolean;
 }
 
-export interface PolicyModelExportResult {
-  format: 'peft' | 'hf';
-  out: string;
-  /** Every file written, under `out`. */
-  written: string[];
-  /** The checkpoint folder exported, its policy id and RL step. */
-  checkpoint: string;
-  policy: string;
-  step: number;
-  /** Whether the checkpoint held LoRA adapters (false: full fine-tuned weights). */
-  lora: boolean;
-}
+/** What an export wrote: the StudioApi's ModelExportResult, less the time the API adds. */
+export type PolicyModelExportResult = Omit<ModelExportResult, 'seconds'>;
 
 /** A request the checkpoint cannot satisfy; `field` names the flag / payload field to change. */
 export class PolicyExportError extends Error {

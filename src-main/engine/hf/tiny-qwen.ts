@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import { textFormatOf } from '../agents/prompts';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';

@@ -34,7 +34,7 @@ import { HfModel, hfParamSpecs } from '../hf/model';
 import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
 import { GPT, paramSpecs, validateConfig as validateGptConfig, type CreateModelOptions, type GPTConfig } from './gpt';
-import { formatBytes, formatCount, gptParameterCount, hfWeightsProblem, machineLimitText, machineMemoryBytes } from './size-limits';
+import { formatCount, gptParameterCount, hfWeightsProblem, machineLimitText, machineMemoryBytes } from './size-limits';
 import { Adam, createOptimizer, type AdamState, type LrSchedule } from './optim';
 import { readSync } from './readback';
 import type { ParamSpec } from './policy-model';
@@ -42,6 +42,7 @@ import { Tokenizer, type TokenizerJSON } from './tokenizer';
 import type { OptimizerConfig } from '../config/schema';
 import { fileSha256 } from '../util/file-hash';
 import { LIMITS, readRegularFile, readTextFile } from '../util/bounded-read';
+import { formatBytes } from '#shared/format';
 
 export const CHECKPOINT_MANIFEST = 'checkpoint.json';
 const WEIGHTS_FILE = 'weights.bin';

@@ -7,6 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import os from 'node:os';
 import { initBackend, type BackendInfo, type BackendPreference } from './backend';
 import { strategyForBackend, type KernelStrategy } from './ops';
+import { formatBytes } from '#shared/format';
 
 export interface DoctorReport extends BackendInfo {
   kernels: KernelStrategy;
@@ -68,11 +69,10 @@ export function formatDoctorReport(r: BackendInfo & Partial<DoctorReport>): stri
   return lines.join('\n');
 }
 
-/** Byte limits as MiB/GiB as well, counts as they are. */
+/** Byte limits in binary units as well, counts as they are. */
 function formatLimit(name: string, value: number): string {
   if (!/Size$/.test(name)) return String(value);
-  const unit = value >= 2 ** 30 ? [2 ** 30, 'GiB'] : value >= 2 ** 20 ? [2 ** 20, 'MiB'] : [2 ** 10, 'KiB'];
-  return `${value} (${Math.round((value / (unit[0] as number)) * 10) / 10} ${unit[1]})`;
+  return `${value} (${formatBytes(value)})`;
 }
 
 /** Current TensorFlow.js memory counters (for leak checks in long runs). */

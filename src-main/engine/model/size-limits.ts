@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import type { HfArchConfig } from '../hf/config';
 import { hfParameterCount } from '../hf/config';
+import { formatBytes } from '#shared/format';
 
 const BYTES_PER_FLOAT = 4;
 
@@ -36,14 +37,6 @@ export function machineMemoryBytes(): number {
     // no cgroup v2 limit: the machine's memory
   }
   return limit;
-}
-
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return 'more bytes than can be counted';
-  if (bytes >= 2 ** 40) return `${(bytes / 2 ** 40).toFixed(1)} TiB`;
-  if (bytes >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
-  if (bytes >= 2 ** 20) return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-  return `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
 export function formatCount(n: number): string {

@@ -6,6 +6,7 @@
  * unbiased N − 1 or population N; ε added to σ; a one-sample statistic by `single_sample`), so
  * the page shows what the numbers give, and says so if the stored value differs.
  */
+import type { AdvantageExplanation, AdvantageStatistic } from '#shared/contract';
 import type { AdvantageGroupRows } from '../store';
 import type { AdvantageOptions } from './advantages';
 
@@ -18,46 +19,9 @@ const SHAPES: Record<string, { baseline: 'group' | 'agent'; scale: 'group' | 'ag
   'no-std': { baseline: 'agent', scale: 'none' },
 };
 
-export interface StatisticExplained {
-  /** 'group': every member; 'agent': the members of the turn's agent. */
-  scope: 'group' | 'agent';
-  symbol: string;
-  /** The turns the statistic is over, by id. */
-  turnIds: number[];
-  count: number;
-  value: number;
-  /** How it was computed, with the numbers: "(1 + 0 + 1 + 1) / 4 = 0.75". */
-  working: string;
-  /** Set when the one-sample rule replaced the statistic. */
-  singleSample: string | null;
-}
-
-export interface AdvantageExplanation {
-  turnId: number;
-  agent: string;
-  mode: string;
-  groupKey: string;
-  /** Every member of the group: the turn's own and the other agents' turns of the same prompt. */
-  members: { turnId: number; agent: string; reward: number; advantage: number }[];
-  reward: number;
-  baseline: StatisticExplained;
-  /** Null when the mode does not divide (no-std). */
-  scale: StatisticExplained | null;
-  std: AdvantageOptions['std'];
-  eps: number;
-  /** The mode's formula in symbols: "A = (R − μ_k) / (σ_k + ε)". */
-  formula: string;
-  /** The formula with this turn's numbers, ending in the value they give. */
-  substituted: string;
-  /** The class-balance weight the normalised value was multiplied by (1 when none). */
-  weight: number;
-  /** The value the numbers give (normalised × weight) and the stored one; they agree to rounding. */
-  recomputed: number;
-  stored: number;
-  /** The μ and σ the trainer stored with the advantage, for comparison. */
-  storedMu: number;
-  storedSigma: number;
-}
+/** A statistic with its working, and the whole explanation: the StudioApi's shapes (one definition). */
+export type StatisticExplained = AdvantageStatistic;
+export type { AdvantageExplanation };
 
 const fmt = (x: number) => (Number.isInteger(x) ? String(x) : Number(x.toPrecision(6)).toString());
 

@@ -22,7 +22,7 @@
  * advantages (its inflation factor), which agent-wise normalization removes; the drmas-paper
  * preset uses scales to make that visible at small scale.
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import { REWARD_SCHEMES, RewardSchema } from '../config/schema';
 
 export interface RewardTurn {

@@ -5,7 +5,7 @@
  * server does not serve, or a key it refuses. Both report as config issues on the field to fix.
  */
 import type { RunConfig } from '../config/schema';
-import { ROLES } from '../config/schema';
+import { ROLES } from '#shared/agents';
 import type { ConfigIssue } from '../config/load';
 import type { ServedEventSink } from './events';
 import { EndpointPool, type PoolEndpointSpec, type PoolOptions } from './pool';

@@ -18,6 +18,7 @@
  *   requests, replicas_up, prompt_tokens, completion_tokens.
  * Every event names the endpoint and the replica's base URL, never the key.
  */
+import { splitAgent } from '#shared/agents';
 import { EndpointClient, EndpointError, type CallOptions, type ChatTurn, type EndpointResult, type EndpointSampling, type ProbeReport, type UnsupportedFeature } from './client';
 import type { ServedEventSink } from './events';
 import { loadKeyApprovals, type KeyApprovals } from './key-approvals';
@@ -143,7 +144,7 @@ export class EndpointPool {
    * endpoint of verifier), as every Verifier round shares the Verifier policy.
    */
   endpointOf(agent: string): string {
-    const name = this.agents[agent] ?? this.agents[agent.replace(/\d+$/, '')];
+    const name = this.agents[agent] ?? this.agents[splitAgent(agent).role];
     if (name === undefined) throw new Error(`agent ${agent} has no endpoint in the pool (mapped agents: ${Object.keys(this.agents).join(', ') || 'none'})`);
     return name;
   }

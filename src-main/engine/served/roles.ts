@@ -4,7 +4,8 @@
  * asks the role for replies and judges them like its own.
  */
 import { chatMessagesOf } from '../agents/prompts';
-import type { Role, RunConfig } from '../config/schema';
+import type { RunConfig } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { SegmentRecord, ServedRole } from '../training/rollout';
 import type { EndpointSampling } from './client';
 import type { EndpointPool } from './pool';

@@ -30,8 +30,8 @@
  * (no answer: wrong). An error no retry can fix (a refused key, a model not served) ends the run,
  * resumable once fixed.
  */
-import type { Role, RunConfig } from '../config/schema';
-import { ROLES } from '../config/schema';
+import type { RunConfig } from '../config/schema';
+import { agentName, ROLES, type Role } from '#shared/agents';
 import type { Verdict } from '../agents';
 import { chatMessagesOf, textFormatOf } from '../agents/prompts';
 import { initBackend } from '../model/backend';
@@ -318,7 +318,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
 
       /** One step of the chain: replayed from a stored turn, else made (a call, or the oracle's verdict) and stored. */
       const step = async (role: Role, round: number, prompt: string, judge: (text: string) => Judged, oracleText?: string): Promise<ChainStep & Judged> => {
-        const agent = role === 'solver' ? 'solver' : `${role}${round}`;
+        const agent = agentName(role, round);
         const storedTurn = replay[cursor];
         if (storedTurn) {
           if (storedTurn.agent !== agent || storedTurn.prompt !== prompt) {

@@ -7,6 +7,7 @@ import { equalityFilters, keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
+import type { EpisodeQuery, EpisodeSummary, Turn, TurnQuery } from '#shared/contract';
 import type {
   AdvantageRow,
   EpisodeRow,
@@ -78,19 +79,8 @@ export interface TurnResult {
   formatValid: boolean;
 }
 
-/** A turn as the trajectory browser shows it: with its reward and advantage when logged. */
-export interface TurnView extends TurnRow {
-  /** The attempt of the run that wrote this turn (1, then one more per `marsrl resume`). */
-  attempt: number;
-  /** The attempt that redid this turn's step, when a resume did; such a turn is left out by default. */
-  supersededBy: number | null;
-  reward: number | null;
-  rewardComponents: Record<string, number> | null;
-  advantage: number | null;
-  advantageMode: string | null;
-  /** What the advantage was multiplied by (advantage.verifier_class_balance); 1 when unweighted. */
-  advantageWeight: number | null;
-}
+/** A turn as the trajectory browser shows it, with its reward and advantage when logged: the API's Turn. */
+export type TurnView = Turn;
 
 interface TurnViewRecord extends TurnRecord {
   reward: number | null;
@@ -113,52 +103,14 @@ function toTurnView(r: TurnViewRecord): TurnView {
   };
 }
 
-export interface TurnPageQuery {
-  runId: number;
-  /** Keyset cursor: turns with id greater than this. */
-  afterId?: number;
-  limit?: number;
-  agent?: string;
-  step?: number;
-  episodeId?: number;
-  correct?: boolean;
-  minReward?: number;
-  maxReward?: number;
-  /** Also turns of a killed attempt whose step a resume redid (left out by default). */
-  includeSuperseded?: boolean;
-}
+/** What a page of turns is asked with: the StudioApi's TurnQuery (keyset cursor: turns with id greater than `afterId`). */
+export type TurnPageQuery = TurnQuery;
 
-/** An episode with its problem and how many turns it has, for the episode list. */
-export interface EpisodeListItem extends EpisodeRow {
-  attempt: number;
-  supersededBy: number | null;
-  question: string | null;
-  reference: string | null;
-  turnCount: number;
-}
+/** An episode as the browser lists it: the API's EpisodeSummary, and the row's meta. */
+export interface EpisodeListItem extends EpisodeRow, EpisodeSummary {}
 
-export interface EpisodePageQuery {
-  runId: number;
-  step?: number;
-  split?: Split;
-  afterId?: number;
-  limit?: number;
-  /** Also episodes of a killed attempt whose step a resume redid (left out by default). */
-  includeSuperseded?: boolean;
-  /** Inclusive step range (with `step`, both apply). */
-  stepFrom?: number;
-  stepTo?: number;
-  /** Whether the episode's final answer was right. */
-  outcome?: 'solved' | 'unsolved';
-  /** Episodes with a Verifier verdict that is wrong: it approved a wrong solution, or rejected a right one. */
-  verifier?: 'false_approve' | 'false_reject';
-  /** Episodes with a Corrector turn that turned a wrong input right, a right one wrong, or kept its correctness. */
-  corrector?: 'fixed' | 'broke' | 'unchanged';
-  /** Text that some turn's prompt or output, or the question, contains (case-insensitive for ASCII). */
-  search?: string;
-  /** Only the last step that has episodes (of `split`, when given): where a browser opens. */
-  latestStep?: boolean;
-}
+/** What a page of episodes is asked with: the StudioApi's EpisodeQuery. */
+export type EpisodePageQuery = EpisodeQuery;
 
 /** `%`, `_` and the escape character itself are literal in a search. */
 const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

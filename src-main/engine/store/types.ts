@@ -1,6 +1,12 @@
-/** Row shapes of the experiment store, as the rest of the engine sees them (camelCase). */
+/**
+ * Row shapes of the experiment store, as the rest of the engine sees them (camelCase). Where a row
+ * is what the StudioApi sends (a turn, a segment, an event, a timeline span), its shape is the
+ * contract's, with the keys the API leaves out added here (issue 37: a turn was typed by hand four
+ * times): the API's JSON and the rows cannot drift apart.
+ */
+import type { RunEvent, RunStatus, Segment, TimelineSpan, Turn } from '#shared/contract';
 
-export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'interrupted';
+export type { RunStatus };
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'done', 'failed', 'interrupted'];
 export type Split = 'train' | 'test';
 
@@ -78,41 +84,14 @@ export interface EpisodeRow {
   meta: Record<string, unknown> | null;
 }
 
-export interface TurnRow {
-  id: number;
-  runId: number;
-  episodeId: number | null;
-  step: number;
-  agent: string;
-  policyId: string;
-  round: number;
-  groupId: number;
-  parentTurnId: number | null;
-  sampleIndex: number;
-  prompt: string;
-  text: string;
-  tokenCount: number;
-  parsed: string | null;
-  correct: boolean | null;
-  formatValid: boolean;
-  policyVersionMin: number;
-  policyVersionMax: number;
-  createdAt: number;
-}
+/** A turn's own columns: the API's Turn without its reward and advantage (joined from their tables) and its attempt columns. */
+export type TurnRow = Omit<Turn, 'reward' | 'rewardComponents' | 'advantage' | 'advantageMode' | 'advantageWeight' | 'attempt' | 'supersededBy'>;
 
-export interface SegmentRow {
+/** A segment row: the API's Segment with the keys it leaves out. */
+export interface SegmentRow extends Segment {
   id: number;
   turnId: number;
   runId: number;
-  segIndex: number;
-  tokenStart: number;
-  tokenEnd: number;
-  text: string;
-  finished: boolean;
-  policyVersion: number;
-  startedAt: number;
-  endedAt: number;
-  worker: string;
 }
 
 export interface RewardRow {
@@ -144,18 +123,10 @@ export interface MetricPoint {
   value: number;
 }
 
-export type EventLevel = 'info' | 'warning' | 'error';
+export type EventLevel = RunEvent['level'];
 
-export interface EventRow {
-  id: number;
-  runId: number;
-  step: number | null;
-  time: number;
-  level: EventLevel;
-  kind: string;
-  message: string;
-  data: Record<string, unknown> | null;
-}
+/** An event row is what the API sends. */
+export type EventRow = RunEvent;
 
 export interface CheckpointRow {
   id: number;
@@ -167,17 +138,10 @@ export interface CheckpointRow {
   metrics: Record<string, number> | null;
 }
 
-export interface TimelineRow {
+/** A timeline row: the API's TimelineSpan with the keys it leaves out. */
+export interface TimelineRow extends TimelineSpan {
   id: number;
   runId: number;
-  kind: 'segment' | 'update' | 'eval' | 'wait';
-  agent: string;
-  worker: string;
-  step: number;
-  policyVersion: number;
-  startedAt: number;
-  endedAt: number;
-  tokens: number;
 }
 
 /** A page of rows and the cursor that fetches the next one (null at the end). */

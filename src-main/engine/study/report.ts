@@ -13,8 +13,6 @@ import {
   compareRuns,
   diffConfigs,
   EXCEEDS_MARK,
-  formatDelta,
-  formatValue,
   groupBand,
   groupLabel,
   groupTable,
@@ -26,7 +24,8 @@ import {
   type RunData,
 } from '../compare';
 import { collapseFlags, NEARLY_ALL, WINDOW_STEPS } from '../compare/collapse';
-import { describeMetric, unitLabel } from '../metrics/catalog';
+import { formatDeltaValue, formatMetric } from '#shared/format';
+import { describeMetric, unitLabel } from '#shared/metric-catalog';
 import { bandChartOption, seedDotsOption } from './charts';
 import { renderChart } from './render';
 import { studyProgress } from './runner';
@@ -181,9 +180,9 @@ export function buildStudyReport(store: Store, studyId: number): StudyReport {
         if (spread.exceeds && judged.includes(m)) {
           const delta = group.delta[m.id]!;
           const direction = delta === 0 ? '' : (delta > 0) === (m.better === 'higher') ? 'better' : 'worse';
-          exceeding.push(`- ${group.label}: ${m.label} ${formatDelta(delta, m.unit)} (${direction}; seeds ${formatValue(gs.min, m.unit)}–${formatValue(gs.max, m.unit)} vs ${formatValue(bs.min, m.unit)}–${formatValue(bs.max, m.unit)})`);
+          exceeding.push(`- ${group.label}: ${m.label} ${formatDeltaValue(delta, m.unit)} (${direction}; seeds ${formatMetric(gs.min, m.unit)}–${formatMetric(gs.max, m.unit)} vs ${formatMetric(bs.min, m.unit)}–${formatMetric(bs.max, m.unit)})`);
         }
-        return [m.label, `${formatValue(bs.mean, m.unit)} [${formatValue(bs.min, m.unit)}–${formatValue(bs.max, m.unit)}]`, `${formatValue(gs.mean, m.unit)} [${formatValue(gs.min, m.unit)}–${formatValue(gs.max, m.unit)}]`, formatDelta(group.delta[m.id], m.unit), verdict];
+        return [m.label, `${formatMetric(bs.mean, m.unit)} [${formatMetric(bs.min, m.unit)}–${formatMetric(bs.max, m.unit)}]`, `${formatMetric(gs.mean, m.unit)} [${formatMetric(gs.min, m.unit)}–${formatMetric(gs.max, m.unit)}]`, formatDeltaValue(group.delta[m.id], m.unit), verdict];
       });
     lines.push(markdownTable(['metric', `${base.label} mean [seed range]`, `${group.label} mean [seed range]`, 'Δ', 'vs seed spread'], rows), '');
   }

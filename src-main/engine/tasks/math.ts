@@ -31,7 +31,7 @@
  * characters, so a GPT run sets short templates (e.g. `prompts.solver.system: ""`); the shipped
  * defaults are meant for Hugging Face chat models.
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import { DEFAULT_PROMPTS, templatedFormat, verdictLine, parseBoxedSolution, type PromptTemplates } from '../agents/prompts';
 import { uniqueChars } from '../agents/formats';
 import { Rng } from '../util/rng';

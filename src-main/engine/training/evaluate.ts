@@ -17,7 +17,8 @@
  * the first evaluation), and every evaluation has the current Verifier judge, and the current
  * Corrector repair, exactly those (`fixedSetMetrics`, `eval/fixed/…`).
  */
-import type { Role, RunConfig } from '../config/schema';
+import type { RunConfig } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { Verdict } from '../agents';
 import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';

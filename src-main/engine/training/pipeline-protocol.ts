@@ -17,7 +17,7 @@
  *                      `gradients-done` per offered part it takes (the gradient as one
  *                      Float32Array laid out as the weights, moved).
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { EvalChain, EvalPart, FixedSolution } from './evaluate';
 import type { ModelIdentity, PolicyModelSource } from './policies';
 import type { PolicySample, PpoOptions, PpoPartSums } from './ppo';

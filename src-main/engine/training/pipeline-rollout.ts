@@ -23,7 +23,8 @@
  * It writes only its own timeline spans (segment decodes, waits, its evaluation share); every
  * trajectory row goes through the trainer, the one writer of turns, rewards and advantages.
  */
-import type { Role, RunConfig } from '../config/schema';
+import type { RunConfig } from '../config/schema';
+import type { Role } from '#shared/agents';
 import { poolFromConfig, usedEndpoints } from '../served/config';
 import type { ServedEventSink } from '../served/events';
 import type { EndpointPool } from '../served/pool';

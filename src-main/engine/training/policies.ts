@@ -8,8 +8,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PolicyConfig, Role, RunConfig } from '../config/schema';
-import { ROLES } from '../config/schema';
+import type { PolicyConfig, RunConfig } from '../config/schema';
+import { ROLES, type Role } from '#shared/agents';
 import { resolveModelFolder } from '../config/hf-folder';
 import { createModel, type GPTConfig } from '../model/gpt';
 import { createOptimizer, type Adam, type AdamState } from '../model/optim';

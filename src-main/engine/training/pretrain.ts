@@ -16,7 +16,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { PretrainSchema, Role, RunConfig } from '../config/schema';
+import type { PretrainSchema, RunConfig } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { z } from 'zod';
 import { hfConfigJson } from '../hf/config';
 import { exportHfFolder } from '../hf/export';

@@ -12,8 +12,10 @@
  * that wrote it, so a turn whose decode spans a weight update is corrected by its stored
  * behaviour log-probabilities rather than silently treated as on-policy.
  */
-import type { Role, RunConfig } from '../config/schema';
-import { agentName, selectInputs, type Verdict } from '../agents';
+import type { RunConfig } from '../config/schema';
+import type { Role } from '#shared/agents';
+import { selectInputs, type Verdict } from '../agents';
+import { agentName } from '#shared/agents';
 import { textFormatOf } from '../agents/prompts';
 import { episodeFinalAnswer, type ChainTurn } from '../agents/outcome';
 import { takeGpuFault } from '../model/backend';

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RunConfig } from '../config/schema';
+import { agentName } from '#shared/agents';
 import { Tokenizer } from '../model/tokenizer';
 import { classBalanceWeights, computeAdvantages, computeRewards, meanInflationFactors, type RewardOptions, type TurnAdvantage } from '../rl';
 import type { BatchWriter, Store } from '../store';
@@ -480,12 +481,13 @@ export function rolloutMetrics(config: RunConfig, episodes: readonly RolloutEpis
         }
       }
     }
-    if (rejections > 0) metrics[`verifier${round}/precision`] = caught / rejections;
-    if (wrong > 0) metrics[`verifier${round}/recall`] = caught / wrong;
+    const verifier = agentName('verifier', round);
+    if (rejections > 0) metrics[`${verifier}/precision`] = caught / rejections;
+    if (wrong > 0) metrics[`${verifier}/recall`] = caught / wrong;
     // The share of right solutions among those judged: far from 0.5, rejecting (or approving)
     // everything pays (advantage.verifier_class_balance).
-    if (judgedTurns > 0) metrics[`verifier${round}/judged_right_share`] = (judgedTurns - wrong) / judgedTurns;
-    if (wrongInputs > 0) metrics[`corrector${round}/fix_rate`] = fixed / wrongInputs;
+    if (judgedTurns > 0) metrics[`${verifier}/judged_right_share`] = (judgedTurns - wrong) / judgedTurns;
+    if (wrongInputs > 0) metrics[`${agentName('corrector', round)}/fix_rate`] = fixed / wrongInputs;
   }
   for (const key of Object.keys(metrics)) if (!Number.isFinite(metrics[key])) delete metrics[key];
   return metrics;
@@ -538,7 +540,7 @@ export function logEvalEpisodes(writer: BatchWriter, problemIds: ProblemIds, run
     for (const s of chain.steps) {
       const id = writer.newId('turns');
       writer.turn({
-        id, runId, episodeId, step, agent: s.role === 'solver' ? 'solver' : `${s.role}${s.round}`, policyId: s.role, round: s.round, groupId: 0,
+        id, runId, episodeId, step, agent: agentName(s.role, s.round), policyId: s.role, round: s.round, groupId: 0,
         parentTurnId: parent, sampleIndex: 0, prompt: s.prompt, text: s.text, tokenCount: s.tokens,
         parsed: s.role === 'verifier' ? (s.verdict ?? null) : (s.answer ?? null), correct: s.correct, formatValid: s.formatValid,
         policyVersionMin: 0, policyVersionMax: 0, createdAt: now,

@@ -8,7 +8,7 @@
  * Warm start and RL use exactly this layout, so a warm-started policy samples in the format RL
  * scores.
  */
-import type { Role } from '../config/schema';
+import type { Role } from '#shared/agents';
 import type { PolicyTokenizer } from '../model/policy-model';
 import type { Tokenizer } from '../model/tokenizer';
 import { maxOf } from '../util/arrays';

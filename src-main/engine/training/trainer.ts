@@ -16,8 +16,8 @@
  * sharing a policy (Verifier1/Verifier2, or one shared policy) update it in turn.
  */
 import path from 'node:path';
-import type { Role, RunConfig } from '../config/schema';
-import { ROLES } from '../config/schema';
+import type { RunConfig } from '../config/schema';
+import { ROLES, type Role } from '#shared/agents';
 import { initBackend, type BackendInfo } from '../model/backend';
 import { MemoryBudget, optimizerBytes, setMemoryBudget, weightBytes } from '../model/gpu-memory';
 import { readWeights } from '../model/readback';

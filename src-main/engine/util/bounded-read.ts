@@ -12,6 +12,7 @@
  * what gets checked. Regular files are unaffected by O_NONBLOCK.
  */
 import fs from 'node:fs';
+import { formatBytes } from '#shared/format';
 
 /** Sizes that give a clear refusal instead of V8's "Cannot create a string longer than …". */
 export const LIMITS = {
@@ -38,14 +39,6 @@ export function notRegularFile(stat: fs.Stats): string | null {
   if (stat.isFile()) return null;
   return FILE_TYPE_NAMES.find(([test]) => test(stat))?.[1] ?? 'not a regular file';
 }
-
-function human(bytes: number): string {
-  if (bytes >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
-  if (bytes >= 2 ** 20) return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${bytes} bytes`;
-}
-export { human as humanBytes };
 
 /** A file refused before it was read: its path and why, in one sentence. */
 export class FileRefusedError extends Error {
@@ -86,7 +79,7 @@ export function openRegularFile(file: string, { maxBytes, what = 'file' }: OpenO
     const kind = notRegularFile(stat);
     if (kind === 'a folder') throw new FileRefusedError(file, 'NOT_REGULAR', `${file}: is a folder, not a file; the ${what} must be a regular file`);
     if (kind) throw new FileRefusedError(file, 'NOT_REGULAR', `${file}: is ${kind}, not a regular file; the ${what} must be a regular file (reading it could block or never end)`);
-    if (stat.size > maxBytes) throw new FileRefusedError(file, 'TOO_LARGE', `${file}: is ${human(stat.size)}, over the ${human(maxBytes)} a ${what} may have`);
+    if (stat.size > maxBytes) throw new FileRefusedError(file, 'TOO_LARGE', `${file}: is ${formatBytes(stat.size)}, over the ${formatBytes(maxBytes)} a ${what} may have`);
     return { fd, size: stat.size };
   } catch (error) {
     fs.closeSync(fd);

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { Role } from '../../engine/config/schema';
+import type { Role } from '#shared/agents';
 import { emptyBatcherStats, type BatcherStats, type DecodedChoice, type DecodeJob } from './batcher';
 
 /** What the server needs of a decoder: RequestBatcher in-thread, ThreadEngine's proxies across. */

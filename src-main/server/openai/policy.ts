@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Role } from '../../engine/config/schema';
+import { ROLES, type Role } from '#shared/agents';
 import { CHECKPOINT_MANIFEST, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/model/checkpoint';
 import { loadHfModel, readHfConfig } from '../../engine/hf/load';
 import { HfTokenizer, hfPolicyTokenizer } from '../../engine/hf/tokenizer';
@@ -116,8 +116,6 @@ export interface ServedPolicyInfo {
 export interface ServedPolicy extends ServedPolicyInfo {
   model: PolicyModel;
 }
-
-const ROLES: readonly Role[] = ['solver', 'verifier', 'corrector'];
 
 /**
  * The Hugging Face family: prompts of the policy seam as training renders them (the role's system

@@ -4,7 +4,7 @@
  * Electron's preload bridge when it is there, otherwise (the page served by `marsrl serve`) an
  * HTTP + WebSocket client against the page's own origin.
  */
-import type { StudioBridge } from '../../../src-preload/api';
+import type { StudioBridge } from '#shared/contract';
 import { createHttpStudioClient, type ConnectionState, type HttpStudioClient } from './http';
 
 export class StudioUnavailableError extends Error {

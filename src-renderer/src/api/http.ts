@@ -5,7 +5,7 @@
  * reconnected with backoff when it drops. Authentication is the HttpOnly cookie the printed URL
  * set, which the browser sends with both; this code never sees the token.
  */
-import { STUDIO_METHODS, type ConfigIssue, type StudioBridge, type StudioErrorShape, type StudioEvent } from '../../../src-preload/api';
+import { STUDIO_METHODS, type ConfigIssue, type StudioBridge, type StudioErrorShape, type StudioEvent } from '#shared/contract';
 
 /** A failed call, with the server's code and field issues kept for the caller. */
 export class StudioRequestError extends Error {

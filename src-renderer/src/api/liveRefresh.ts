@@ -3,7 +3,7 @@
  * once per `delayMs`, however many progress events arrive, so a fast run does not turn every
  * segment into a round trip to the engine. One helper for every store that follows a run.
  */
-import type { StudioEvent } from '../../../src-preload/api';
+import type { StudioEvent } from '#shared/contract';
 import { studioClient } from './client';
 
 export interface LiveRefresh {

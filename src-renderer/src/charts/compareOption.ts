@@ -6,8 +6,8 @@
  *   shaded area, the member runs faint underneath.
  * Smoothing is TensorBoard's debiased EMA, applied to each drawn line (run, mean, band edges).
  */
-import type { CompareBand, CompareSeriesResult, CompareXAxis } from '../../../src-preload/api';
-import { describeMetric, unitLabel } from '../../../src-main/engine/metrics/catalog';
+import type { CompareBand, CompareSeriesResult, CompareXAxis } from '#shared/contract';
+import { describeMetric, unitLabel } from '#shared/metric-catalog';
 import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
 import { formatTick } from './format';
 import { CHART_THEME } from './palette';

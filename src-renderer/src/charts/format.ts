@@ -1,25 +1,5 @@
-/** Number and time labels for charts and tables: compact, and the same everywhere. */
-
-export function formatValue(value: number | null | undefined): string {
-  if (value === null || value === undefined || Number.isNaN(value)) return '—';
-  if (!Number.isFinite(value)) return value > 0 ? '∞' : '−∞';
-  const abs = Math.abs(value);
-  if (Number.isInteger(value) && abs < 1e6) return String(value);
-  if (abs >= 10_000) return Math.round(value).toLocaleString('en-US');
-  if (abs >= 100) return value.toFixed(1);
-  if (abs >= 1) return value.toFixed(3);
-  if (abs >= 0.001) return value.toFixed(4);
-  return value.toExponential(2);
-}
-
-/** Seconds since the run started, as 45s, 12m05s, 3h07m. */
-export function formatDuration(seconds: number): string {
-  if (!Number.isFinite(seconds)) return '';
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
-}
+/** Axis labels for charts; values and durations read as everywhere else (src-shared/format.ts). */
+import { formatDuration } from '#shared/format';
 
 export function formatAxisX(value: number, xAxis: 'step' | 'wall'): string {
   return xAxis === 'wall' ? formatDuration(value) : Math.round(value).toLocaleString('en-US');

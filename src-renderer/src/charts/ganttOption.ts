@@ -3,10 +3,11 @@
  * segments, its updates), time on x. Under MarsRL's pipeline an agent's update overlaps the next
  * agent's rollout; under sync mode the lanes take turns. Pure, so it is tested without a browser.
  */
-import type { TimelineSpan } from '../../../src-preload/api';
+import type { TimelineSpan } from '#shared/contract';
 import { CSP_SAFE_TOOLTIP, echarts, type ChartOption } from './echarts';
-import { formatDuration } from './format';
-import { agentColor, CHART_THEME, compareAgents } from './palette';
+import { formatDuration } from '#shared/format';
+import { compareAgents } from '#shared/agents';
+import { agentColor, CHART_THEME } from './palette';
 
 export interface GanttModel {
   lanes: string[];
@@ -78,11 +79,10 @@ export function ganttOption(spans: readonly TimelineSpan[]): ChartOption {
         const value = (raw as { value?: number[] }).value;
         const span = value ? spans[value[3]] : undefined;
         if (!span) return '';
-        const seconds = (span.endedAt - span.startedAt) / 1000;
         return [
           `${span.agent} · ${span.kind}`,
           `step ${span.step} · policy v${span.policyVersion}`,
-          `${seconds < 10 ? seconds.toFixed(2) : seconds.toFixed(0)} s${span.tokens ? ` · ${span.tokens.toLocaleString('en-US')} tokens` : ''} · ${span.worker}`,
+          `${formatDuration((span.endedAt - span.startedAt) / 1000)}${span.tokens ? ` · ${span.tokens.toLocaleString('en-US')} tokens` : ''} · ${span.worker}`,
           `at ${formatDuration((span.startedAt - model.origin) / 1000)}`,
         ].join('\n');
       },

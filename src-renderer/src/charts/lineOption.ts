@@ -1,8 +1,9 @@
 /** The ECharts option of one metric panel: pure, so it is tested without a browser. */
-import type { SeriesXAxis } from '../../../src-preload/api';
-import { unitLabel, type MetricUnit } from '../../../src-main/engine/metrics/catalog';
+import type { SeriesXAxis } from '#shared/contract';
+import { unitLabel, type MetricUnit } from '#shared/metric-catalog';
 import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
-import { formatAxisX, formatTick, formatValue } from './format';
+import { formatAxisX, formatTick } from './format';
+import { formatValue } from '#shared/format';
 import type { PanelLine } from './metricPanels';
 import { CHART_THEME } from './palette';
 import { debiasedEma } from './smoothing';

@@ -19,8 +19,9 @@
  * - Titles say what the panel holds, from the catalog ("System − Solver accuracy"), never only
  *   the namespace a lone metric happens to sit in.
  */
-import { describeMetric, metricTooltip, type MetricUnit } from '../../../src-main/engine/metrics/catalog';
-import { agentColor, compareAgents, seriesColor } from './palette';
+import { describeMetric, metricTooltip, type MetricUnit } from '#shared/metric-catalog';
+import { compareAgents } from '#shared/agents';
+import { agentColor, seriesColor } from './palette';
 
 export interface PanelLine {
   key: string;

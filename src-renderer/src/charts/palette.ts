@@ -1,8 +1,11 @@
 /**
  * Colours that mean the same thing in every chart: an agent keeps its colour across panels, the
  * Gantt chart and the trajectory tree. Roles get a hue (Solver orange, Verifier blue, Corrector
- * green) and later rounds a lighter shade of it, so Verifier2 reads as "another Verifier".
+ * green) and later rounds a lighter shade of it, so Verifier2 reads as "another Verifier". What
+ * a name's role and round are is src-shared/agents.ts's; the colours are the renderer's theme.
  */
+import { splitAgent } from '#shared/agents';
+
 const ROLE_SHADES: Record<string, string[]> = {
   solver: ['#f0883e', '#ffa657', '#ffc680'],
   verifier: ['#58a6ff', '#a5d6ff', '#cae8ff', '#79c0ff'],
@@ -16,12 +19,6 @@ function hash(text: string): number {
   return Math.abs(h);
 }
 
-/** `solver`, `verifier1`, `corrector2` … → role and round (0 when the name has no digits). */
-export function splitAgent(agent: string): { role: string; round: number } {
-  const match = /^(.*?)(\d+)$/.exec(agent);
-  return match ? { role: match[1], round: Number(match[2]) } : { role: agent, round: 0 };
-}
-
 export function agentColor(agent: string): string {
   if (agent === 'system') return '#e6edf3';
   const { role, round } = splitAgent(agent);
@@ -33,16 +30,6 @@ export function agentColor(agent: string): string {
 /** The i-th colour for lines that are not agents (eval/system accuracy, avg@k, pass@k …). */
 export function seriesColor(index: number): string {
   return OTHER[index % OTHER.length];
-}
-
-/** Chain order: Solver, then Verifier1, Corrector1, Verifier2 … ; unknown names after, A→Z. */
-export function compareAgents(a: string, b: string): number {
-  const order = (agent: string) => {
-    const { role, round } = splitAgent(agent);
-    const roleRank = role === 'solver' ? 0 : role === 'verifier' ? 1 : role === 'corrector' ? 2 : 3;
-    return roleRank === 3 ? 1e6 : round * 10 + roleRank;
-  };
-  return order(a) - order(b) || a.localeCompare(b);
 }
 
 /** Chart chrome, matching the app's dark theme (styles/base.css). */

@@ -1,7 +1,7 @@
 /** What the app is connected to: shown in the footer so the user knows which database they see. */
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
-import type { AppInfo } from '../../../src-preload/api';
+import type { AppInfo } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 export const useAppInfoStore = defineStore('appInfo', () => {

@@ -6,7 +6,7 @@
  */
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
-import type { CompareBand, CompareResult, CompareSeriesResult, CompareXAxis, StudioEvent } from '../../../src-preload/api';
+import type { CompareBand, CompareResult, CompareSeriesResult, CompareXAxis, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 /** Keys offered first in the group-by picker (the studies the product is for). */

@@ -7,7 +7,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { DownsampleMethod, RunDetail, SeriesXAxis, StudioEvent } from '../../../src-preload/api';
+import type { DownsampleMethod, RunDetail, SeriesXAxis, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { metricSections } from '../charts/metricPanels';
 import type { Points } from '../charts/lineOption';

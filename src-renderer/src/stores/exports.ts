@@ -9,9 +9,9 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { ExportSummary, RunDetail, StudioEvent } from '../../../src-preload/api';
+import type { ExportSummary, RunDetail, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
-import { chainAgents } from '../util/episodeTree';
+import { agentChain, compareAgents } from '#shared/agents';
 import {
   buildExportRequest,
   containerFromPath,
@@ -28,7 +28,7 @@ import {
   type ExportForm,
   type FieldIssue,
 } from '../util/exportForm';
-import type { ExportFormatName } from '../../../src-preload/api';
+import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
 
 /** What the opener knows: the runs, and the filters it was showing. */
@@ -56,21 +56,9 @@ export type ExportPhase = 'editing' | 'starting' | 'running' | 'done';
 
 type ExportEvent = Extract<StudioEvent, { type: 'export-progress' | 'export-finished' }>;
 
-const AGENT_ORDER = (agent: string): [number, number] => {
-  const match = /^([a-z]+?)(\d*)$/.exec(agent);
-  const role = match?.[1] ?? agent;
-  const round = Number(match?.[2] || 0);
-  return [round, role === 'solver' ? 0 : role === 'verifier' ? 1 : role === 'corrector' ? 2 : 3];
-};
-function compareAgents(a: string, b: string): number {
-  const [ra, ka] = AGENT_ORDER(a);
-  const [rb, kb] = AGENT_ORDER(b);
-  return ra - rb || ka - kb || a.localeCompare(b);
-}
-
 function agentsOf(detail: RunDetail): string[] {
   const rounds = (detail.config.rollout as { rounds?: unknown } | undefined)?.rounds;
-  return chainAgents(typeof rounds === 'number' && Number.isInteger(rounds) && rounds >= 0 ? rounds : 1);
+  return agentChain(typeof rounds === 'number' && Number.isInteger(rounds) && rounds >= 0 ? rounds : 1);
 }
 
 export const useExportsStore = defineStore('exports', () => {

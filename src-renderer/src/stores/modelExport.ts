@@ -6,7 +6,7 @@
  */
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
-import type { ConfigIssue, ModelExportResult, RunDetail } from '../../../src-preload/api';
+import type { ConfigIssue, ModelExportResult, RunDetail } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 export type ModelExportFormat = 'peft' | 'hf';

@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, PresetInfo } from '../../../src-preload/api';
+import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, PresetInfo } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { changedPaths, getPath, policyDefaults, setPath, textOfValue, valueFromText, type ConfigDoc } from '../util/configDoc';
 

@@ -1,7 +1,7 @@
 /** A run's events log: keyset pages from the store, then pushed events appended as they come. */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { RunEvent, StudioEvent } from '../../../src-preload/api';
+import type { RunEvent, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 export type LevelFilter = 'all' | 'warning' | 'error';

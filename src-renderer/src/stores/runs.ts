@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '../../../src-preload/api';
+import type { RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 export const RUNS_PAGE_SIZE = 100;

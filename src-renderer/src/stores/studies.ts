@@ -5,7 +5,7 @@
  */
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
-import type { StartStudyRequest, StudioEvent, StudyDetail, StudyReportResult, StudySummary } from '../../../src-preload/api';
+import type { StartStudyRequest, StudioEvent, StudyDetail, StudyReportResult, StudySummary } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 
 export const useStudiesStore = defineStore('studies', () => {

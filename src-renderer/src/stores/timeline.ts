@@ -1,7 +1,7 @@
 /** A run's pipeline timeline (segments, updates, evaluations), refreshed as the run advances. */
 import { defineStore } from 'pinia';
 import { markRaw, ref, shallowRef } from 'vue';
-import type { TimelineSpan } from '../../../src-preload/api';
+import type { TimelineSpan } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
 

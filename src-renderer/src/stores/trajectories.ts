@@ -5,36 +5,18 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '../../../src-preload/api';
+import { agentChain } from '#shared/agents';
+import type { EpisodeDetail, EpisodeMatch, EpisodeQuery, EpisodeSummary, RunDetail, Turn, TurnQuery } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
-import { chainAgents, episodeTreeRows } from '../util/episodeTree';
+import { episodeTreeRows } from '../util/episodeTree';
+import { NO_EPISODE_FILTERS, type EpisodeFilters, type TurnFilters } from '../util/trajectoryUrl';
 
 export const EPISODE_PAGE = 100;
 export const TURN_PAGE = 100;
 
 /** How often a browser open on a run that is writing refreshes its counts and list, at most. */
 export const LIVE_REFRESH_MS = 1000;
-
-/** The episode filters (issue 18); null is "any". */
-export interface EpisodeFilters {
-  outcome: EpisodeQuery['outcome'] | null;
-  verifier: EpisodeQuery['verifier'] | null;
-  corrector: EpisodeQuery['corrector'] | null;
-  split: EpisodeQuery['split'] | null;
-  stepFrom: number | null;
-  stepTo: number | null;
-  search: string;
-}
-
-export const NO_EPISODE_FILTERS: EpisodeFilters = { outcome: null, verifier: null, corrector: null, split: null, stepFrom: null, stepTo: null, search: '' };
-
-export interface TurnFilters {
-  agent: string | null;
-  correct: boolean | null;
-  minReward: number | null;
-  maxReward: number | null;
-}
 
 export const useTrajectoriesStore = defineStore('trajectories', () => {
   const runId = ref<number | null>(null);
@@ -65,7 +47,7 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
 
   const agents = computed(() => {
     const rounds = (run.value?.config.rollout as { rounds?: number } | undefined)?.rounds;
-    return chainAgents(typeof rounds === 'number' ? rounds : 1);
+    return agentChain(typeof rounds === 'number' ? rounds : 1);
   });
   const treeRows = computed(() => (episode.value ? episodeTreeRows(episode.value.turns) : []));
   const selectedTurn = computed(() => episode.value?.turns.find((t) => t.id === selectedTurnId.value) ?? null);

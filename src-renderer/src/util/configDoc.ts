@@ -2,7 +2,7 @@
  * Reading and writing a configuration document by dotted path, and turning what a user typed
  * into the value the schema should judge. Pure, so the form's behaviour is tested directly.
  */
-import type { ConfigField } from '../../../src-preload/api';
+import type { ConfigField } from '#shared/contract';
 
 export type ConfigDoc = Record<string, unknown>;
 

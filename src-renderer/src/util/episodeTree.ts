@@ -5,7 +5,8 @@
  * "4 samples judging solution #3" reads as a unit. Rows have one height, so the tree can be
  * virtualised like every other list.
  */
-import type { EpisodeDetail } from '../../../src-preload/api';
+import { hasRole } from '#shared/agents';
+import type { EpisodeDetail } from '#shared/contract';
 
 export type EpisodeTurn = EpisodeDetail['turns'][number];
 
@@ -45,17 +46,10 @@ export function episodeTreeRows(turns: readonly EpisodeTurn[]): TreeRow[] {
   return rows;
 }
 
-/** Agents a run's chain has: the Solver, then a Verifier and a Corrector per round. */
-export function chainAgents(rounds: number): string[] {
-  const agents = ['solver'];
-  for (let r = 1; r <= rounds; r++) agents.push(`verifier${r}`, `corrector${r}`);
-  return agents;
-}
-
 /** How a parsed output reads: a Verifier's verdict as a word, an answer as itself. */
 export function describeParsed(agent: string, parsed: string | null): string {
   if (parsed === null) return 'unparsed';
-  if (agent.startsWith('verifier')) {
+  if (hasRole(agent, 'verifier')) {
     if (parsed === 'approve' || parsed === 'ok') return 'approves';
     if (parsed === 'reject' || parsed === 'no') return 'rejects';
   }
@@ -90,7 +84,7 @@ export function branchMarks(turns: readonly EpisodeTurn[], rounds: number, final
   const marks = new Map<number, BranchMark>();
   for (const t of turns) {
     const below = children.get(t.id) ?? [];
-    const verifier = t.agent.startsWith('verifier');
+    const verifier = hasRole(t.agent, 'verifier');
     let stop: string | null = null;
     if (verifier) {
       if (isApproval(t)) stop = 'approved: the chain ends here';
@@ -138,7 +132,7 @@ export function finalTurnId(turns: readonly EpisodeTurn[], finalAnswer: string |
   for (const chain of chains) {
     let decider: EpisodeTurn = chain[0];
     for (const turn of chain.slice(1)) {
-      if (turn.agent.startsWith('verifier')) {
+      if (hasRole(turn.agent, 'verifier')) {
         if (!isRejection(turn)) break;
       } else decider = turn;
     }

@@ -4,7 +4,7 @@
  * field names), where a server error belongs in the form, and the default output path. Pure, so
  * the renderer-logic tests pin the rules.
  */
-import type { ExportFormatName, ExportRequest } from '../../../src-preload/api';
+import type { ExportFormatName, ExportRequest } from '#shared/contract';
 
 export type ExportContainerName = 'jsonl' | 'parquet';
 export type Correctness = 'any' | 'correct' | 'incorrect';

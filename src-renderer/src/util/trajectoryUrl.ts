@@ -3,9 +3,35 @@
  * step and the open episode). Every filter is a query parameter, absent when "any"; a value the
  * browser does not know is dropped rather than guessed. Pure, so the round trip is tested.
  */
-import type { EpisodeQuery } from '../../../src-preload/api';
-import type { TrajectoryFilters } from '../router';
-import { NO_EPISODE_FILTERS, type EpisodeFilters, type TurnFilters } from '../stores/trajectories';
+import type { EpisodeQuery } from '#shared/contract';
+
+/**
+ * The trajectory browser's filters as they appear in its URL (issue 35): each a query parameter,
+ * absent when "any". The view turns them into store filters and back; unknown values are dropped.
+ * Here rather than in the router or the store, which both import it: util sits under both.
+ */
+export const TRAJECTORY_FILTER_KEYS = ['view', 'outcome', 'split', 'verifier', 'corrector', 'from', 'to', 'q', 'agent', 'correct', 'rmin', 'rmax', 'superseded'] as const;
+export type TrajectoryFilters = Partial<Record<(typeof TRAJECTORY_FILTER_KEYS)[number], string>>;
+
+/** The episode filters (issue 18); null is "any". */
+export interface EpisodeFilters {
+  outcome: EpisodeQuery['outcome'] | null;
+  verifier: EpisodeQuery['verifier'] | null;
+  corrector: EpisodeQuery['corrector'] | null;
+  split: EpisodeQuery['split'] | null;
+  stepFrom: number | null;
+  stepTo: number | null;
+  search: string;
+}
+
+export const NO_EPISODE_FILTERS: EpisodeFilters = { outcome: null, verifier: null, corrector: null, split: null, stepFrom: null, stepTo: null, search: '' };
+
+export interface TurnFilters {
+  agent: string | null;
+  correct: boolean | null;
+  minReward: number | null;
+  maxReward: number | null;
+}
 
 export interface BrowserFilters {
   mode: 'episodes' | 'turns';

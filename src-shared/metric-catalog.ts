@@ -4,8 +4,8 @@
  * tooltips, the compare view's metric picker and band clipping, and the study report (issue 18,
  * "Every term explained where it appears").
  *
- * Pure TypeScript with no imports, so the renderer bundles it too (tsconfig.renderer.json lists
- * it): the browser and the engine read the same words.
+ * It lives in the pure shared layer (src-shared, no imports), so the browser and the engine read
+ * the same words.
  *
  * Keys are slash-namespaced (DESIGN.md): `<agent>/<name>` for training batches, `eval/…` for
  * held-out evaluation (with the scopes `sampled/`, `fixed/` and `control/<which>/`), `pretrain/…`

@@ -1,8 +1,11 @@
 /**
- * The Content Security Policy of the renderer, in one place for the three places that need it:
- * the <meta> tag in src-renderer/index.html (the only channel that works for file:// pages),
- * the response header main adds for http(s) pages (the dev server), and the dev-only variant
- * the build config swaps into the meta tag. A test keeps index.html in step with this function.
+ * The Content Security Policy of the renderer, in one place for every place that needs it: the
+ * <meta> tag in src-renderer/index.html (the only channel that works for file:// pages), the
+ * response header Electron's main adds for http(s) pages (the dev server), the header `marsrl
+ * serve` sends with every page, and the dev-only variant the build config swaps into the meta
+ * tag. A test keeps index.html in step with this function. It is in src-shared (pure, no
+ * imports) because the desktop shell and the HTTP server both need it and neither may import the
+ * other.
  *
  * The renderer needs nothing from anywhere else: no remote scripts, styles, fonts or images,
  * and no network (it talks to main over IPC). 'unsafe-inline' is kept out of style-src because

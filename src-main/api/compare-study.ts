@@ -10,16 +10,16 @@ import type {
   StudioApi,
   StudyDetail,
   StudySummary,
-} from '../../../src-preload/api';
+} from '#shared/contract';
 import fs from 'node:fs';
 import path from 'node:path';
-import { StudioError } from '../../api/errors';
-import type { EventHub } from '../../api/hub';
-import { collapseFlags, compareRuns, compareWarnings, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../compare';
-import { exportsDir } from '../paths';
-import type { Store, StudyRow } from '../store';
-import { expandMatrix, MatrixError, parseMatrix } from './matrix';
-import { createStudy, runStudy, studyProgress, type StudyLauncher } from './runner';
+import { StudioError } from '#shared/errors';
+import type { EventHub } from './hub';
+import { collapseFlags, compareRuns, compareWarnings, groupBand, groupLabel, loadRuns, runLine, UnknownRunError } from '../engine/compare';
+import { exportsDir } from '../engine/paths';
+import type { Store, StudyRow } from '../engine/store';
+import { expandMatrix, MatrixError, parseMatrix } from '../engine/study/matrix';
+import { createStudy, runStudy, studyProgress, type StudyLauncher } from '../engine/study/runner';
 
 type CompareStudyApi = Pick<StudioApi, 'compareRuns' | 'compareSeries' | 'listStudies' | 'getStudy' | 'startStudy' | 'exportStudyReport'>;
 
@@ -163,7 +163,7 @@ export function createCompareStudyApi(options: { store: Store; runs?: StudyRunCo
     async exportStudyReport(studyId, out) {
       if (!store.studies.get(studyId)) throw new StudioError('not_found', `study ${studyId} does not exist`);
       // Loaded on first use: ECharts and the rasterizer are only needed to write a report.
-      const { writeStudyReport, ReportPathError } = await import('./report');
+      const { writeStudyReport, ReportPathError } = await import('../engine/study/report');
       // A relative folder means the per-user exports folder, as for dataset exports.
       const folder = path.isAbsolute(out) ? out : path.join(exportsDir(), out);
       if (folder !== out) fs.mkdirSync(exportsDir(), { recursive: true });

@@ -3,10 +3,11 @@
  *
  * Three transports implement it by calling the same service functions (src-main/api):
  * Electron IPC (exposed on `window.studio` by the preload), HTTP + WebSocket (`marsrl serve`),
- * and direct calls in tests. The renderer imports this file with `import type` only; the
- * method list below is the one runtime value, shared by the preload and the HTTP client so that
- * a method added here is wired everywhere at once. Every payload is validated in main
- * (src-main/api/validate.ts) before use, because the renderer is not trusted.
+ * and direct calls in tests. It lives in src-shared, the pure layer under main, the preload and
+ * the renderer alike (issue 37): types, the method list and the IPC channel names, which are the
+ * only runtime values, shared by the preload and the HTTP client so that a method added here is
+ * wired everywhere at once. Every payload is validated in main (src-main/api/dispatch.ts) before
+ * use, because the renderer is not trusted.
  */
 
 export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'interrupted';
@@ -326,7 +327,7 @@ export interface EpisodeQuery {
   limit?: number;
   /** Also episodes of killed attempts whose steps a resume redid (left out by default). */
   includeSuperseded?: boolean;
-  /** Inclusive step range. */
+  /** Inclusive step range (with `step`, both apply). */
   stepFrom?: number;
   stepTo?: number;
   /** Whether the episode's final answer was right. */
@@ -335,9 +336,9 @@ export interface EpisodeQuery {
   verifier?: 'false_approve' | 'false_reject';
   /** Episodes where a Corrector fixed a wrong input, broke a right one, or kept its correctness. */
   corrector?: 'fixed' | 'broke' | 'unchanged';
-  /** Text in the question or in any turn's prompt or output. */
+  /** Text in the question or in any turn's prompt or output (case-insensitive for ASCII). */
   search?: string;
-  /** Only the last step with episodes (of `split`, when given). */
+  /** Only the last step with episodes (of `split`, when given): where a browser opens. */
   latestStep?: boolean;
 }
 
@@ -359,12 +360,16 @@ export interface EpisodeMatch {
 
 /** One statistic of an advantage's normalisation, with the turns it is over and its working. */
 export interface AdvantageStatistic {
+  /** 'group': every member; 'agent': the members of the turn's agent. */
   scope: 'group' | 'agent';
   symbol: string;
+  /** The turns the statistic is over, by id. */
   turnIds: number[];
   count: number;
   value: number;
+  /** How it was computed, with the numbers: "(1 + 0 + 1 + 1) / 4 = 0.75". */
   working: string;
+  /** Set when the one-sample rule replaced the statistic. */
   singleSample: string | null;
 }
 
@@ -374,17 +379,24 @@ export interface AdvantageExplanation {
   agent: string;
   mode: string;
   groupKey: string;
+  /** Every member of the group: the turn's own and the other agents' turns of the same prompt. */
   members: { turnId: number; agent: string; reward: number; advantage: number }[];
   reward: number;
   baseline: AdvantageStatistic;
+  /** Null when the mode does not divide (no-std). */
   scale: AdvantageStatistic | null;
   std: 'unbiased' | 'population';
   eps: number;
+  /** The mode's formula in symbols: "A = (R − μ_k) / (σ_k + ε)". */
   formula: string;
+  /** The formula with this turn's numbers, ending in the value they give. */
   substituted: string;
+  /** The class-balance weight the normalised value was multiplied by (1 when none). */
   weight: number;
+  /** The value the numbers give (normalised × weight) and the stored one; they agree to rounding. */
   recomputed: number;
   stored: number;
+  /** The μ and σ the trainer stored with the advantage, for comparison. */
   storedMu: number;
   storedSigma: number;
 }
@@ -477,13 +489,16 @@ export interface CompareMetric {
   unit: 'fraction' | 'ratio' | 'count' | 'per_s' | 'seconds';
 }
 
+/** A metric over a group's runs (one value per seed). */
 export interface CompareStats {
   n: number;
   mean: number;
+  /** Unbiased sample std (N − 1); 0 for n = 1. */
   std: number;
   min: number;
   max: number;
   median: number;
+  /** Half-width of the two-sided 95% t interval of the mean; null for n < 2. */
   ci95: number | null;
 }
 
@@ -492,9 +507,12 @@ export interface CompareRunRow {
   name: string;
   status: string;
   seed: number;
+  /** The run's group label (values of the group-by keys joined by " / "), or null when ungrouped. */
   group: string | null;
   values: Record<string, number | null>;
+  /** Metric id → the store key the value came from, where it can vary (precision, fix rate). */
   sources: Record<string, string>;
+  /** Value − baseline run's value; null where either is missing. */
   delta: Record<string, number | null>;
   /** Agents of this run that collapsed to one output (empty when none). */
   collapse: CollapseFlag[];
@@ -502,10 +520,12 @@ export interface CompareRunRow {
 
 export interface CompareGroupRow {
   label: string;
+  /** group-by key → value. */
   values: Record<string, string>;
   runIds: number[];
   seeds: number[];
   stats: Record<string, CompareStats | null>;
+  /** Mean − baseline group's mean. */
   delta: Record<string, number | null>;
   /** exceeds: seed ranges do not overlap (null for the baseline or < 2 seeds); chance: 2 / C(nA + nB, nA). */
   spread: Record<string, { exceeds: boolean | null; chance: number | null }>;
@@ -796,6 +816,12 @@ export const PICK_FOLDER_CHANNEL = 'studio:pick-folder';
 export const STUDIO_IPC_CHANNEL = 'studio:call';
 /** The IPC channel main pushes StudioEvents on. */
 export const STUDIO_EVENT_CHANNEL = 'studio:event';
+
+/**
+ * What main answers a call on STUDIO_IPC_CHANNEL with: the value, or the error's shape (an
+ * exception escaping ipcMain.handle would lose its code; src-preload/bridge.ts rethrows it).
+ */
+export type StudioIpcReply = { ok: true; value: unknown } | { ok: false; error: StudioErrorShape };
 
 /** What the preload exposes: the API plus a subscription to pushed events. */
 export interface StudioBridge extends StudioApi {

@@ -1,4 +1,9 @@
-import type { ConfigIssue, StudioErrorShape } from '../../src-preload/api';
+/**
+ * The StudioApi's error: thrown by the API, the runner and the CLI, and sent across IPC and HTTP
+ * as its shape (contract.ts, StudioErrorShape). Here, below all of them, so that the runner
+ * throws it without importing the API above it (issue 37).
+ */
+import type { ConfigIssue, StudioErrorShape } from './contract';
 
 /** An error meant for the caller of the StudioApi: its message is safe and useful to show. */
 export class StudioError extends Error {

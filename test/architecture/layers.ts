@@ -1,0 +1,162 @@
+/**
+ * Which code may import which (issue 37, "imports that point one way"): the layer table the
+ * guard in layers.test.ts checks every import of the repository against. Data only.
+ *
+ * Read it top down: a layer may import itself and the layers it names, nothing else. Processes
+ * first (the renderer and the preload reach main only through the shared contract), then main's
+ * layers from the edges (electron, cli, server) down to the engine, then the engine's and the
+ * renderer's folders by tier: a folder imports only folders of lower tiers, never one of its own
+ * tier or above (files of one folder import each other freely). A file that no layer or tier
+ * claims fails the guard, so a new folder is placed here when it is made.
+ */
+
+export type PackageRule =
+  /** No package and no Node built-in at all: pure TypeScript (src-shared). */
+  | 'nothing'
+  /** Packages, but no Node built-in and not electron (the browser-side processes). */
+  | 'browser'
+  /** Anything but electron (Node code that also runs in the CLI, `marsrl serve` and the tests). */
+  | 'no-electron'
+  | 'anything';
+
+export interface Layer {
+  name: string;
+  /** Folder prefixes (ending in /) or single files, repository-relative. The longest match wins. */
+  paths: string[];
+  /** The other layers it may import ('*': any layer of the repository). */
+  mayImport: string[] | '*';
+  packages: PackageRule;
+  /** Packages allowed despite `packages` (the preload's electron). */
+  alsoPackages?: string[];
+  /** Why the layer sits where it does, for the failure message. */
+  why: string;
+}
+
+const SRC_LAYERS = ['electron', 'cli', 'server', 'app', 'api', 'runner', 'engine', 'shared', 'preload', 'renderer'];
+
+export const LAYERS: Layer[] = [
+  { name: 'shared', paths: ['src-shared/'], mayImport: [], packages: 'nothing', why: 'src-shared is the pure layer main, preload and renderer all import: it imports nothing outside itself (no Node, no electron, no DOM, no package)' },
+  { name: 'preload', paths: ['src-preload/'], mayImport: ['shared'], packages: 'browser', alsoPackages: ['electron'], why: 'the preload is only the bridge: electron and the shared contract' },
+  { name: 'renderer', paths: ['src-renderer/'], mayImport: ['shared'], packages: 'browser', why: 'the renderer runs sandboxed in a browser: it reaches main only through window.studio and the shared contract, never src-main or Node' },
+  { name: 'electron', paths: ['src-main/electron/', 'src-main/index.ts'], mayImport: ['app', 'api', 'runner', 'engine', 'shared'], packages: 'anything', why: 'the desktop shell sits on the API, the runner and the engine' },
+  { name: 'cli', paths: ['src-main/cli/'], mayImport: ['server', 'app', 'api', 'runner', 'engine', 'shared'], packages: 'no-electron', why: 'the CLI is an edge: it may start the server (`marsrl serve`) and use every layer below' },
+  { name: 'server', paths: ['src-main/server/'], mayImport: ['app', 'api', 'runner', 'engine', 'shared'], packages: 'no-electron', why: 'the HTTP server is an edge beside the desktop shell, never on it' },
+  { name: 'app', paths: ['src-main/app/'], mayImport: ['api', 'runner', 'engine', 'shared'], packages: 'no-electron', why: 'the composition root wires the API, the runner and the store for every edge' },
+  { name: 'api', paths: ['src-main/api/'], mayImport: ['runner', 'engine', 'shared'], packages: 'no-electron', why: 'the StudioApi is implemented over the runner and the engine' },
+  { name: 'runner', paths: ['src-main/runner/'], mayImport: ['engine', 'shared'], packages: 'no-electron', why: 'the runner (run manager, workers) drives the engine and knows nothing of the API above it' },
+  { name: 'engine', paths: ['src-main/engine/'], mayImport: ['shared'], packages: 'no-electron', why: 'the engine is plain Node under the runner and the API: it never imports them, electron or an edge' },
+  { name: 'bench', paths: ['bench/', 'src-main/bench/'], mayImport: SRC_LAYERS, packages: 'anything', why: 'benchmarks may drive anything in the sources, and nothing in the sources imports them' },
+  { name: 'tooling', paths: ['test/', 'bin/', 'scripts/', 'electron.vite.config.ts', 'vitest.config.ts', 'eslint.config.js'], mayImport: '*', packages: 'anything', why: 'tests, entry scripts and build configuration may import anything; nothing in the sources imports them' },
+];
+
+export interface Tiers {
+  /** The layer whose folders are ranked, and the folder they sit in. */
+  layer: string;
+  root: string;
+  /** Lowest tier first. A unit is the first path segment under root, a file's without its extension. */
+  tiers: string[][];
+  why: string;
+}
+
+/**
+ * The engine's folders for the target layout of issue 37: leaves at the bottom (utilities, the
+ * store), the schema's config type low enough that every part may read it, the model families
+ * above the model seam, training above everything it drives. Phase B of the issue adds its new
+ * folders (the vocabulary leaf, preflight, the run shell, checkpoints above the model families)
+ * here when it makes them.
+ */
+export const ENGINE_TIERS: Tiers = {
+  layer: 'engine',
+  root: 'src-main/engine/',
+  tiers: [
+    ['util', 'resources'],
+    ['paths', 'version', 'metrics'],
+    ['config', 'store'],
+    ['model', 'rl'],
+    ['agents'],
+    ['tasks'],
+    ['hf'],
+    ['served', 'compare', 'export', 'rejudge'],
+    ['training', 'study'],
+  ],
+  why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
+};
+
+/** The renderer's folders: pure helpers, then state (stores, the router), then components, views, the app. */
+export const RENDERER_TIERS: Tiers = {
+  layer: 'renderer',
+  root: 'src-renderer/src/',
+  tiers: [['util', 'charts', 'api', 'styles', 'env'], ['stores', 'router'], ['components'], ['views'], ['App'], ['main']],
+  why: 'renderer folders import only folders of a lower tier (test/architecture/layers.ts, RENDERER_TIERS)',
+};
+
+export const TIERS: Tiers[] = [ENGINE_TIERS, RENDERER_TIERS];
+
+/**
+ * Today's known violations, each removed by a named later step of issue 37. The guard fails on
+ * any violation not listed here and on any entry that no longer occurs, so the list only shrinks:
+ * whoever removes an edge deletes its entry.
+ */
+export interface KnownViolation {
+  from: string;
+  to: string;
+  removedBy: string;
+}
+
+const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and problem types) and a pure schema';
+const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
+const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
+const B_RUN_SHELL = 'phase B: training split, one run shell; endpoint clients apart from the system run';
+const A2_BENCH = 'phase A2: benchmarks out of src-main into bench/, run by `npm run bench` (no CLI bench command)';
+
+export const KNOWN_VIOLATIONS: KnownViolation[] = [
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/store.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/export.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/model.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/ui.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/reliability.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hf.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/pipeline.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/math-answer.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hostile.ts', removedBy: A2_BENCH },
+  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/serve.ts', removedBy: A2_BENCH },
+  { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
+  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
+  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/math-answer.ts', removedBy: B_VOCABULARY },
+  { from: 'src-main/engine/config/hf-folder.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/load.ts', to: 'src-main/engine/tasks/jsonl.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/lora-settings.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/agents/prompts.ts', removedBy: B_VOCABULARY },
+  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/tasks/math-data.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/model/size-limits.ts', removedBy: B_PREFLIGHT },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/load.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/lora.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/model.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/safetensors.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/tokenizer.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/gpu-memory.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/model/size-limits.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
+  { from: 'src-main/engine/served/config.ts', to: 'src-main/engine/training/run-support.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/roles.ts', to: 'src-main/engine/training/rollout.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/evaluate.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/policies.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/rollout.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/run-support.ts', removedBy: B_RUN_SHELL },
+  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/trainer.ts', removedBy: B_RUN_SHELL },
+];
+
+/** Today's known import cycles (the files of each strongly connected component, sorted), with what removes them. */
+export interface KnownCycle {
+  files: string[];
+  removedBy: string;
+}
+
+export const KNOWN_CYCLES: KnownCycle[] = [
+  { files: ['src-main/bench/reliability.ts', 'src-main/cli/commands/bench.ts', 'src-main/cli/main.ts'], removedBy: A2_BENCH },
+  { files: ['src-main/engine/agents/formats.ts', 'src-main/engine/agents/prompts.ts', 'src-main/engine/tasks/types.ts'], removedBy: B_VOCABULARY },
+  { files: ['src-main/engine/config/schema.ts', 'src-main/engine/config/size-check.ts'], removedBy: B_PREFLIGHT },
+];
+
