@@ -75,7 +75,7 @@ export function listSourceFiles(root: string): string[] {
 }
 
 /** The script blocks of a .vue file, each with the line it starts on (to report lines of the file). */
-function vueScripts(file: string, text: string): { code: string; lineOffset: number; lang: string }[] {
+export function vueScripts(file: string, text: string): { code: string; lineOffset: number; lang: string }[] {
   const { descriptor, errors } = parseSfc(text, { filename: file });
   if (errors.length > 0) throw new Error(`${file}: the .vue file does not parse: ${String(errors[0])}`);
   return [descriptor.script, descriptor.scriptSetup]
