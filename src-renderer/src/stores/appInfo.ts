@@ -2,19 +2,15 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import type { AppInfo } from '#shared/contract';
-import { errorMessage, studioClient } from '../api/client';
+import { studioClient } from '../api/client';
+import { readInto } from './common/requests';
 
 export const useAppInfoStore = defineStore('appInfo', () => {
   const info = ref<AppInfo | null>(null);
   const error = ref<string | null>(null);
 
   async function load(): Promise<void> {
-    try {
-      info.value = await studioClient().appInfo();
-      error.value = null;
-    } catch (caught) {
-      error.value = errorMessage(caught);
-    }
+    await readInto(error, () => studioClient().appInfo(), (value) => (info.value = value));
   }
 
   return { info, error, load };

@@ -6,8 +6,9 @@
  */
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
-import type { CompareBand, CompareResult, CompareSeriesResult, CompareXAxis, StudioEvent } from '#shared/contract';
+import type { CompareBand, CompareResult, CompareSeriesResult, CompareXAxis } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
+import { liveRefresh } from '../api/liveRefresh';
 
 /** Keys offered first in the group-by picker (the studies the product is for). */
 export const COMMON_GROUP_KEYS = ['reward.scheme', 'advantage.mode', 'sharing', 'rollout.selection', 'pipeline.mode'];
@@ -111,25 +112,11 @@ export const useCompareStore = defineStore('compare', () => {
   }
 
   // Live runs: a step or a status change of a compared run refreshes the view, at most every 2 s.
-  let stopFollowing: (() => void) | null = null;
-  let pending: ReturnType<typeof setTimeout> | null = null;
-  function applyEvent(event: StudioEvent): void {
-    if ((event.type === 'run-progress' || event.type === 'run-status') && runIds.value.includes(event.runId) && pending === null) {
-      pending = setTimeout(() => {
-        pending = null;
-        void refresh();
-      }, 2000);
-    }
-  }
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-    if (pending) clearTimeout(pending);
-    pending = null;
-  }
+  const { follow, unfollow } = liveRefresh({
+    delayMs: 2000,
+    wants: (event) => (event.type === 'run-progress' || event.type === 'run-status') && runIds.value.includes(event.runId),
+    refresh: () => void refresh(),
+  });
 
   return { follow, unfollow, runIds, studyId, metricKey, extraMetrics, extraSeries, xAxis, groupBy, band, smoothing, baselineRunId, baselineGroup, result, series, keys, loading, error, open, refresh, loadKeys };
 });

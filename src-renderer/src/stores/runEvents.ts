@@ -2,7 +2,9 @@
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
 import type { RunEvent, StudioEvent } from '#shared/contract';
-import { errorMessage, studioClient } from '../api/client';
+import { studioClient } from '../api/client';
+import { eventFollower } from './common/events';
+import { newestWins } from './common/requests';
 
 export type LevelFilter = 'all' | 'warning' | 'error';
 
@@ -13,7 +15,7 @@ export const useRunEventsStore = defineStore('runEvents', () => {
   const loading = ref(false);
   const error = ref<string | null>(null);
   let cursor: number | null = null;
-  let generation = 0;
+  const requests = newestWins(error);
 
   const visible = computed(() =>
     level.value === 'all' ? events.value : events.value.filter((e) => (level.value === 'error' ? e.level === 'error' : e.level !== 'info')),
@@ -33,42 +35,30 @@ export const useRunEventsStore = defineStore('runEvents', () => {
   }
 
   async function open(id: number): Promise<void> {
-    const mine = ++generation;
+    const request = requests.begin();
     if (runId.value !== id) {
       runId.value = id;
       events.value = [];
     }
     cursor = 0;
-    loading.value = true;
-    try {
+    await request.run(loading, async () => {
       // Pages until the end: logs are short (errors, warnings, checkpoints), and the list is
       // virtualised, so even tens of thousands of rows stay cheap.
       while (cursor !== null) {
         const page = await studioClient().listEvents(id, cursor);
-        if (mine !== generation) return;
+        if (request.stale()) return;
         merge(page.items);
         cursor = page.nextCursor;
       }
       error.value = null;
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    } finally {
-      if (mine === generation) loading.value = false;
-    }
+    });
   }
 
   function applyEvent(event: StudioEvent): void {
     if (event.type === 'event' && event.runId === runId.value) merge([event.event]);
   }
 
-  let stopFollowing: (() => void) | null = null;
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-  }
+  const { follow, unfollow } = eventFollower(applyEvent);
 
   return { runId, events, visible, counts, level, loading, error, open, applyEvent, follow, unfollow };
 });

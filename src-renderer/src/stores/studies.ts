@@ -6,31 +6,22 @@
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 import type { StartStudyRequest, StudioEvent, StudyDetail, StudyReportResult, StudySummary } from '#shared/contract';
-import { errorMessage, studioClient } from '../api/client';
+import { studioClient } from '../api/client';
+import { eventFollower } from './common/events';
+import { readInto } from './common/requests';
 
 export const useStudiesStore = defineStore('studies', () => {
   const studies = shallowRef<StudySummary[]>([]);
   const detail = shallowRef<StudyDetail | null>(null);
   const error = ref<string | null>(null);
   const report = shallowRef<StudyReportResult | null>(null);
-  let stopFollowing: (() => void) | null = null;
 
   async function loadList(): Promise<void> {
-    try {
-      studies.value = await studioClient().listStudies();
-      error.value = null;
-    } catch (caught) {
-      error.value = errorMessage(caught);
-    }
+    await readInto(error, () => studioClient().listStudies(), (list) => (studies.value = list));
   }
 
   async function open(studyId: number): Promise<void> {
-    try {
-      detail.value = await studioClient().getStudy(studyId);
-      error.value = null;
-    } catch (caught) {
-      error.value = errorMessage(caught);
-    }
+    await readInto(error, () => studioClient().getStudy(studyId), (study) => (detail.value = study));
   }
 
   function applyEvent(event: StudioEvent): void {
@@ -42,14 +33,7 @@ export const useStudiesStore = defineStore('studies', () => {
     }
   }
 
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-  }
+  const { follow, unfollow } = eventFollower(applyEvent);
 
   /** Launches a study; the caller shows the field errors the server names. */
   async function start(request: StartStudyRequest): Promise<number> {
@@ -60,12 +44,7 @@ export const useStudiesStore = defineStore('studies', () => {
 
   async function exportReport(studyId: number, out: string): Promise<void> {
     report.value = null;
-    try {
-      report.value = await studioClient().exportStudyReport(studyId, out);
-      error.value = null;
-    } catch (caught) {
-      error.value = errorMessage(caught);
-    }
+    await readInto(error, () => studioClient().exportStudyReport(studyId, out), (written) => (report.value = written));
   }
 
   return { studies, detail, error, report, loadList, open, follow, unfollow, start, exportReport };

@@ -2,8 +2,9 @@
 import { defineStore } from 'pinia';
 import { markRaw, ref, shallowRef } from 'vue';
 import type { TimelineSpan } from '#shared/contract';
-import { errorMessage, studioClient } from '../api/client';
+import { studioClient } from '../api/client';
 import { liveRefresh } from '../api/liveRefresh';
+import { newestWins } from './common/requests';
 
 const LIVE_REFRESH_MS = 2000;
 
@@ -12,25 +13,20 @@ export const useTimelineStore = defineStore('timeline', () => {
   const spans = shallowRef<readonly TimelineSpan[]>([]);
   const loading = ref(false);
   const error = ref<string | null>(null);
-  let generation = 0;
+  const requests = newestWins(error);
 
   async function open(id: number): Promise<void> {
-    const mine = ++generation;
+    const request = requests.begin();
     if (runId.value !== id) {
       runId.value = id;
       spans.value = [];
     }
-    loading.value = true;
-    try {
+    await request.run(loading, async () => {
       const result = await studioClient().getTimeline(id);
-      if (mine !== generation) return;
+      if (request.stale()) return;
       spans.value = markRaw(result);
       error.value = null;
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    } finally {
-      if (mine === generation) loading.value = false;
-    }
+    });
   }
 
   const { follow, unfollow } = liveRefresh({
