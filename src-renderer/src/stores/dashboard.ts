@@ -4,13 +4,17 @@
  * spike survives at any zoom) and refetched when the run reports progress, at most once per
  * `LIVE_REFRESH_MS`, or twice the time the last refresh took, so neither a fast trainer nor a
  * long run (every refresh reads every point of every series) can keep the server busy.
+ *
+ * Read top to bottom: reading the series, pacing the live refresh, then the store.
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
 import type { DownsampleMethod, RunDetail, SeriesXAxis, StudioEvent } from '#shared/contract';
-import { errorMessage, studioClient } from '../api/client';
+import { studioClient } from '../api/client';
 import { metricSections } from '../charts/metricPanels';
 import type { Points } from '../charts/lineOption';
+import { eventFollower } from './common/events';
+import { newestWins } from './common/requests';
 
 export const LIVE_REFRESH_MS = 1000;
 /** Points per series: about one per horizontal pixel of a dashboard panel. */
@@ -20,6 +24,68 @@ const DETAIL_EVENTS = ['stop_requested', 'resumed', 'checkpoint_unusable', 'chec
 
 /** The API takes at most this many keys per call. */
 const KEYS_PER_CALL = 64;
+
+/** What every series of a refresh is read with. */
+interface SeriesRead {
+  runId: number;
+  xAxis: SeriesXAxis;
+  downsample: Exclude<DownsampleMethod, 'none'>;
+}
+
+/**
+ * The series of `keys`, KEYS_PER_CALL at a time, each call with the view options `read()` gives
+ * then; null once `stale()` (a newer read began meanwhile).
+ */
+async function readSeries(read: () => SeriesRead, keys: readonly string[], stale: () => boolean): Promise<{ series: Map<string, Points>; totals: Map<string, number> } | null> {
+  const series = new Map<string, Points>();
+  const totals = new Map<string, number>();
+  for (let i = 0; i < keys.length; i += KEYS_PER_CALL) {
+    const chunk = keys.slice(i, i + KEYS_PER_CALL);
+    const { runId, xAxis, downsample } = read();
+    const result = await studioClient().getSeries({ runId, keys: [...chunk], maxPoints: SERIES_POINTS, xAxis, downsample });
+    if (stale()) return null;
+    for (const s of result) {
+      series.set(s.key, markRaw(s.points));
+      totals.set(s.key, s.totalPoints);
+    }
+  }
+  return { series, totals };
+}
+
+/**
+ * `refresh` paced for a run that trains: at most once per `minMs`, or twice the time the last
+ * refresh took, and one at a time; a request made meanwhile waits for the next slot.
+ */
+function pacedRefresh(refresh: () => Promise<void>, minMs: number): { schedule(): void; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let lastStart = 0;
+  let lastDuration = 0;
+  let refreshing = false;
+  function schedule(): void {
+    if (timer) return;
+    const interval = Math.max(minMs, 2 * lastDuration);
+    const wait = Math.max(0, lastStart + interval - Date.now());
+    timer = setTimeout(() => {
+      timer = null;
+      // One refresh at a time; progress that arrives meanwhile is picked up by the next one.
+      if (refreshing) {
+        schedule();
+        return;
+      }
+      refreshing = true;
+      lastStart = Date.now();
+      void refresh().finally(() => {
+        refreshing = false;
+        lastDuration = Date.now() - lastStart;
+      });
+    }, wait);
+  }
+  function cancel(): void {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  }
+  return { schedule, cancel };
+}
 
 export const useDashboardStore = defineStore('dashboard', () => {
   const runId = ref<number | null>(null);
@@ -45,39 +111,28 @@ export const useDashboardStore = defineStore('dashboard', () => {
   });
   const currentStep = computed(() => progress.value?.step ?? detail.value?.lastStep ?? null);
 
-  let generation = 0;
+  const requests = newestWins(error);
 
-  async function fetchSeries(id: number, list: readonly string[], mine: number): Promise<void> {
-    const next = new Map<string, Points>();
-    const counts = new Map<string, number>();
-    for (let i = 0; i < list.length; i += KEYS_PER_CALL) {
-      const chunk = list.slice(i, i + KEYS_PER_CALL);
-      const result = await studioClient().getSeries({ runId: id, keys: [...chunk], maxPoints: SERIES_POINTS, xAxis: xAxis.value, downsample: downsample.value });
-      if (mine !== generation) return;
-      for (const s of result) {
-        next.set(s.key, markRaw(s.points));
-        counts.set(s.key, s.totalPoints);
-      }
-    }
-    series.value = markRaw(next);
-    totals.value = markRaw(counts);
+  async function fetchSeries(id: number, list: readonly string[], stale: () => boolean): Promise<void> {
+    const read = await readSeries(() => ({ runId: id, xAxis: xAxis.value, downsample: downsample.value }), list, stale);
+    if (!read) return;
+    series.value = markRaw(read.series);
+    totals.value = markRaw(read.totals);
     lastUpdate.value = Date.now();
   }
 
   async function refresh(): Promise<void> {
     const id = runId.value;
     if (id === null) return;
-    const mine = ++generation;
-    try {
+    const request = requests.begin();
+    await request.run(null, async () => {
       const [run, list] = await Promise.all([studioClient().getRun(id), studioClient().listMetricKeys(id)]);
-      if (mine !== generation) return;
+      if (request.stale()) return;
       detail.value = markRaw(run);
       keys.value = markRaw(list);
-      await fetchSeries(id, list, mine);
-      if (mine === generation) error.value = null;
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    }
+      await fetchSeries(id, list, request.stale);
+      if (!request.stale()) error.value = null;
+    });
   }
 
   async function open(id: number): Promise<void> {
@@ -101,37 +156,11 @@ export const useDashboardStore = defineStore('dashboard', () => {
   async function refetchSeries(): Promise<void> {
     const id = runId.value;
     if (id === null) return;
-    const mine = ++generation;
-    try {
-      await fetchSeries(id, keys.value, mine);
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    }
+    const request = requests.begin();
+    await request.run(null, () => fetchSeries(id, keys.value, request.stale));
   }
 
-  let liveTimer: ReturnType<typeof setTimeout> | null = null;
-  let lastLive = 0;
-  let lastDuration = 0;
-  let refreshing = false;
-  function scheduleLiveRefresh(): void {
-    if (liveTimer) return;
-    const interval = Math.max(LIVE_REFRESH_MS, 2 * lastDuration);
-    const wait = Math.max(0, lastLive + interval - Date.now());
-    liveTimer = setTimeout(() => {
-      liveTimer = null;
-      // One refresh at a time; progress that arrives meanwhile is picked up by the next one.
-      if (refreshing) {
-        scheduleLiveRefresh();
-        return;
-      }
-      refreshing = true;
-      lastLive = Date.now();
-      void refresh().finally(() => {
-        refreshing = false;
-        lastDuration = Date.now() - lastLive;
-      });
-    }, wait);
-  }
+  const live = pacedRefresh(refresh, LIVE_REFRESH_MS);
 
   function applyEvent(event: StudioEvent): void {
     if (runId.value === null || !('runId' in event) || event.runId !== runId.value) return;
@@ -140,22 +169,13 @@ export const useDashboardStore = defineStore('dashboard', () => {
       // the last known step until a later one arrives, so the counter never flashes "0 / N" (issue 18).
       const known = progress.value?.step ?? detail.value?.lastStep ?? null;
       progress.value = { step: known === null ? event.step : Math.max(known, event.step), totalSteps: event.totalSteps };
-      scheduleLiveRefresh();
+      live.schedule();
     } else if (event.type === 'run-status' || event.type === 'run-updated' || (event.type === 'event' && DETAIL_EVENTS.includes(event.event.kind))) {
-      scheduleLiveRefresh();
+      live.schedule();
     }
   }
 
-  let stopFollowing: (() => void) | null = null;
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent(applyEvent);
-  }
-  function unfollow(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-    if (liveTimer) clearTimeout(liveTimer);
-    liveTimer = null;
-  }
+  const { follow, unfollow } = eventFollower(applyEvent, live.cancel);
 
   return {
     runId,

@@ -1,11 +1,16 @@
 /**
  * The runs list: newest first, fetched a page at a time with the keyset cursor the store
  * returns (`beforeId`), so paging stays fast however many runs the database holds.
+ *
+ * Read top to bottom: sorting, the pages, the table's view of them, the changes that patch
+ * single rows (edits and pushed events), and the store composing the three.
  */
 import { defineStore } from 'pinia';
-import { computed, ref, shallowRef } from 'vue';
-import type { RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '#shared/contract';
+import { computed, ref, shallowRef, type Ref, type ShallowRef } from 'vue';
+import type { ListRunsQuery, RunDetail, RunStatus, RunSummary, RunUpdate, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
+import { eventFollower } from './common/events';
+import { newestWins } from './common/requests';
 
 export const RUNS_PAGE_SIZE = 100;
 /** Where the table's chosen config columns are kept between sessions (as W&B keeps its column set). */
@@ -71,7 +76,19 @@ function summaryOf(detail: RunDetail): RunSummary {
   return summary;
 }
 
-export const useRunsStore = defineStore('runs', () => {
+function runsQuery(filters: RunFilters, configColumns: string[], beforeId?: number): ListRunsQuery {
+  const search = filters.search.trim();
+  return {
+    limit: RUNS_PAGE_SIZE,
+    ...(beforeId !== undefined ? { beforeId } : {}),
+    ...(filters.status ? { status: filters.status } : {}),
+    ...(search ? { search } : {}),
+    ...(configColumns.length > 0 ? { configPaths: configColumns } : {}),
+  };
+}
+
+/** The loaded rows, newest first, a page at a time for the filters and config columns asked. */
+function runPages(error: Ref<string | null>) {
   // Replaced, never mutated in place: a shallowRef keeps Vue from deep-proxying thousands of rows.
   const runs = shallowRef<readonly RunSummary[]>([]);
   const nextCursor = ref<number | null>(null);
@@ -79,88 +96,40 @@ export const useRunsStore = defineStore('runs', () => {
   const loading = ref(false);
   const loadingMore = ref(false);
   const loaded = ref(false);
-  const error = ref<string | null>(null);
-
-  const sort = ref<RunSort>({ key: 'id', descending: true });
-  /** Narrowing on columns the API does not filter on, applied to the loaded rows. */
-  const columnFilters = ref<{ rewardScheme: string | null; advantageMode: string | null }>({ rewardScheme: null, advantageMode: null });
-
   /** Config paths shown as extra columns, in the order they were added. */
   const configColumns = ref<string[]>(savedConfigColumns());
+  // A refresh started while an older request is still out wins: the older answer is dropped.
+  const requests = newestWins(error);
 
   const hasMore = computed(() => nextCursor.value !== null);
-  const visibleRuns = computed(() => {
-    const { rewardScheme, advantageMode } = columnFilters.value;
-    const narrowed = rewardScheme || advantageMode
-      ? runs.value.filter((r) => (!rewardScheme || r.rewardScheme === rewardScheme) && (!advantageMode || r.advantageMode === advantageMode))
-      : runs.value;
-    return sort.value.key === 'id' && sort.value.descending ? narrowed : sortRuns(narrowed, sort.value);
-  });
-  const columnValues = computed(() => ({
-    rewardScheme: [...new Set(runs.value.map((r) => r.rewardScheme).filter(Boolean))].sort(),
-    advantageMode: [...new Set(runs.value.map((r) => r.advantageMode).filter(Boolean))].sort(),
-  }));
   const isFiltered = computed(() => filters.value.status !== null || filters.value.search.trim() !== '');
-
-  // A refresh started while an older request is still out wins: the older answer is dropped,
-  // otherwise a slow page for stale filters could overwrite the fresh one.
-  let generation = 0;
-
-  function query(beforeId?: number) {
-    const search = filters.value.search.trim();
-    return {
-      limit: RUNS_PAGE_SIZE,
-      ...(beforeId !== undefined ? { beforeId } : {}),
-      ...(filters.value.status ? { status: filters.value.status } : {}),
-      ...(search ? { search } : {}),
-      ...(configColumns.value.length > 0 ? { configPaths: configColumns.value } : {}),
-    };
-  }
-
-  /** Shows these config paths as columns, remembers the choice, and reloads the rows with their values. */
-  async function setConfigColumns(paths: string[]): Promise<void> {
-    configColumns.value = [...new Set(paths)].slice(0, 32);
-    globalThis.localStorage?.setItem(CONFIG_COLUMNS_STORAGE_KEY, JSON.stringify(configColumns.value));
-    await refresh();
-  }
+  const query = (beforeId?: number) => runsQuery(filters.value, configColumns.value, beforeId);
 
   async function refresh(): Promise<void> {
-    const mine = ++generation;
-    loading.value = true;
+    const request = requests.begin();
     error.value = null;
-    try {
+    await request.run(loading, async () => {
       const page = await studioClient().listRuns(query());
-      if (mine !== generation) return;
+      if (request.stale()) return;
       runs.value = page.items;
       nextCursor.value = page.nextCursor;
       loaded.value = true;
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    } finally {
-      if (mine === generation) loading.value = false;
-    }
+    });
   }
 
   async function loadMore(): Promise<void> {
     const cursor = nextCursor.value;
     if (cursor === null || loadingMore.value || loading.value) return;
-    const mine = generation;
+    const request = requests.join();
     loadingMore.value = true;
-    try {
+    await request.run(null, async () => {
       const page = await studioClient().listRuns(query(cursor));
-      if (mine !== generation) return;
+      if (request.stale()) return;
       runs.value = [...runs.value, ...page.items];
       nextCursor.value = page.nextCursor;
-    } catch (caught) {
-      if (mine === generation) error.value = errorMessage(caught);
-    } finally {
-      loadingMore.value = false;
-    }
-  }
-
-  function setFilters(next: Partial<RunFilters>): Promise<void> {
-    filters.value = { ...filters.value, ...next };
-    return refresh();
+    });
+    // Unlike `loading`, cleared even when a refresh overtook this page: no other request clears it.
+    loadingMore.value = false;
   }
 
   /** Every remaining page (up to SORT_LOAD_LIMIT runs), so a sort covers all runs. */
@@ -172,12 +141,75 @@ export const useRunsStore = defineStore('runs', () => {
     }
   }
 
+  /**
+   * New runs go on top without reloading: the user may have paged far down, and a reload would
+   * throw those pages away. Only runs newer than the newest shown are added.
+   */
+  async function addNewerRuns(): Promise<void> {
+    const request = requests.join();
+    const page = await studioClient().listRuns(query());
+    if (request.stale()) return;
+    const newestShown = runs.value[0]?.id ?? 0;
+    const newer = page.items.filter((run) => run.id > newestShown);
+    if (newer.length > 0) runs.value = [...newer, ...runs.value];
+    // A list that was empty had no cursor yet; this page is now its first.
+    if (runs.value.length === newer.length) nextCursor.value = page.nextCursor;
+  }
+
+  function setFilters(next: Partial<RunFilters>): Promise<void> {
+    filters.value = { ...filters.value, ...next };
+    return refresh();
+  }
+
+  /** Shows these config paths as columns, remembers the choice, and reloads the rows with their values. */
+  async function setConfigColumns(paths: string[]): Promise<void> {
+    configColumns.value = [...new Set(paths)].slice(0, 32);
+    globalThis.localStorage?.setItem(CONFIG_COLUMNS_STORAGE_KEY, JSON.stringify(configColumns.value));
+    await refresh();
+  }
+
+  return { runs, nextCursor, filters, loading, loadingMore, loaded, configColumns, hasMore, isFiltered, refresh, loadMore, loadAll, addNewerRuns, setFilters, setConfigColumns };
+}
+
+/** How the table shows the loaded rows: sorted by a column, narrowed on columns the API does not filter on. */
+function runTable(runs: ShallowRef<readonly RunSummary[]>, loadAll: () => Promise<void>) {
+  const sort = ref<RunSort>({ key: 'id', descending: true });
+  /** Narrowing on columns the API does not filter on, applied to the loaded rows. */
+  const columnFilters = ref<{ rewardScheme: string | null; advantageMode: string | null }>({ rewardScheme: null, advantageMode: null });
+
+  const visibleRuns = computed(() => {
+    const { rewardScheme, advantageMode } = columnFilters.value;
+    const narrowed = rewardScheme || advantageMode
+      ? runs.value.filter((r) => (!rewardScheme || r.rewardScheme === rewardScheme) && (!advantageMode || r.advantageMode === advantageMode))
+      : runs.value;
+    return sort.value.key === 'id' && sort.value.descending ? narrowed : sortRuns(narrowed, sort.value);
+  });
+  const columnValues = computed(() => ({
+    rewardScheme: [...new Set(runs.value.map((r) => r.rewardScheme).filter(Boolean))].sort(),
+    advantageMode: [...new Set(runs.value.map((r) => r.advantageMode).filter(Boolean))].sort(),
+  }));
+
   function setSort(key: RunSortKey): Promise<void> {
     const current = sort.value;
     // A first click sorts text A→Z and numbers and dates high→low, the useful direction.
     const textual = key === 'name' || key === 'status' || key === 'task' || key === 'rewardScheme' || key === 'advantageMode';
     sort.value = current.key === key ? { key, descending: !current.descending } : { key, descending: !textual };
     return sort.value.key === 'id' ? Promise.resolve() : loadAll();
+  }
+
+  return { sort, columnFilters, visibleRuns, columnValues, setSort };
+}
+
+/** Edits and pushed events change single rows in place: the list stays current while runs train, without polling. */
+function runChanges(pages: ReturnType<typeof runPages>, error: Ref<string | null>) {
+  const { runs } = pages;
+
+  function patchRun(runId: number, change: (run: RunSummary) => RunSummary): void {
+    const index = runs.value.findIndex((run) => run.id === runId);
+    if (index === -1) return;
+    const next = runs.value.slice();
+    next[index] = change(next[index]);
+    runs.value = next;
   }
 
   async function update(runId: number, change: RunUpdate): Promise<RunSummary> {
@@ -191,29 +223,6 @@ export const useRunsStore = defineStore('runs', () => {
     runs.value = runs.value.filter((run) => run.id !== runId);
   }
 
-  function patchRun(runId: number, change: (run: RunSummary) => RunSummary): void {
-    const index = runs.value.findIndex((run) => run.id === runId);
-    if (index === -1) return;
-    const next = runs.value.slice();
-    next[index] = change(next[index]);
-    runs.value = next;
-  }
-
-  /**
-   * New runs go on top without reloading: the user may have paged far down, and a reload would
-   * throw those pages away. Only runs newer than the newest shown are added.
-   */
-  async function addNewerRuns(): Promise<void> {
-    const mine = generation;
-    const page = await studioClient().listRuns(query());
-    if (mine !== generation) return;
-    const newestShown = runs.value[0]?.id ?? 0;
-    const newer = page.items.filter((run) => run.id > newestShown);
-    if (newer.length > 0) runs.value = [...newer, ...runs.value];
-    // A list that was empty had no cursor yet; this page is now its first.
-    if (runs.value.length === newer.length) nextCursor.value = page.nextCursor;
-  }
-
   async function reloadRun(runId: number): Promise<void> {
     if (!runs.value.some((run) => run.id === runId)) return;
     const detail = await studioClient().getRun(runId);
@@ -221,7 +230,7 @@ export const useRunsStore = defineStore('runs', () => {
     patchRun(runId, (run) => ({ ...run, ...summaryOf(detail), configValues: run.configValues }));
   }
 
-  /** Applies a pushed event; the list stays current while runs train, without polling. */
+  /** Applies a pushed event. */
   function applyEvent(event: StudioEvent): Promise<void> {
     switch (event.type) {
       case 'run-status':
@@ -234,7 +243,7 @@ export const useRunsStore = defineStore('runs', () => {
         runs.value = runs.value.filter((run) => run.id !== event.runId);
         break;
       case 'run-created':
-        return addNewerRuns().catch((caught) => void (error.value = errorMessage(caught)));
+        return pages.addNewerRuns().catch((caught) => void (error.value = errorMessage(caught)));
       case 'run-updated':
         return reloadRun(event.runId).catch((caught) => void (error.value = errorMessage(caught)));
       case 'event':
@@ -243,40 +252,41 @@ export const useRunsStore = defineStore('runs', () => {
     return Promise.resolve();
   }
 
-  let stopFollowing: (() => void) | null = null;
-  function followEvents(): void {
-    stopFollowing ??= studioClient().onEvent((event) => void applyEvent(event));
-  }
-  function unfollowEvents(): void {
-    stopFollowing?.();
-    stopFollowing = null;
-  }
+  return { update, remove, applyEvent };
+}
+
+export const useRunsStore = defineStore('runs', () => {
+  const error = ref<string | null>(null);
+  const pages = runPages(error);
+  const table = runTable(pages.runs, pages.loadAll);
+  const changes = runChanges(pages, error);
+  const events = eventFollower((event) => void changes.applyEvent(event));
 
   return {
-    runs,
-    nextCursor,
-    filters,
-    loading,
-    loadingMore,
-    loaded,
+    runs: pages.runs,
+    nextCursor: pages.nextCursor,
+    filters: pages.filters,
+    loading: pages.loading,
+    loadingMore: pages.loadingMore,
+    loaded: pages.loaded,
     error,
-    hasMore,
-    isFiltered,
-    sort,
-    columnFilters,
-    visibleRuns,
-    columnValues,
-    configColumns,
-    setConfigColumns,
-    refresh,
-    loadMore,
-    loadAll,
-    setSort,
-    update,
-    remove,
-    setFilters,
-    applyEvent,
-    followEvents,
-    unfollowEvents,
+    hasMore: pages.hasMore,
+    isFiltered: pages.isFiltered,
+    sort: table.sort,
+    columnFilters: table.columnFilters,
+    visibleRuns: table.visibleRuns,
+    columnValues: table.columnValues,
+    configColumns: pages.configColumns,
+    setConfigColumns: pages.setConfigColumns,
+    refresh: pages.refresh,
+    loadMore: pages.loadMore,
+    loadAll: pages.loadAll,
+    setSort: table.setSort,
+    update: changes.update,
+    remove: changes.remove,
+    setFilters: pages.setFilters,
+    applyEvent: changes.applyEvent,
+    followEvents: events.follow,
+    unfollowEvents: events.unfollow,
   };
 });
