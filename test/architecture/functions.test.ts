@@ -24,8 +24,6 @@ const KNOWN_LONG: Record<string, string> = {
   'src-main/runner/manager.ts createRunManager': 'phase B: the run manager split',
   'src-main/bench/hf.ts run': 'phase A2: benchmarks out of the shipped tree',
   'src-main/bench/reliability.ts badInputs': 'phase A2: benchmarks out of the shipped tree',
-  'src-renderer/src/stores/exports.ts (callback of defineStore)': 'phase B: renderer stores split into composables',
-  'src-renderer/src/stores/newRun.ts (callback of defineStore)': 'phase B: renderer stores split into composables',
 };
 
 describe(`shipped functions stay under ${BUDGET} lines (issue 37)`, () => {

@@ -6,9 +6,13 @@
  *
  * A fast export can finish before `startExport`'s answer arrives (the events travel on the
  * WebSocket, the answer on HTTP), so export events for an id not yet known are kept and replayed.
+ *
+ * Read top to bottom: the pure pieces (a run not read yet, the form a prefill gives, where a start
+ * failure's messages go), the dialog's state, then each concern over it (what the dialog derives,
+ * editing the form, the runs, the export's life from start to its last event) and the store.
  */
 import { defineStore } from 'pinia';
-import { computed, markRaw, ref, shallowRef } from 'vue';
+import { computed, markRaw, ref, shallowRef, type ComputedRef } from 'vue';
 import type { ExportSummary, RunDetail, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { agentChain, compareAgents } from '#shared/agents';
@@ -30,6 +34,8 @@ import {
 } from '../util/exportForm';
 import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
+import { messagesByPath } from './common/issues';
+import { eventFollower } from './common/events';
 
 /** What the opener knows: the runs, and the filters it was showing. */
 export interface ExportPrefill {
@@ -61,326 +67,375 @@ function agentsOf(detail: RunDetail): string[] {
   return agentChain(typeof rounds === 'number' && Number.isInteger(rounds) && rounds >= 0 ? rounds : 1);
 }
 
-export const useExportsStore = defineStore('exports', () => {
-  const isOpen = ref(false);
-  const form = ref<ExportForm>(emptyForm());
-  /** Whether the user typed the path (else it follows the runs and the format). */
-  const outEdited = ref(false);
+/** A run whose details have not arrived (or could not be read): its name only. */
+function unreadRun(id: number, name: string): ExportRunInfo {
+  return { id, name, turns: null, lastStep: null, agents: [] };
+}
 
-  const runInfo = ref<Record<number, ExportRunInfo>>({});
-  /** Runs that can be added (the newest ones), for the dialog's run picker. */
-  const runChoices = shallowRef<readonly { id: number; name: string }[]>([]);
+/** The form an opener's prefill gives: its runs (once each), format and filters as typed text. */
+function formOf(prefill: ExportPrefill): ExportForm {
+  const next = emptyForm();
+  next.format = prefill.format ?? 'trajectories';
+  next.runs = [...new Set(prefill.runs.map((r) => r.id))];
+  next.agents = [...(prefill.agents ?? [])];
+  if (prefill.stepFrom != null) next.stepFrom = String(prefill.stepFrom);
+  if (prefill.stepTo != null) next.stepTo = String(prefill.stepTo);
+  if (prefill.correct != null) next.correctness = prefill.correct ? 'correct' : 'incorrect';
+  if (prefill.minReward != null) next.minReward = String(prefill.minReward);
+  if (prefill.maxReward != null) next.maxReward = String(prefill.maxReward);
+  return next;
+}
 
-  const phase = ref<ExportPhase>('editing');
-  const exportId = ref<string | null>(null);
-  const progress = ref<{ done: number; total: number } | null>(null);
-  const cancelling = ref(false);
-  const result = shallowRef<ExportSummary | null>(null);
-  /** Problems with the form, by engine field name (a message may also be general: path ''). */
-  const issues = ref<FieldIssue[]>([]);
-  /** The end of the last export when it did not succeed. */
-  const notice = ref<{ kind: 'cancelled' | 'failed'; message: string } | null>(null);
-  /** An export ended while the dialog was hidden: the next open shows how, not a fresh form. */
-  const endedUnseen = ref(false);
-  /** Which format the running export writes, for the progress unit. */
-  const runningFormat = ref<ExportFormatName>('trajectories');
+/**
+ * Where a refused start's messages go: each at the field it names, else one general notice.
+ * Over HTTP the error keeps its field issues; across Electron's bridge only the message
+ * survives, and the engine starts it with the field it is about.
+ */
+function placedIssues(caught: unknown): { issues: FieldIssue[]; notice: string | null } {
+  const given = (caught as { issues?: unknown }).issues;
+  const placed: FieldIssue[] = Array.isArray(given)
+    ? (given as { path: string; message: string }[]).map((i) => ({ path: fieldOfIssuePath(i.path), message: i.message }))
+    : [];
+  if (placed.length > 0) return { issues: placed, notice: null };
+  const message = errorMessage(caught);
+  const field = fieldOfMessage(message);
+  return field ? { issues: [{ path: field, message }], notice: null } : { issues: [], notice: message };
+}
 
-  const busy = computed(() => phase.value === 'starting' || phase.value === 'running');
-  const selectedRuns = computed(() => form.value.runs.map((id) => runInfo.value[id] ?? { id, name: `#${id}`, turns: null, lastStep: null, agents: [] }));
+function exportState() {
+  return {
+    isOpen: ref(false),
+    form: ref<ExportForm>(emptyForm()),
+    /** Whether the user typed the path (else it follows the runs and the format). */
+    outEdited: ref(false),
+    runInfo: ref<Record<number, ExportRunInfo>>({}),
+    /** Runs that can be added (the newest ones), for the dialog's run picker. */
+    runChoices: shallowRef<readonly { id: number; name: string }[]>([]),
+    phase: ref<ExportPhase>('editing'),
+    exportId: ref<string | null>(null),
+    progress: ref<{ done: number; total: number } | null>(null),
+    cancelling: ref(false),
+    result: shallowRef<ExportSummary | null>(null),
+    /** Problems with the form, by engine field name (a message may also be general: path ''). */
+    issues: ref<FieldIssue[]>([]),
+    /** The end of the last export when it did not succeed. */
+    notice: ref<{ kind: 'cancelled' | 'failed'; message: string } | null>(null),
+    /** An export ended while the dialog was hidden: the next open shows how, not a fresh form. */
+    endedUnseen: ref(false),
+    /** Which format the running export writes, for the progress unit. */
+    runningFormat: ref<ExportFormatName>('trajectories'),
+  };
+}
+type ExportState = ReturnType<typeof exportState>;
+
+/** What the dialog shows derived from its state. */
+function exportViews(s: ExportState) {
+  const busy = computed(() => s.phase.value === 'starting' || s.phase.value === 'running');
+  const selectedRuns = computed(() => s.form.value.runs.map((id) => s.runInfo.value[id] ?? unreadRun(id, `#${id}`)));
   const availableAgents = computed(() => {
     const all = new Set<string>();
     for (const run of selectedRuns.value) for (const agent of run.agents) all.add(agent);
     // Agents the prefill asked for stay listed even before the run's details arrive.
-    for (const agent of form.value.agents) all.add(agent);
+    for (const agent of s.form.value.agents) all.add(agent);
     return [...all].sort(compareAgents);
   });
-  const container = computed(() => effectiveContainer(form.value));
-  const issuesByPath = computed(() => {
-    const map = new Map<string, string[]>();
-    for (const issue of issues.value) map.set(issue.path, [...(map.get(issue.path) ?? []), issue.message]);
-    return map;
-  });
+  const container = computed(() => effectiveContainer(s.form.value));
+  const issuesByPath = computed(() => messagesByPath(s.issues.value));
+  const progressUnit = computed(() => formatInfo(s.runningFormat.value).unit);
+  return { busy, selectedRuns, availableAgents, container, issuesByPath, progressUnit };
+}
 
-  // --- events ---------------------------------------------------------------------------------
-  const unclaimed = new Map<string, ExportEvent[]>();
-  let stopFollowing: (() => void) | null = null;
-
-  function follow(): void {
-    stopFollowing ??= studioClient().onEvent((event) => {
-      if (event.type === 'export-progress' || event.type === 'export-finished') applyEvent(event);
-    });
+/** Editing the form: each change clears the issues at its field, and the path follows the runs and format until typed. */
+function formEditing(s: ExportState) {
+  /** The folder of the last export started, suggested for the next one. */
+  let lastFolder = '';
+  function defaultFolder(): string {
+    return lastFolder || folderOf(useAppInfoStore().info?.databasePath ?? '');
+  }
+  function rememberFolder(out: string): void {
+    lastFolder = folderOf(out);
   }
 
-  function applyEvent(event: ExportEvent): void {
-    if (event.exportId !== exportId.value) {
-      // Perhaps ours, arriving before startExport's answer; a few are kept for the replay.
-      if (phase.value === 'starting') {
-        unclaimed.set(event.exportId, [...(unclaimed.get(event.exportId) ?? []), event]);
-        if (unclaimed.size > 20) unclaimed.delete(unclaimed.keys().next().value as string);
-      }
-      return;
-    }
-    if (event.type === 'export-progress') {
-      if (phase.value === 'running') progress.value = { done: event.done, total: event.total };
-      return;
-    }
-    exportId.value = null;
-    cancelling.value = false;
-    if (!isOpen.value) endedUnseen.value = true;
-    if (event.status === 'done' && event.result) {
-      result.value = markRaw(event.result);
-      if (progress.value) progress.value = { done: progress.value.total, total: progress.value.total };
-      phase.value = 'done';
-      return;
-    }
-    phase.value = 'editing';
-    progress.value = null;
-    if (event.status === 'cancelled') {
-      notice.value = { kind: 'cancelled', message: 'Export cancelled, nothing written.' };
-      return;
-    }
-    const message = event.error ?? 'the export failed';
-    const field = fieldOfMessage(message);
-    issues.value = field ? [{ path: field, message }] : [];
-    notice.value = { kind: 'failed', message: field ? 'The export failed; see the message at the field it names.' : message };
+  function refreshSuggestedOut(): void {
+    if (s.outEdited.value) return;
+    const form = s.form.value;
+    const runs = form.runs.map((id) => ({ id, name: s.runInfo.value[id]?.name ?? 'run' }));
+    form.out = suggestedOutPath(defaultFolder(), runs, form.format, form.container ?? effectiveContainer({ ...form, out: '' }));
   }
 
-  // --- runs -----------------------------------------------------------------------------------
+  function clearIssue(path: string): void {
+    if (s.issues.value.some((i) => i.path === path)) s.issues.value = s.issues.value.filter((i) => i.path !== path);
+  }
+
+  function setFormat(format: ExportFormatName): void {
+    const form = s.form.value;
+    form.format = format;
+    clearIssue('format');
+    if (form.container === null) {
+      // The container follows the format: the suggested path's extension changes with it.
+      const next = effectiveContainer({ container: null, out: '', format });
+      if (s.outEdited.value) form.out = withContainerExtension(form.out, next);
+    }
+    refreshSuggestedOut();
+  }
+
+  function setContainer(next: ExportContainerName): void {
+    const form = s.form.value;
+    form.container = next;
+    clearIssue('container');
+    if (containerFromPath(form.out) !== null) form.out = withContainerExtension(form.out, next);
+    refreshSuggestedOut();
+  }
+
+  function setOut(text: string): void {
+    s.form.value.out = text;
+    s.outEdited.value = true;
+    clearIssue('out');
+  }
+
+  function setCorrectness(next: Correctness): void {
+    s.form.value.correctness = next;
+    clearIssue('filters.correct');
+    clearIssue('filters');
+  }
+
+  function toggleAgent(agent: string): void {
+    const agents = s.form.value.agents;
+    s.form.value.agents = agents.includes(agent) ? agents.filter((a) => a !== agent) : [...agents, agent].sort(compareAgents);
+    clearIssue('filters.agents');
+    clearIssue('filters');
+  }
+
+  return { rememberFolder, refreshSuggestedOut, clearIssue, setFormat, setContainer, setOut, setCorrectness, toggleAgent };
+}
+type FormEditing = ReturnType<typeof formEditing>;
+
+/** The runs exported: read for their names, sizes and agents; added from the picker, removed. */
+function exportRuns(s: ExportState, editing: FormEditing, availableAgents: ComputedRef<string[]>) {
   async function loadRun(id: number): Promise<void> {
-    if (runInfo.value[id]?.turns != null) return;
+    if (s.runInfo.value[id]?.turns != null) return;
     try {
       const detail = await studioClient().getRun(id);
-      runInfo.value = { ...runInfo.value, [id]: { id, name: detail.name, turns: detail.counts.turns, lastStep: detail.lastStep, agents: agentsOf(detail) } };
-      refreshSuggestedOut();
+      s.runInfo.value = { ...s.runInfo.value, [id]: { id, name: detail.name, turns: detail.counts.turns, lastStep: detail.lastStep, agents: agentsOf(detail) } };
+      editing.refreshSuggestedOut();
     } catch (caught) {
-      issues.value = [...issues.value, { path: 'runs', message: `runs: cannot read run ${id}: ${errorMessage(caught)}` }];
+      s.issues.value = [...s.issues.value, { path: 'runs', message: `runs: cannot read run ${id}: ${errorMessage(caught)}` }];
     }
   }
 
   async function loadRunChoices(): Promise<void> {
     try {
       const page = await studioClient().listRuns({ limit: 200 });
-      runChoices.value = markRaw(page.items.map((r) => ({ id: r.id, name: r.name })));
+      s.runChoices.value = markRaw(page.items.map((r) => ({ id: r.id, name: r.name })));
     } catch {
       // The picker only offers runs to add; the dialog works without it.
     }
   }
 
+  /** Runs the opener named, known by name until their details arrive. */
+  function know(runs: readonly { id: number; name: string }[]): void {
+    const known = { ...s.runInfo.value };
+    for (const run of runs) known[run.id] ??= unreadRun(run.id, run.name);
+    s.runInfo.value = known;
+  }
+
   function addRun(id: number, name?: string): void {
-    if (form.value.runs.includes(id)) return;
-    if (name && !runInfo.value[id]) runInfo.value = { ...runInfo.value, [id]: { id, name, turns: null, lastStep: null, agents: [] } };
-    form.value.runs = [...form.value.runs, id];
-    clearIssue('runs');
-    refreshSuggestedOut();
+    if (s.form.value.runs.includes(id)) return;
+    if (name && !s.runInfo.value[id]) s.runInfo.value = { ...s.runInfo.value, [id]: unreadRun(id, name) };
+    s.form.value.runs = [...s.form.value.runs, id];
+    editing.clearIssue('runs');
+    editing.refreshSuggestedOut();
     void loadRun(id);
   }
 
   function removeRun(id: number): void {
-    form.value.runs = form.value.runs.filter((r) => r !== id);
+    s.form.value.runs = s.form.value.runs.filter((r) => r !== id);
     const still = new Set(availableAgents.value);
-    form.value.agents = form.value.agents.filter((a) => still.has(a));
-    refreshSuggestedOut();
+    s.form.value.agents = s.form.value.agents.filter((a) => still.has(a));
+    editing.refreshSuggestedOut();
   }
 
-  // --- the form -------------------------------------------------------------------------------
-  /** The folder of the last export started, suggested for the next one. */
-  let lastFolder = '';
-  function defaultFolder(): string {
-    return lastFolder || folderOf(useAppInfoStore().info?.databasePath ?? '');
-  }
+  return { loadRun, loadRunChoices, know, addRun, removeRun };
+}
 
-  function refreshSuggestedOut(): void {
-    if (outEdited.value) return;
-    const runs = form.value.runs.map((id) => ({ id, name: runInfo.value[id]?.name ?? 'run' }));
-    const chosen = form.value.container;
-    form.value.out = suggestedOutPath(defaultFolder(), runs, form.value.format, chosen ?? effectiveContainer({ ...form.value, out: '' }));
-  }
+/** The export's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
+function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<boolean>) {
+  const unclaimed = new Map<string, ExportEvent[]>();
+  const { follow } = eventFollower((event) => {
+    if (event.type === 'export-progress' || event.type === 'export-finished') applyEvent(event);
+  });
 
-  function setFormat(format: ExportFormatName): void {
-    form.value.format = format;
-    clearIssue('format');
-    if (form.value.container === null) {
-      // The container follows the format: the suggested path's extension changes with it.
-      const next = effectiveContainer({ container: null, out: '', format });
-      if (outEdited.value) form.value.out = withContainerExtension(form.value.out, next);
-    }
-    refreshSuggestedOut();
-  }
-
-  function setContainer(next: ExportContainerName): void {
-    form.value.container = next;
-    clearIssue('container');
-    if (containerFromPath(form.value.out) !== null) form.value.out = withContainerExtension(form.value.out, next);
-    refreshSuggestedOut();
-  }
-
-  function setOut(text: string): void {
-    form.value.out = text;
-    outEdited.value = true;
-    clearIssue('out');
-  }
-
-  function setCorrectness(next: Correctness): void {
-    form.value.correctness = next;
-    clearIssue('filters.correct');
-    clearIssue('filters');
-  }
-
-  function toggleAgent(agent: string): void {
-    const agents = form.value.agents;
-    form.value.agents = agents.includes(agent) ? agents.filter((a) => a !== agent) : [...agents, agent].sort(compareAgents);
-    clearIssue('filters.agents');
-    clearIssue('filters');
-  }
-
-  function clearIssue(path: string): void {
-    if (issues.value.some((i) => i.path === path)) issues.value = issues.value.filter((i) => i.path !== path);
-  }
-
-  /** Shows the dialog as it was (the export running or just ended), without a new prefill. */
-  function reopen(): void {
-    isOpen.value = true;
-    endedUnseen.value = false;
-  }
-
-  /** Opens the dialog for `prefill`, or shows the export still running or ended unseen. */
-  function open(prefill: ExportPrefill): void {
-    follow();
-    void loadRunChoices();
-    if (busy.value || endedUnseen.value) {
-      reopen();
+  function applyEvent(event: ExportEvent): void {
+    if (event.exportId !== s.exportId.value) {
+      // Perhaps ours, arriving before startExport's answer; a few are kept for the replay.
+      if (s.phase.value === 'starting') {
+        unclaimed.set(event.exportId, [...(unclaimed.get(event.exportId) ?? []), event]);
+        if (unclaimed.size > 20) unclaimed.delete(unclaimed.keys().next().value as string);
+      }
       return;
     }
-    isOpen.value = true;
-    const next = emptyForm();
-    next.format = prefill.format ?? 'trajectories';
-    next.runs = [...new Set(prefill.runs.map((r) => r.id))];
-    next.agents = [...(prefill.agents ?? [])];
-    if (prefill.stepFrom != null) next.stepFrom = String(prefill.stepFrom);
-    if (prefill.stepTo != null) next.stepTo = String(prefill.stepTo);
-    if (prefill.correct != null) next.correctness = prefill.correct ? 'correct' : 'incorrect';
-    if (prefill.minReward != null) next.minReward = String(prefill.minReward);
-    if (prefill.maxReward != null) next.maxReward = String(prefill.maxReward);
-    const known = { ...runInfo.value };
-    for (const run of prefill.runs) known[run.id] ??= { id: run.id, name: run.name, turns: null, lastStep: null, agents: [] };
-    runInfo.value = known;
-    form.value = next;
-    outEdited.value = false;
-    phase.value = 'editing';
-    issues.value = [];
-    notice.value = null;
-    result.value = null;
-    progress.value = null;
-    refreshSuggestedOut();
-    for (const id of next.runs) void loadRun(id);
+    if (event.type === 'export-progress') {
+      if (s.phase.value === 'running') s.progress.value = { done: event.done, total: event.total };
+      return;
+    }
+    finish(event);
   }
 
-  function close(): void {
-    isOpen.value = false;
-  }
-
-  /** Back to the form after a finished export, keeping what was filled in. */
-  function again(): void {
-    phase.value = 'editing';
-    result.value = null;
-    progress.value = null;
-    notice.value = null;
-    issues.value = [];
+  function finish(event: Extract<ExportEvent, { type: 'export-finished' }>): void {
+    s.exportId.value = null;
+    s.cancelling.value = false;
+    if (!s.isOpen.value) s.endedUnseen.value = true;
+    if (event.status === 'done' && event.result) {
+      s.result.value = markRaw(event.result);
+      const progress = s.progress.value;
+      if (progress) s.progress.value = { done: progress.total, total: progress.total };
+      s.phase.value = 'done';
+      return;
+    }
+    s.phase.value = 'editing';
+    s.progress.value = null;
+    if (event.status === 'cancelled') {
+      s.notice.value = { kind: 'cancelled', message: 'Export cancelled, nothing written.' };
+      return;
+    }
+    const message = event.error ?? 'the export failed';
+    const field = fieldOfMessage(message);
+    s.issues.value = field ? [{ path: field, message }] : [];
+    s.notice.value = { kind: 'failed', message: field ? 'The export failed; see the message at the field it names.' : message };
   }
 
   async function start(): Promise<void> {
     if (busy.value) return;
-    const { request, issues: problems } = buildExportRequest(form.value);
-    notice.value = null;
+    const { request, issues: problems } = buildExportRequest(s.form.value);
+    s.notice.value = null;
     if (!request) {
-      issues.value = problems;
+      s.issues.value = problems;
       return;
     }
-    issues.value = [];
+    s.issues.value = [];
     follow();
-    phase.value = 'starting';
-    progress.value = null;
-    result.value = null;
-    runningFormat.value = request.format;
+    s.phase.value = 'starting';
+    s.progress.value = null;
+    s.result.value = null;
+    s.runningFormat.value = request.format;
     unclaimed.clear();
     try {
       const started = await studioClient().startExport(request);
-      exportId.value = started.exportId;
-      phase.value = 'running';
-      lastFolder = folderOf(started.out);
+      s.exportId.value = started.exportId;
+      s.phase.value = 'running';
+      editing.rememberFolder(started.out);
       const early = unclaimed.get(started.exportId) ?? [];
       unclaimed.clear();
       for (const event of early) applyEvent(event);
     } catch (caught) {
-      phase.value = 'editing';
-      // Over HTTP the error keeps its field issues; across Electron's bridge only the message
-      // survives, and the engine starts it with the field it is about.
-      const given = (caught as { issues?: unknown }).issues;
-      const placed: FieldIssue[] = Array.isArray(given)
-        ? (given as { path: string; message: string }[]).map((i) => ({ path: fieldOfIssuePath(i.path), message: i.message }))
-        : [];
-      if (placed.length === 0) {
-        const message = errorMessage(caught);
-        const field = fieldOfMessage(message);
-        if (field) placed.push({ path: field, message });
-        else notice.value = { kind: 'failed', message };
-      }
-      issues.value = placed;
+      s.phase.value = 'editing';
+      const placed = placedIssues(caught);
+      if (placed.notice !== null) s.notice.value = { kind: 'failed', message: placed.notice };
+      s.issues.value = placed.issues;
     }
   }
 
   async function cancel(): Promise<void> {
-    const id = exportId.value;
-    if (id === null || cancelling.value) return;
-    cancelling.value = true;
+    const id = s.exportId.value;
+    if (id === null || s.cancelling.value) return;
+    s.cancelling.value = true;
     try {
       await studioClient().cancelExport(id);
     } catch (caught) {
       // Finished meanwhile: its export-finished event says how.
       const gone = (caught as { code?: unknown }).code === 'not_found' || /^no export \S+ is running/.test(errorMessage(caught));
       if (!gone) {
-        cancelling.value = false;
-        notice.value = { kind: 'failed', message: `Could not cancel: ${errorMessage(caught)}` };
+        s.cancelling.value = false;
+        s.notice.value = { kind: 'failed', message: `Could not cancel: ${errorMessage(caught)}` };
       }
     }
   }
 
-  const progressUnit = computed(() => formatInfo(runningFormat.value).unit);
+  return { follow, applyEvent, start, cancel };
+}
+
+export const useExportsStore = defineStore('exports', () => {
+  const s = exportState();
+  const views = exportViews(s);
+  const editing = formEditing(s);
+  const runs = exportRuns(s, editing, views.availableAgents);
+  const running = exportRunning(s, editing, views.busy);
+
+  /** Shows the dialog as it was (the export running or just ended), without a new prefill. */
+  function reopen(): void {
+    s.isOpen.value = true;
+    s.endedUnseen.value = false;
+  }
+
+  /** Opens the dialog for `prefill`, or shows the export still running or ended unseen. */
+  function open(prefill: ExportPrefill): void {
+    running.follow();
+    void runs.loadRunChoices();
+    if (views.busy.value || s.endedUnseen.value) {
+      reopen();
+      return;
+    }
+    s.isOpen.value = true;
+    const next = formOf(prefill);
+    runs.know(prefill.runs);
+    s.form.value = next;
+    s.outEdited.value = false;
+    s.phase.value = 'editing';
+    s.issues.value = [];
+    s.notice.value = null;
+    s.result.value = null;
+    s.progress.value = null;
+    editing.refreshSuggestedOut();
+    for (const id of next.runs) void runs.loadRun(id);
+  }
+
+  function close(): void {
+    s.isOpen.value = false;
+  }
+
+  /** Back to the form after a finished export, keeping what was filled in. */
+  function again(): void {
+    s.phase.value = 'editing';
+    s.result.value = null;
+    s.progress.value = null;
+    s.notice.value = null;
+    s.issues.value = [];
+  }
 
   return {
-    isOpen,
-    form,
-    outEdited,
-    runInfo,
-    runChoices,
-    selectedRuns,
-    availableAgents,
-    container,
-    phase,
-    busy,
-    endedUnseen,
-    exportId,
-    progress,
-    progressUnit,
-    cancelling,
-    result,
-    issues,
-    issuesByPath,
-    notice,
+    isOpen: s.isOpen,
+    form: s.form,
+    outEdited: s.outEdited,
+    runInfo: s.runInfo,
+    runChoices: s.runChoices,
+    selectedRuns: views.selectedRuns,
+    availableAgents: views.availableAgents,
+    container: views.container,
+    phase: s.phase,
+    busy: views.busy,
+    endedUnseen: s.endedUnseen,
+    exportId: s.exportId,
+    progress: s.progress,
+    progressUnit: views.progressUnit,
+    cancelling: s.cancelling,
+    result: s.result,
+    issues: s.issues,
+    issuesByPath: views.issuesByPath,
+    notice: s.notice,
     open,
     reopen,
     close,
     again,
-    start,
-    cancel,
-    addRun,
-    removeRun,
-    setFormat,
-    setContainer,
-    setOut,
-    setCorrectness,
-    toggleAgent,
-    clearIssue,
-    applyEvent,
+    start: running.start,
+    cancel: running.cancel,
+    addRun: runs.addRun,
+    removeRun: runs.removeRun,
+    setFormat: editing.setFormat,
+    setContainer: editing.setContainer,
+    setOut: editing.setOut,
+    setCorrectness: editing.setCorrectness,
+    toggleAgent: editing.toggleAgent,
+    clearIssue: editing.clearIssue,
+    applyEvent: running.applyEvent,
   };
 });

@@ -1,12 +1,18 @@
 /**
  * The new-run form: a configuration document started from a preset (or another run's settings),
  * edited field by field, validated as it changes by the same schema the CLI uses, and launched.
+ *
+ * Read top to bottom: the pure pieces (names, a model block fitted to its kind, a new endpoint),
+ * the form's state, then each concern over it (validation, loading, field edits, policies,
+ * endpoints, launching) and the store composing them.
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, PresetInfo } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { changedPaths, getPath, policyDefaults, setPath, textOfValue, valueFromText, type ConfigDoc } from '../util/configDoc';
+import { messagesByPath } from './common/issues';
+import { busyWhile } from './common/requests';
 
 const VALIDATE_DEBOUNCE_MS = 150;
 
@@ -16,199 +22,257 @@ function plain(doc: unknown): ConfigDoc {
 }
 export const DEFAULT_PRESET = 'quick';
 
-export const useNewRunStore = defineStore('newRun', () => {
-  const schema = shallowRef<ConfigFormInfo | null>(null);
-  const presets = shallowRef<readonly PresetInfo[]>([]);
-  const preset = ref<string | null>(null);
-  /** Where the document came from, for the header (a preset, or "run 12"). */
-  const origin = ref<string>('');
-  const base = shallowRef<ConfigDoc>({});
-  const doc = ref<ConfigDoc>({});
-  /** What the user typed, per path, while it is not a number yet. */
-  const drafts = ref<Record<string, string>>({});
-  const issues = shallowRef<readonly ConfigIssue[]>([]);
-  const validated = ref(false);
-  const loading = ref(false);
-  const launching = ref(false);
-  const error = ref<string | null>(null);
+/** Why `name` cannot name a new policy or endpoint (`what`: "policy ids", "endpoint names"), or null. */
+function nameProblem(name: string, what: string, noun: string, existing: readonly string[]): string | null {
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) return `${what} are lower-case words (letters, digits, - and _)`;
+  if (existing.includes(name)) return `${noun} "${name}" already exists`;
+  return null;
+}
 
-  const issuesByPath = computed(() => {
-    const map = new Map<string, string[]>();
-    for (const issue of issues.value) map.set(issue.path, [...(map.get(issue.path) ?? []), issue.message]);
-    return map;
-  });
-  const changed = computed(() => changedPaths(base.value, doc.value));
-  const policyIds = computed(() => Object.keys((doc.value.policies as Record<string, unknown> | undefined) ?? {}));
-  const policyFields = computed(() => schema.value?.fields.filter((f) => f.path.startsWith('policies.*.')) ?? []);
-  const endpointIds = computed(() => Object.keys((doc.value.endpoints as Record<string, unknown> | undefined) ?? {}));
-  /** The last "Check endpoints" answer; any edit makes it stale, so it is cleared. */
-  const endpointCheck = shallowRef<EndpointCheckResult | null>(null);
-  const checkingEndpoints = ref(false);
+/** The drafts typed under `prefix` dropped, except those `keep` says still have a field. */
+function draftsWithout(drafts: Record<string, string>, prefix: string, keep: (rest: string) => boolean = () => false): Record<string, string> {
+  return Object.fromEntries(Object.entries(drafts).filter(([path]) => !path.startsWith(prefix) || keep(path.slice(prefix.length))));
+}
 
-  async function ensureSchema(): Promise<void> {
-    if (schema.value) return;
-    const [info, list] = await Promise.all([studioClient().configSchema(), studioClient().listPresets()]);
-    schema.value = info;
-    presets.value = list;
+const MODEL_FIELD = 'policies.*.model.';
+
+/**
+ * A policy's model block fitted to its kind (issue #13): the keys that kind has kept, the other
+ * kind's dropped (a GPT's sizes are unknown keys in a Hugging Face block and the reverse), the
+ * kind's defaults filled; with the top-level keys allowed, for the drafts to keep.
+ */
+function fittedModel(model: Record<string, unknown>, fields: readonly ConfigField[], kind: string): { next: Record<string, unknown>; allowed: Set<string> } {
+  const ofKind = fields.filter((f) => f.path.startsWith(MODEL_FIELD) && (f.whenKind === undefined || f.whenKind === kind));
+  // Keys of the block itself: a nested block (an hf model's `lora`) is kept whole.
+  const allowed = new Set(ofKind.map((f) => f.path.slice(MODEL_FIELD.length).split('.')[0]));
+  const next: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(model)) if (allowed.has(key)) next[key] = value;
+  for (const f of ofKind) {
+    const key = f.path.slice(MODEL_FIELD.length);
+    if (!key.includes('.') && next[key] === undefined && f.default !== undefined && key !== 'kind') next[key] = structuredClone(f.default);
   }
+  // A GPT block may leave `kind` out (it is the default); an hf block must say it.
+  if (kind !== 'gpt' || model.kind !== undefined) next.kind = kind;
+  return { next, allowed };
+}
 
-  function reset(next: ConfigDoc): void {
-    endpointCheck.value = null;
-    base.value = plain(next);
-    doc.value = plain(next);
-    drafts.value = {};
-    issues.value = [];
-    validated.value = false;
-    void validateNow();
+/** Served endpoints (issue #16): a new one starts at vLLM's default address, its model to fill in. */
+function newEndpoint(endpointFields: readonly ConfigField[]): ConfigDoc {
+  const endpoint: ConfigDoc = { base_url: 'http://127.0.0.1:8000/v1', model: '' };
+  // The schema's defaults shown as values (concurrency 8, timeout 120 s, 3 retries), as a preset's are.
+  for (const field of endpointFields) {
+    const key = field.path.slice('endpoints.*.'.length);
+    if (!key.includes('.') && field.default !== undefined) endpoint[key] = structuredClone(field.default);
   }
+  return endpoint;
+}
 
-  async function load(from: { preset: string | null; runId: number | null }): Promise<void> {
-    loading.value = true;
-    error.value = null;
-    try {
-      await ensureSchema();
-      if (from.runId !== null) {
-        const run = await studioClient().getRun(from.runId);
-        const config = plain(run.config);
-        delete config.name;
-        preset.value = run.preset;
-        origin.value = `run ${run.id} (${run.name})`;
-        reset(config);
-      } else {
-        const name = from.preset ?? DEFAULT_PRESET;
-        const known = presets.value.some((p) => p.name === name) ? name : (presets.value[0]?.name ?? name);
-        const config = (await studioClient().getPreset(known)) as ConfigDoc;
-        preset.value = known;
-        origin.value = `preset ${known}`;
-        reset(config);
-      }
-    } catch (caught) {
-      error.value = errorMessage(caught);
-    } finally {
-      loading.value = false;
-    }
-  }
+function newRunState() {
+  return {
+    schema: shallowRef<ConfigFormInfo | null>(null),
+    presets: shallowRef<readonly PresetInfo[]>([]),
+    preset: ref<string | null>(null),
+    /** Where the document came from, for the header (a preset, or "run 12"). */
+    origin: ref<string>(''),
+    base: shallowRef<ConfigDoc>({}),
+    doc: ref<ConfigDoc>({}),
+    /** What the user typed, per path, while it is not a number yet. */
+    drafts: ref<Record<string, string>>({}),
+    issues: shallowRef<readonly ConfigIssue[]>([]),
+    validated: ref(false),
+    loading: ref(false),
+    launching: ref(false),
+    error: ref<string | null>(null),
+    /** The last "Check endpoints" answer; any edit makes it stale, so it is cleared. */
+    endpointCheck: shallowRef<EndpointCheckResult | null>(null),
+    checkingEndpoints: ref(false),
+  };
+}
+type NewRunState = ReturnType<typeof newRunState>;
 
-  let validation = 0;
+/** The schema's judgement of the document: soon after each edit, now before a launch. */
+function validation(s: NewRunState) {
+  let generation = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+
   async function validateNow(): Promise<boolean> {
-    const mine = ++validation;
-    const result = await studioClient().validateConfig(plain(doc.value));
-    if (mine !== validation) return issues.value.length === 0;
-    issues.value = result.ok ? [] : result.issues;
-    validated.value = true;
+    const mine = ++generation;
+    const result = await studioClient().validateConfig(plain(s.doc.value));
+    if (mine !== generation) return s.issues.value.length === 0;
+    s.issues.value = result.ok ? [] : result.issues;
+    s.validated.value = true;
     return result.ok;
   }
-  let timer: ReturnType<typeof setTimeout> | null = null;
+
   function validateSoon(): void {
-    endpointCheck.value = null;
+    s.endpointCheck.value = null;
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = null;
-      void validateNow().catch((caught) => (error.value = errorMessage(caught)));
+      void validateNow().catch((caught) => (s.error.value = errorMessage(caught)));
     }, VALIDATE_DEBOUNCE_MS);
   }
 
+  /** Drops a validation waiting to start and the answer of one still out (a check or a launch judges the document now). */
+  function hold(): void {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    ++generation;
+  }
+
+  return { validateNow, validateSoon, hold };
+}
+type Validation = ReturnType<typeof validation>;
+
+/** Where the document starts: a preset (the default one unless asked), or another run's settings. */
+function documentSource(s: NewRunState, v: Validation) {
+  async function ensureSchema(): Promise<void> {
+    if (s.schema.value) return;
+    const [info, list] = await Promise.all([studioClient().configSchema(), studioClient().listPresets()]);
+    s.schema.value = info;
+    s.presets.value = list;
+  }
+
+  function reset(next: ConfigDoc): void {
+    s.endpointCheck.value = null;
+    s.base.value = plain(next);
+    s.doc.value = plain(next);
+    s.drafts.value = {};
+    s.issues.value = [];
+    s.validated.value = false;
+    void v.validateNow();
+  }
+
+  async function startFrom(from: { preset: string | null; runId: number | null }): Promise<void> {
+    if (from.runId !== null) {
+      const run = await studioClient().getRun(from.runId);
+      const config = plain(run.config);
+      delete config.name;
+      s.preset.value = run.preset;
+      s.origin.value = `run ${run.id} (${run.name})`;
+      reset(config);
+    } else {
+      const name = from.preset ?? DEFAULT_PRESET;
+      const known = s.presets.value.some((p) => p.name === name) ? name : (s.presets.value[0]?.name ?? name);
+      const config = (await studioClient().getPreset(known)) as ConfigDoc;
+      s.preset.value = known;
+      s.origin.value = `preset ${known}`;
+      reset(config);
+    }
+  }
+
+  function load(from: { preset: string | null; runId: number | null }): Promise<void> {
+    return busyWhile(
+      s.loading,
+      s.error,
+      async () => {
+        await ensureSchema();
+        await startFrom(from);
+      },
+      () => undefined,
+    );
+  }
+
+  return { load };
+}
+
+/** Field by field: what a field shows (the draft typed, else the value) and what an edit writes. */
+function fieldEdits(s: NewRunState, v: Validation) {
   function valueAt(path: string): unknown {
-    return getPath(doc.value, path);
+    return getPath(s.doc.value, path);
   }
   function textAt(path: string): string {
-    return drafts.value[path] ?? textOfValue(getPath(doc.value, path));
+    return s.drafts.value[path] ?? textOfValue(getPath(s.doc.value, path));
   }
 
   function setText(field: ConfigField, path: string, text: string): void {
     const value = valueFromText(field, text);
     if (typeof value === 'number' || value === undefined) {
-      const next = { ...drafts.value };
+      const next = { ...s.drafts.value };
       delete next[path];
-      drafts.value = next;
+      s.drafts.value = next;
     } else {
-      drafts.value = { ...drafts.value, [path]: text };
+      s.drafts.value = { ...s.drafts.value, [path]: text };
     }
-    setPath(doc.value, path, value);
-    validateSoon();
+    setPath(s.doc.value, path, value);
+    v.validateSoon();
   }
 
   /** A list of strings typed one per line (the text is kept as typed while it is edited). */
   function setList(field: ConfigField, path: string, text: string): void {
-    drafts.value = { ...drafts.value, [path]: text };
+    s.drafts.value = { ...s.drafts.value, [path]: text };
     const items = text.split('\n').map((line) => line.trim()).filter(Boolean);
-    setPath(doc.value, path, items.length === 0 && field.optional ? undefined : items);
-    validateSoon();
+    setPath(s.doc.value, path, items.length === 0 && field.optional ? undefined : items);
+    v.validateSoon();
   }
 
   function setValue(path: string, value: unknown): void {
-    setPath(doc.value, path, value);
-    validateSoon();
+    setPath(s.doc.value, path, value);
+    v.validateSoon();
   }
+
+  return { valueAt, textAt, setText, setList, setValue };
+}
+
+/** The policies block: adding one with the schema's defaults, fitting its model to a kind, removing it. */
+function policyEdits(s: NewRunState, v: Validation) {
+  const policyIds = computed(() => Object.keys((s.doc.value.policies as Record<string, unknown> | undefined) ?? {}));
+  const policyFields = computed(() => s.schema.value?.fields.filter((f) => f.path.startsWith('policies.*.')) ?? []);
 
   function addPolicy(id: string): string | null {
     const trimmed = id.trim();
-    if (!/^[a-z][a-z0-9_-]*$/.test(trimmed)) return 'policy ids are lower-case words (letters, digits, - and _)';
-    if (policyIds.value.includes(trimmed)) return `policy "${trimmed}" already exists`;
-    setPath(doc.value, `policies.${trimmed}`, policyDefaults(schema.value?.fields ?? []));
-    validateSoon();
+    const problem = nameProblem(trimmed, 'policy ids', 'policy', policyIds.value);
+    if (problem) return problem;
+    setPath(s.doc.value, `policies.${trimmed}`, policyDefaults(s.schema.value?.fields ?? []));
+    v.validateSoon();
     return null;
   }
 
-  /**
-   * Make a policy's model block fit its kind (issue #13): keep the keys that kind has, drop the
-   * other kind's (a GPT's sizes are unknown keys in a Hugging Face block and the reverse), and fill
-   * the kind's defaults. A block that already fits is not touched (no validation, no "changed").
-   */
+  /** Make a policy's model block fit its kind; a block that already fits is not touched (no validation, no "changed"). */
   function fitModelToKind(id: string, kind: string): void {
     const at = `policies.${id}.model`;
-    const current = getPath(doc.value, at);
+    const current = getPath(s.doc.value, at);
     if (current !== undefined && (current === null || typeof current !== 'object' || Array.isArray(current))) return;
     const model = { ...((current as Record<string, unknown> | undefined) ?? {}) };
-    const fields = (schema.value?.fields ?? []).filter((f) => f.path.startsWith('policies.*.model.') && (f.whenKind === undefined || f.whenKind === kind));
-    // Keys of the block itself: a nested block (an hf model's `lora`) is kept whole.
-    const allowed = new Set(fields.map((f) => f.path.slice('policies.*.model.'.length).split('.')[0]));
-    const next: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(model)) if (allowed.has(key)) next[key] = value;
-    for (const f of fields) {
-      const key = f.path.slice('policies.*.model.'.length);
-      if (!key.includes('.') && next[key] === undefined && f.default !== undefined && key !== 'kind') next[key] = structuredClone(f.default);
-    }
-    // A GPT block may leave `kind` out (it is the default); an hf block must say it.
-    if (kind !== 'gpt' || model.kind !== undefined) next.kind = kind;
+    const { next, allowed } = fittedModel(model, s.schema.value?.fields ?? [], kind);
     if (JSON.stringify(next) === JSON.stringify(model)) return;
-    setPath(doc.value, at, next);
-    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`${at}.`) || allowed.has(path.slice(at.length + 1).split('.')[0])));
-    validateSoon();
+    setPath(s.doc.value, at, next);
+    s.drafts.value = draftsWithout(s.drafts.value, `${at}.`, (rest) => allowed.has(rest.split('.')[0]));
+    v.validateSoon();
   }
 
   function removePolicy(id: string): void {
-    const policies = { ...((doc.value.policies as Record<string, unknown>) ?? {}) };
+    const policies = { ...((s.doc.value.policies as Record<string, unknown>) ?? {}) };
     delete policies[id];
-    doc.value.policies = policies;
-    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`policies.${id}.`)));
-    validateSoon();
+    s.doc.value.policies = policies;
+    s.drafts.value = draftsWithout(s.drafts.value, `policies.${id}.`);
+    v.validateSoon();
   }
 
-  /** Served endpoints (issue #16): a new one starts at vLLM's default address, its model to fill in. */
+  return { policyIds, policyFields, addPolicy, fitModelToKind, removePolicy };
+}
+
+/** The served endpoints block (issue #16), and asking each endpoint what it serves. */
+function endpointEdits(s: NewRunState, v: Validation) {
+  const endpointIds = computed(() => Object.keys((s.doc.value.endpoints as Record<string, unknown> | undefined) ?? {}));
+
   function addEndpoint(name: string): string | null {
     const trimmed = name.trim();
-    if (!/^[a-z][a-z0-9_-]*$/.test(trimmed)) return 'endpoint names are lower-case words (letters, digits, - and _)';
-    if (endpointIds.value.includes(trimmed)) return `endpoint "${trimmed}" already exists`;
-    const endpoint: ConfigDoc = { base_url: 'http://127.0.0.1:8000/v1', model: '' };
-    // The schema's defaults shown as values (concurrency 8, timeout 120 s, 3 retries), as a preset's are.
-    for (const field of schema.value?.endpointFields ?? []) {
-      const key = field.path.slice('endpoints.*.'.length);
-      if (!key.includes('.') && field.default !== undefined) endpoint[key] = structuredClone(field.default);
-    }
-    setPath(doc.value, `endpoints.${trimmed}`, endpoint);
-    validateSoon();
+    const problem = nameProblem(trimmed, 'endpoint names', 'endpoint', endpointIds.value);
+    if (problem) return problem;
+    setPath(s.doc.value, `endpoints.${trimmed}`, newEndpoint(s.schema.value?.endpointFields ?? []));
+    v.validateSoon();
     return null;
   }
 
   /** Removes an endpoint, and the whole block with the last one (an empty block says nothing). */
   function removeEndpoint(name: string): void {
-    const endpoints = { ...((doc.value.endpoints as Record<string, unknown>) ?? {}) };
+    const endpoints = { ...((s.doc.value.endpoints as Record<string, unknown>) ?? {}) };
     delete endpoints[name];
-    if (Object.keys(endpoints).length) doc.value.endpoints = endpoints;
-    else delete doc.value.endpoints;
-    drafts.value = Object.fromEntries(Object.entries(drafts.value).filter(([path]) => !path.startsWith(`endpoints.${name}.`)));
-    validateSoon();
+    if (Object.keys(endpoints).length) s.doc.value.endpoints = endpoints;
+    else delete s.doc.value.endpoints;
+    s.drafts.value = draftsWithout(s.drafts.value, `endpoints.${name}.`);
+    v.validateSoon();
   }
 
   /**
@@ -216,84 +280,95 @@ export const useNewRunStore = defineStore('newRun', () => {
    * asked what it serves); the findings become the form's issues, each at its field, until the
    * next edit revalidates.
    */
-  async function checkEndpoints(): Promise<EndpointCheckResult | null> {
-    checkingEndpoints.value = true;
-    error.value = null;
-    try {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      ++validation;
-      const result = await studioClient().checkEndpoints(plain(doc.value));
-      issues.value = result.issues;
-      validated.value = true;
-      endpointCheck.value = result;
-      return result;
-    } catch (caught) {
-      error.value = errorMessage(caught);
-      return null;
-    } finally {
-      checkingEndpoints.value = false;
-    }
+  function checkEndpoints(): Promise<EndpointCheckResult | null> {
+    return busyWhile(
+      s.checkingEndpoints,
+      s.error,
+      async () => {
+        v.hold();
+        const result = await studioClient().checkEndpoints(plain(s.doc.value));
+        s.issues.value = result.issues;
+        s.validated.value = true;
+        s.endpointCheck.value = result;
+        return result;
+      },
+      () => null,
+    );
   }
 
-  /** Validates, then launches; returns the new run's id, or null when the form has problems. */
-  async function launch(): Promise<number | null> {
-    launching.value = true;
-    error.value = null;
-    try {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      if (!(await validateNow())) return null;
-      const config = plain(doc.value);
-      // The manager layers the document over the preset; a policy removed here would come back
-      // from the preset, so such a document launches as a custom configuration.
-      const basePolicies = Object.keys((base.value.policies as Record<string, unknown> | undefined) ?? {});
-      const layersExactly = preset.value !== null && basePolicies.every((id) => policyIds.value.includes(id));
-      const name = typeof config.name === 'string' && config.name.trim() ? config.name.trim() : undefined;
-      const { runId } = await studioClient().startRun({ config, ...(layersExactly ? { preset: preset.value as string } : {}), ...(name ? { name } : {}) });
-      return runId;
-    } catch (caught) {
-      const withIssues = caught as { issues?: ConfigIssue[] };
-      if (Array.isArray(withIssues.issues) && withIssues.issues.length) issues.value = withIssues.issues;
-      error.value = errorMessage(caught);
-      return null;
-    } finally {
-      launching.value = false;
-    }
+  return { endpointIds, addEndpoint, removeEndpoint, checkEndpoints };
+}
+
+/** Validates, then launches; returns the new run's id, or null when the form has problems. */
+function launcher(s: NewRunState, v: Validation, policyIds: () => readonly string[]) {
+  async function launchNow(): Promise<number | null> {
+    v.hold();
+    if (!(await v.validateNow())) return null;
+    const config = plain(s.doc.value);
+    // The manager layers the document over the preset; a policy removed here would come back
+    // from the preset, so such a document launches as a custom configuration.
+    const basePolicies = Object.keys((s.base.value.policies as Record<string, unknown> | undefined) ?? {});
+    const layersExactly = s.preset.value !== null && basePolicies.every((id) => policyIds().includes(id));
+    const name = typeof config.name === 'string' && config.name.trim() ? config.name.trim() : undefined;
+    const { runId } = await studioClient().startRun({ config, ...(layersExactly ? { preset: s.preset.value as string } : {}), ...(name ? { name } : {}) });
+    return runId;
   }
+
+  function launch(): Promise<number | null> {
+    return busyWhile(s.launching, s.error, launchNow, (caught) => {
+      const withIssues = caught as { issues?: ConfigIssue[] };
+      if (Array.isArray(withIssues.issues) && withIssues.issues.length) s.issues.value = withIssues.issues;
+      return null;
+    });
+  }
+
+  return { launch };
+}
+
+export const useNewRunStore = defineStore('newRun', () => {
+  const s = newRunState();
+  const v = validation(s);
+  const source = documentSource(s, v);
+  const fields = fieldEdits(s, v);
+  const policies = policyEdits(s, v);
+  const endpoints = endpointEdits(s, v);
+  const { launch } = launcher(s, v, () => policies.policyIds.value);
+
+  const issuesByPath = computed(() => messagesByPath(s.issues.value));
+  const changed = computed(() => changedPaths(s.base.value, s.doc.value));
 
   return {
-    schema,
-    presets,
-    preset,
-    origin,
-    doc,
-    drafts,
-    issues,
+    schema: s.schema,
+    presets: s.presets,
+    preset: s.preset,
+    origin: s.origin,
+    doc: s.doc,
+    drafts: s.drafts,
+    issues: s.issues,
     issuesByPath,
-    validated,
+    validated: s.validated,
     changed,
-    policyIds,
-    policyFields,
-    endpointIds,
-    endpointCheck,
-    checkingEndpoints,
-    loading,
-    launching,
-    error,
-    load,
-    valueAt,
-    textAt,
-    setText,
-    setList,
-    setValue,
-    addPolicy,
-    fitModelToKind,
-    removePolicy,
-    addEndpoint,
-    removeEndpoint,
-    checkEndpoints,
-    validateNow,
+    policyIds: policies.policyIds,
+    policyFields: policies.policyFields,
+    endpointIds: endpoints.endpointIds,
+    endpointCheck: s.endpointCheck,
+    checkingEndpoints: s.checkingEndpoints,
+    loading: s.loading,
+    launching: s.launching,
+    error: s.error,
+    load: source.load,
+    valueAt: fields.valueAt,
+    textAt: fields.textAt,
+    setText: fields.setText,
+    setList: fields.setList,
+    setValue: fields.setValue,
+    addPolicy: policies.addPolicy,
+    fitModelToKind: policies.fitModelToKind,
+    removePolicy: policies.removePolicy,
+    addEndpoint: endpoints.addEndpoint,
+    removeEndpoint: endpoints.removeEndpoint,
+    checkEndpoints: endpoints.checkEndpoints,
+    validateNow: v.validateNow,
     launch,
   };
 });

@@ -59,3 +59,21 @@ export async function readInto<T>(error: Ref<string | null>, read: () => Promise
     error.value = errorMessage(caught);
   }
 }
+
+/**
+ * An action the view shows as busy (loading, checking, launching): `busy` is on while it runs,
+ * the store's error is cleared when it starts and set from its failure, and `failed(caught)` is
+ * what the action returns then.
+ */
+export async function busyWhile<T>(busy: Ref<boolean>, error: Ref<string | null>, action: () => Promise<T>, failed: (caught: unknown) => T): Promise<T> {
+  busy.value = true;
+  error.value = null;
+  try {
+    return await action();
+  } catch (caught) {
+    error.value = errorMessage(caught);
+    return failed(caught);
+  } finally {
+    busy.value = false;
+  }
+}
