@@ -2,9 +2,9 @@
  * The new-run form: a configuration document started from a preset (or another run's settings),
  * edited field by field, validated as it changes by the same schema the CLI uses, and launched.
  *
- * Read top to bottom: the pure pieces (names, a model block fitted to its kind, a new endpoint),
- * the form's state, then each concern over it (validation, loading, field edits, policies,
- * endpoints, launching) and the store composing them.
+ * Read top to bottom: the pure pieces (drafts dropped, a model block fitted to its kind, a new
+ * endpoint), the form's state, then each concern over it (validation, adding a named entry,
+ * loading, field edits, policies, endpoints, launching) and the store composing them.
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
@@ -21,13 +21,6 @@ function plain(doc: unknown): ConfigDoc {
   return JSON.parse(JSON.stringify(doc)) as ConfigDoc;
 }
 export const DEFAULT_PRESET = 'quick';
-
-/** Why `name` cannot name a new policy or endpoint (`what`: "policy ids", "endpoint names"), or null. */
-function nameProblem(name: string, what: string, noun: string, existing: readonly string[]): string | null {
-  if (!/^[a-z][a-z0-9_-]*$/.test(name)) return `${what} are lower-case words (letters, digits, - and _)`;
-  if (existing.includes(name)) return `${noun} "${name}" already exists`;
-  return null;
-}
 
 /** The drafts typed under `prefix` dropped, except those `keep` says still have a field. */
 function draftsWithout(drafts: Record<string, string>, prefix: string, keep: (rest: string) => boolean = () => false): Record<string, string> {
@@ -123,6 +116,25 @@ function validation(s: NewRunState) {
   return { validateNow, validateSoon, hold };
 }
 type Validation = ReturnType<typeof validation>;
+
+/** A block of named entries in the document, as its messages name them. */
+interface NamedBlock {
+  block: 'policies' | 'endpoints';
+  /** "policy ids", "endpoint names" */
+  names: string;
+  /** "policy", "endpoint" */
+  noun: string;
+}
+
+/** Adds the entry `name` to a block (a policy, an endpoint) with `value()`, or says why the name cannot name one. */
+function addNamed(s: NewRunState, v: Validation, at: NamedBlock, name: string, value: () => unknown): string | null {
+  const trimmed = name.trim();
+  if (!/^[a-z][a-z0-9_-]*$/.test(trimmed)) return `${at.names} are lower-case words (letters, digits, - and _)`;
+  if (Object.keys((s.doc.value[at.block] as Record<string, unknown> | undefined) ?? {}).includes(trimmed)) return `${at.noun} "${trimmed}" already exists`;
+  setPath(s.doc.value, `${at.block}.${trimmed}`, value());
+  v.validateSoon();
+  return null;
+}
 
 /** Where the document starts: a preset (the default one unless asked), or another run's settings. */
 function documentSource(s: NewRunState, v: Validation) {
@@ -220,12 +232,7 @@ function policyEdits(s: NewRunState, v: Validation) {
   const policyFields = computed(() => s.schema.value?.fields.filter((f) => f.path.startsWith('policies.*.')) ?? []);
 
   function addPolicy(id: string): string | null {
-    const trimmed = id.trim();
-    const problem = nameProblem(trimmed, 'policy ids', 'policy', policyIds.value);
-    if (problem) return problem;
-    setPath(s.doc.value, `policies.${trimmed}`, policyDefaults(s.schema.value?.fields ?? []));
-    v.validateSoon();
-    return null;
+    return addNamed(s, v, { block: 'policies', names: 'policy ids', noun: 'policy' }, id, () => policyDefaults(s.schema.value?.fields ?? []));
   }
 
   /** Make a policy's model block fit its kind; a block that already fits is not touched (no validation, no "changed"). */
@@ -257,12 +264,7 @@ function endpointEdits(s: NewRunState, v: Validation) {
   const endpointIds = computed(() => Object.keys((s.doc.value.endpoints as Record<string, unknown> | undefined) ?? {}));
 
   function addEndpoint(name: string): string | null {
-    const trimmed = name.trim();
-    const problem = nameProblem(trimmed, 'endpoint names', 'endpoint', endpointIds.value);
-    if (problem) return problem;
-    setPath(s.doc.value, `endpoints.${trimmed}`, newEndpoint(s.schema.value?.endpointFields ?? []));
-    v.validateSoon();
-    return null;
+    return addNamed(s, v, { block: 'endpoints', names: 'endpoint names', noun: 'endpoint' }, name, () => newEndpoint(s.schema.value?.endpointFields ?? []));
   }
 
   /** Removes an endpoint, and the whole block with the last one (an empty block says nothing). */
