@@ -9,8 +9,8 @@ export const useAppInfoStore = defineStore('appInfo', () => {
   const info = ref<AppInfo | null>(null);
   const error = ref<string | null>(null);
 
-  async function load(): Promise<void> {
-    await readInto(error, () => studioClient().appInfo(), (value) => (info.value = value));
+  function load(): Promise<void> {
+    return readInto(error, () => studioClient().appInfo(), (value) => (info.value = value));
   }
 
   return { info, error, load };

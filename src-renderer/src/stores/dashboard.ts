@@ -5,7 +5,7 @@
  * `LIVE_REFRESH_MS`, or twice the time the last refresh took, so neither a fast trainer nor a
  * long run (every refresh reads every point of every series) can keep the server busy.
  *
- * Read top to bottom: reading the series, pacing the live refresh, then the store.
+ * Read top to bottom: pacing the live refresh, then the store.
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
@@ -14,7 +14,7 @@ import { studioClient } from '../api/client';
 import { metricSections } from '../charts/metricPanels';
 import type { Points } from '../charts/lineOption';
 import { eventFollower } from './common/events';
-import { newestWins } from './common/requests';
+import { newestWins, type Request } from './common/requests';
 
 export const LIVE_REFRESH_MS = 1000;
 /** Points per series: about one per horizontal pixel of a dashboard panel. */
@@ -24,33 +24,6 @@ const DETAIL_EVENTS = ['stop_requested', 'resumed', 'checkpoint_unusable', 'chec
 
 /** The API takes at most this many keys per call. */
 const KEYS_PER_CALL = 64;
-
-/** What every series of a refresh is read with. */
-interface SeriesRead {
-  runId: number;
-  xAxis: SeriesXAxis;
-  downsample: Exclude<DownsampleMethod, 'none'>;
-}
-
-/**
- * The series of `keys`, KEYS_PER_CALL at a time, each call with the view options `read()` gives
- * then; null once `stale()` (a newer read began meanwhile).
- */
-async function readSeries(read: () => SeriesRead, keys: readonly string[], stale: () => boolean): Promise<{ series: Map<string, Points>; totals: Map<string, number> } | null> {
-  const series = new Map<string, Points>();
-  const totals = new Map<string, number>();
-  for (let i = 0; i < keys.length; i += KEYS_PER_CALL) {
-    const chunk = keys.slice(i, i + KEYS_PER_CALL);
-    const { runId, xAxis, downsample } = read();
-    const result = await studioClient().getSeries({ runId, keys: [...chunk], maxPoints: SERIES_POINTS, xAxis, downsample });
-    if (stale()) return null;
-    for (const s of result) {
-      series.set(s.key, markRaw(s.points));
-      totals.set(s.key, s.totalPoints);
-    }
-  }
-  return { series, totals };
-}
 
 /**
  * `refresh` paced for a run that trains: at most once per `minMs`, or twice the time the last
@@ -113,11 +86,21 @@ export const useDashboardStore = defineStore('dashboard', () => {
 
   const requests = newestWins(error);
 
-  async function fetchSeries(id: number, list: readonly string[], stale: () => boolean): Promise<void> {
-    const read = await readSeries(() => ({ runId: id, xAxis: xAxis.value, downsample: downsample.value }), list, stale);
-    if (!read) return;
-    series.value = markRaw(read.series);
-    totals.value = markRaw(read.totals);
+  /** The series of `list`, KEYS_PER_CALL at a time; nothing shown once `request` is stale. */
+  async function fetchSeries(id: number, list: readonly string[], request: Request): Promise<void> {
+    const next = new Map<string, Points>();
+    const counts = new Map<string, number>();
+    for (let i = 0; i < list.length; i += KEYS_PER_CALL) {
+      const chunk = list.slice(i, i + KEYS_PER_CALL);
+      const result = await studioClient().getSeries({ runId: id, keys: [...chunk], maxPoints: SERIES_POINTS, xAxis: xAxis.value, downsample: downsample.value });
+      if (request.stale()) return;
+      for (const s of result) {
+        next.set(s.key, markRaw(s.points));
+        counts.set(s.key, s.totalPoints);
+      }
+    }
+    series.value = markRaw(next);
+    totals.value = markRaw(counts);
     lastUpdate.value = Date.now();
   }
 
@@ -125,14 +108,16 @@ export const useDashboardStore = defineStore('dashboard', () => {
     const id = runId.value;
     if (id === null) return;
     const request = requests.begin();
-    await request.run(null, async () => {
+    try {
       const [run, list] = await Promise.all([studioClient().getRun(id), studioClient().listMetricKeys(id)]);
       if (request.stale()) return;
       detail.value = markRaw(run);
       keys.value = markRaw(list);
-      await fetchSeries(id, list, request.stale);
+      await fetchSeries(id, list, request);
       if (!request.stale()) error.value = null;
-    });
+    } catch (caught) {
+      request.fail(caught);
+    }
   }
 
   async function open(id: number): Promise<void> {
@@ -157,7 +142,11 @@ export const useDashboardStore = defineStore('dashboard', () => {
     const id = runId.value;
     if (id === null) return;
     const request = requests.begin();
-    await request.run(null, () => fetchSeries(id, keys.value, request.stale));
+    try {
+      await fetchSeries(id, keys.value, request);
+    } catch (caught) {
+      request.fail(caught);
+    }
   }
 
   const live = pacedRefresh(refresh, LIVE_REFRESH_MS);

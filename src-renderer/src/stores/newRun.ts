@@ -12,7 +12,6 @@ import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, Pre
 import { errorMessage, studioClient } from '../api/client';
 import { changedPaths, getPath, policyDefaults, setPath, textOfValue, valueFromText, type ConfigDoc } from '../util/configDoc';
 import { messagesByPath } from './common/issues';
-import { busyWhile } from './common/requests';
 
 const VALIDATE_DEBOUNCE_MS = 150;
 
@@ -155,34 +154,31 @@ function documentSource(s: NewRunState, v: Validation) {
     void v.validateNow();
   }
 
-  async function startFrom(from: { preset: string | null; runId: number | null }): Promise<void> {
-    if (from.runId !== null) {
-      const run = await studioClient().getRun(from.runId);
-      const config = plain(run.config);
-      delete config.name;
-      s.preset.value = run.preset;
-      s.origin.value = `run ${run.id} (${run.name})`;
-      reset(config);
-    } else {
-      const name = from.preset ?? DEFAULT_PRESET;
-      const known = s.presets.value.some((p) => p.name === name) ? name : (s.presets.value[0]?.name ?? name);
-      const config = (await studioClient().getPreset(known)) as ConfigDoc;
-      s.preset.value = known;
-      s.origin.value = `preset ${known}`;
-      reset(config);
+  async function load(from: { preset: string | null; runId: number | null }): Promise<void> {
+    s.loading.value = true;
+    s.error.value = null;
+    try {
+      await ensureSchema();
+      if (from.runId !== null) {
+        const run = await studioClient().getRun(from.runId);
+        const config = plain(run.config);
+        delete config.name;
+        s.preset.value = run.preset;
+        s.origin.value = `run ${run.id} (${run.name})`;
+        reset(config);
+      } else {
+        const name = from.preset ?? DEFAULT_PRESET;
+        const known = s.presets.value.some((p) => p.name === name) ? name : (s.presets.value[0]?.name ?? name);
+        const config = (await studioClient().getPreset(known)) as ConfigDoc;
+        s.preset.value = known;
+        s.origin.value = `preset ${known}`;
+        reset(config);
+      }
+    } catch (caught) {
+      s.error.value = errorMessage(caught);
+    } finally {
+      s.loading.value = false;
     }
-  }
-
-  function load(from: { preset: string | null; runId: number | null }): Promise<void> {
-    return busyWhile(
-      s.loading,
-      s.error,
-      async () => {
-        await ensureSchema();
-        await startFrom(from);
-      },
-      () => undefined,
-    );
   }
 
   return { load };
@@ -282,46 +278,56 @@ function endpointEdits(s: NewRunState, v: Validation) {
    * asked what it serves); the findings become the form's issues, each at its field, until the
    * next edit revalidates.
    */
-  function checkEndpoints(): Promise<EndpointCheckResult | null> {
-    return busyWhile(
-      s.checkingEndpoints,
-      s.error,
-      async () => {
-        v.hold();
-        const result = await studioClient().checkEndpoints(plain(s.doc.value));
-        s.issues.value = result.issues;
-        s.validated.value = true;
-        s.endpointCheck.value = result;
-        return result;
-      },
-      () => null,
-    );
+  async function checkEndpoints(): Promise<EndpointCheckResult | null> {
+    s.checkingEndpoints.value = true;
+    s.error.value = null;
+    try {
+      v.hold();
+      const result = await studioClient().checkEndpoints(plain(s.doc.value));
+      s.issues.value = result.issues;
+      s.validated.value = true;
+      s.endpointCheck.value = result;
+      return result;
+    } catch (caught) {
+      s.error.value = errorMessage(caught);
+      return null;
+    } finally {
+      s.checkingEndpoints.value = false;
+    }
   }
 
   return { endpointIds, addEndpoint, removeEndpoint, checkEndpoints };
 }
 
+/** The launch request for the document: a custom configuration unless it layers exactly over its preset. */
+function startRequest(s: NewRunState, policyIds: readonly string[]) {
+  const config = plain(s.doc.value);
+  // The manager layers the document over the preset; a policy removed here would come back
+  // from the preset, so such a document launches as a custom configuration.
+  const basePolicies = Object.keys((s.base.value.policies as Record<string, unknown> | undefined) ?? {});
+  const layersExactly = s.preset.value !== null && basePolicies.every((id) => policyIds.includes(id));
+  const name = typeof config.name === 'string' && config.name.trim() ? config.name.trim() : undefined;
+  return { config, ...(layersExactly ? { preset: s.preset.value as string } : {}), ...(name ? { name } : {}) };
+}
+
 /** Validates, then launches; returns the new run's id, or null when the form has problems. */
 function launcher(s: NewRunState, v: Validation, policyIds: () => readonly string[]) {
-  async function launchNow(): Promise<number | null> {
-    v.hold();
-    if (!(await v.validateNow())) return null;
-    const config = plain(s.doc.value);
-    // The manager layers the document over the preset; a policy removed here would come back
-    // from the preset, so such a document launches as a custom configuration.
-    const basePolicies = Object.keys((s.base.value.policies as Record<string, unknown> | undefined) ?? {});
-    const layersExactly = s.preset.value !== null && basePolicies.every((id) => policyIds().includes(id));
-    const name = typeof config.name === 'string' && config.name.trim() ? config.name.trim() : undefined;
-    const { runId } = await studioClient().startRun({ config, ...(layersExactly ? { preset: s.preset.value as string } : {}), ...(name ? { name } : {}) });
-    return runId;
-  }
-
-  function launch(): Promise<number | null> {
-    return busyWhile(s.launching, s.error, launchNow, (caught) => {
+  async function launch(): Promise<number | null> {
+    s.launching.value = true;
+    s.error.value = null;
+    try {
+      v.hold();
+      if (!(await v.validateNow())) return null;
+      const { runId } = await studioClient().startRun(startRequest(s, policyIds()));
+      return runId;
+    } catch (caught) {
       const withIssues = caught as { issues?: ConfigIssue[] };
       if (Array.isArray(withIssues.issues) && withIssues.issues.length) s.issues.value = withIssues.issues;
+      s.error.value = errorMessage(caught);
       return null;
-    });
+    } finally {
+      s.launching.value = false;
+    }
   }
 
   return { launch };

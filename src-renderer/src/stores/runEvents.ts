@@ -41,7 +41,8 @@ export const useRunEventsStore = defineStore('runEvents', () => {
       events.value = [];
     }
     cursor = 0;
-    await request.run(loading, async () => {
+    loading.value = true;
+    try {
       // Pages until the end: logs are short (errors, warnings, checkpoints), and the list is
       // virtualised, so even tens of thousands of rows stay cheap.
       while (cursor !== null) {
@@ -51,7 +52,11 @@ export const useRunEventsStore = defineStore('runEvents', () => {
         cursor = page.nextCursor;
       }
       error.value = null;
-    });
+    } catch (caught) {
+      request.fail(caught);
+    } finally {
+      if (!request.stale()) loading.value = false;
+    }
   }
 
   function applyEvent(event: StudioEvent): void {

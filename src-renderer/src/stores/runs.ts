@@ -105,16 +105,18 @@ function runPages(error: Ref<string | null>) {
   const isFiltered = computed(() => filters.value.status !== null || filters.value.search.trim() !== '');
   const query = (beforeId?: number) => runsQuery(filters.value, configColumns.value, beforeId);
 
-  async function refresh(): Promise<void> {
+  function refresh(): Promise<void> {
     const request = requests.begin();
     error.value = null;
-    await request.run(loading, async () => {
-      const page = await studioClient().listRuns(query());
-      if (request.stale()) return;
-      runs.value = page.items;
-      nextCursor.value = page.nextCursor;
-      loaded.value = true;
-    });
+    return request.run(
+      loading,
+      () => studioClient().listRuns(query()),
+      (page) => {
+        runs.value = page.items;
+        nextCursor.value = page.nextCursor;
+        loaded.value = true;
+      },
+    );
   }
 
   async function loadMore(): Promise<void> {
@@ -122,14 +124,17 @@ function runPages(error: Ref<string | null>) {
     if (cursor === null || loadingMore.value || loading.value) return;
     const request = requests.join();
     loadingMore.value = true;
-    await request.run(null, async () => {
+    try {
       const page = await studioClient().listRuns(query(cursor));
       if (request.stale()) return;
       runs.value = [...runs.value, ...page.items];
       nextCursor.value = page.nextCursor;
-    });
-    // Unlike `loading`, cleared even when a refresh overtook this page: no other request clears it.
-    loadingMore.value = false;
+    } catch (caught) {
+      request.fail(caught);
+    } finally {
+      // Unlike `loading`, cleared even when a refresh overtook this page: no other request clears it.
+      loadingMore.value = false;
+    }
   }
 
   /** Every remaining page (up to SORT_LOAD_LIMIT runs), so a sort covers all runs. */

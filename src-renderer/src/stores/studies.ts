@@ -16,12 +16,12 @@ export const useStudiesStore = defineStore('studies', () => {
   const error = ref<string | null>(null);
   const report = shallowRef<StudyReportResult | null>(null);
 
-  async function loadList(): Promise<void> {
-    await readInto(error, () => studioClient().listStudies(), (list) => (studies.value = list));
+  function loadList(): Promise<void> {
+    return readInto(error, () => studioClient().listStudies(), (list) => (studies.value = list));
   }
 
-  async function open(studyId: number): Promise<void> {
-    await readInto(error, () => studioClient().getStudy(studyId), (study) => (detail.value = study));
+  function open(studyId: number): Promise<void> {
+    return readInto(error, () => studioClient().getStudy(studyId), (study) => (detail.value = study));
   }
 
   function applyEvent(event: StudioEvent): void {
@@ -42,9 +42,9 @@ export const useStudiesStore = defineStore('studies', () => {
     return studyId;
   }
 
-  async function exportReport(studyId: number, out: string): Promise<void> {
+  function exportReport(studyId: number, out: string): Promise<void> {
     report.value = null;
-    await readInto(error, () => studioClient().exportStudyReport(studyId, out), (written) => (report.value = written));
+    return readInto(error, () => studioClient().exportStudyReport(studyId, out), (written) => (report.value = written));
   }
 
   return { studies, detail, error, report, loadList, open, follow, unfollow, start, exportReport };

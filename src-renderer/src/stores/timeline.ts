@@ -15,18 +15,20 @@ export const useTimelineStore = defineStore('timeline', () => {
   const error = ref<string | null>(null);
   const requests = newestWins(error);
 
-  async function open(id: number): Promise<void> {
+  function open(id: number): Promise<void> {
     const request = requests.begin();
     if (runId.value !== id) {
       runId.value = id;
       spans.value = [];
     }
-    await request.run(loading, async () => {
-      const result = await studioClient().getTimeline(id);
-      if (request.stale()) return;
-      spans.value = markRaw(result);
-      error.value = null;
-    });
+    return request.run(
+      loading,
+      () => studioClient().getTimeline(id),
+      (result) => {
+        spans.value = markRaw(result);
+        error.value = null;
+      },
+    );
   }
 
   const { follow, unfollow } = liveRefresh({

@@ -77,26 +77,28 @@ function episodeTree(error: Ref<string | null>, match: () => EpisodeMatch | unde
   const treeRows = computed(() => (episode.value ? episodeTreeRows(episode.value.turns) : []));
   const selectedTurn = computed(() => episode.value?.turns.find((t) => t.id === selectedTurnId.value) ?? null);
 
-  async function select(episodeId: number | null, turnId: number | null = null): Promise<void> {
+  function select(episodeId: number | null, turnId: number | null = null): Promise<void> {
     const request = requests.begin();
     selectedTurnId.value = turnId;
     if (episodeId === null) {
       episode.value = null;
-      return;
+      return Promise.resolve();
     }
     const asked = match();
     const matchKey = JSON.stringify(asked ?? {});
     if (episode.value?.episode.id === episodeId && episodeMatchKey === matchKey) {
       if (turnId === null) selectedTurnId.value = defaultTurn(episode.value);
-      return;
+      return Promise.resolve();
     }
-    await request.run(loading, async () => {
-      const detail = await studioClient().getEpisode(episodeId, asked);
-      if (request.stale()) return;
-      episode.value = markRaw(detail);
-      episodeMatchKey = matchKey;
-      if (selectedTurnId.value === null) selectedTurnId.value = defaultTurn(detail);
-    });
+    return request.run(
+      loading,
+      () => studioClient().getEpisode(episodeId, asked),
+      (detail) => {
+        episode.value = markRaw(detail);
+        episodeMatchKey = matchKey;
+        if (selectedTurnId.value === null) selectedTurnId.value = defaultTurn(detail);
+      },
+    );
   }
 
   function clear(): void {
@@ -137,12 +139,12 @@ function browserLists(runId: Ref<number | null>, error: Ref<string | null>) {
     episodeFilters.value = { ...NO_EPISODE_FILTERS };
   }
 
-  async function loadEpisodes(more = false): Promise<void> {
-    if (runId.value !== null) await episodes.load(runId.value, more);
+  function loadEpisodes(more = false): Promise<void> {
+    return runId.value === null ? Promise.resolve() : episodes.load(runId.value, more);
   }
 
-  async function loadTurns(more = false): Promise<void> {
-    if (runId.value !== null) await turns.load(runId.value, more);
+  function loadTurns(more = false): Promise<void> {
+    return runId.value === null ? Promise.resolve() : turns.load(runId.value, more);
   }
 
   function loadShown(): Promise<void> {
@@ -232,14 +234,14 @@ export const useTrajectoriesStore = defineStore('trajectories', () => {
   });
   const lastStep = computed(() => run.value?.lastStep ?? null);
 
-  async function open(id: number): Promise<void> {
+  function open(id: number): Promise<void> {
     if (runId.value !== id) {
       runId.value = id;
       run.value = null;
       lists.forget();
       tree.clear();
     }
-    await readInto(error, () => studioClient().getRun(id), (detail) => (run.value = markRaw(detail)));
+    return readInto(error, () => studioClient().getRun(id), (detail) => (run.value = markRaw(detail)));
   }
 
   /**

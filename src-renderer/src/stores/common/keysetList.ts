@@ -32,16 +32,18 @@ export function keysetList<T extends { id: number }, K>(error: Ref<string | null
   const loaded = ref(false);
   const requests = newestWins(error);
 
-  async function load(key: K, more: boolean): Promise<void> {
-    if (more && (cursor.value === null || loading.value)) return;
+  function load(key: K, more: boolean): Promise<void> {
+    if (more && (cursor.value === null || loading.value)) return Promise.resolve();
     const request = more ? requests.join() : requests.begin();
-    await request.run(loading, async () => {
-      const page = await fetchPage(key, more ? cursor.value : null);
-      if (request.stale()) return;
-      items.value = markRaw(more ? [...items.value, ...page.items] : page.items);
-      cursor.value = page.nextCursor;
-      loaded.value = true;
-    });
+    return request.run(
+      loading,
+      () => fetchPage(key, more ? cursor.value : null),
+      (page) => {
+        items.value = markRaw(more ? [...items.value, ...page.items] : page.items);
+        cursor.value = page.nextCursor;
+        loaded.value = true;
+      },
+    );
   }
 
   async function loadTail(fetchAfter: (afterId: number) => Promise<Page<T>>, keep: () => boolean): Promise<void> {

@@ -3,6 +3,10 @@
  * while an older answer is still out; that older answer, its failure and its end are dropped,
  * otherwise a slow page for stale filters could overwrite the fresh one. A follow-up of the same
  * request (the next page of the same list) joins it instead of superseding it.
+ *
+ * `run` and `readInto` are each the one async function that awaits the Studio's answer, and a
+ * store returns their promise as its action's: an action settles in the same microtask as when
+ * it was written out, which views that chain navigation on an action's end rely on.
  */
 import type { Ref } from 'vue';
 import { errorMessage } from '../../api/client';
@@ -10,12 +14,13 @@ import { errorMessage } from '../../api/client';
 export interface Request {
   /** Whether a newer request of the same kind has begun since this one. */
   stale(): boolean;
+  /** A failure of this request becomes the store's error, unless a newer request began. */
+  fail(caught: unknown): void;
   /**
-   * Runs `body`, this request's work: `loading` (when given) is on while it runs; a failure
-   * becomes the store's error. Both only while the request is still the newest: a stale one
-   * leaves them to the request that superseded it.
+   * Awaits `fetch()` and gives its answer to `apply`, while the request is still the newest;
+   * `loading` (when given) is on meanwhile, and cleared by the newest request only.
    */
-  run(loading: Ref<boolean> | null, body: () => Promise<void>): Promise<void>;
+  run<T>(loading: Ref<boolean> | null, fetch: () => Promise<T>, apply: (answer: T) => void): Promise<void>;
 }
 
 export interface NewestWins {
@@ -30,14 +35,20 @@ export function newestWins(error: Ref<string | null>): NewestWins {
   let generation = 0;
   function request(mine: number): Request {
     const stale = (): boolean => mine !== generation;
+    const fail = (caught: unknown): void => {
+      if (!stale()) error.value = errorMessage(caught);
+    };
     return {
       stale,
-      async run(loading, body) {
+      fail,
+      async run(loading, fetch, apply) {
         if (loading) loading.value = true;
         try {
-          await body();
+          const answer = await fetch();
+          if (stale()) return;
+          apply(answer);
         } catch (caught) {
-          if (!stale()) error.value = errorMessage(caught);
+          fail(caught);
         } finally {
           if (loading && !stale()) loading.value = false;
         }
@@ -57,23 +68,5 @@ export async function readInto<T>(error: Ref<string | null>, read: () => Promise
     error.value = null;
   } catch (caught) {
     error.value = errorMessage(caught);
-  }
-}
-
-/**
- * An action the view shows as busy (loading, checking, launching): `busy` is on while it runs,
- * the store's error is cleared when it starts and set from its failure, and `failed(caught)` is
- * what the action returns then.
- */
-export async function busyWhile<T>(busy: Ref<boolean>, error: Ref<string | null>, action: () => Promise<T>, failed: (caught: unknown) => T): Promise<T> {
-  busy.value = true;
-  error.value = null;
-  try {
-    return await action();
-  } catch (caught) {
-    error.value = errorMessage(caught);
-    return failed(caught);
-  } finally {
-    busy.value = false;
   }
 }
