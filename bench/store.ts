@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openStore, type Store } from '../engine/store';
-import { Rng } from '../engine/util/rng';
+import { openStore, type Store } from '../src-main/engine/store';
+import { Rng } from '../src-main/engine/util/rng';
 
 const AGENTS = ['solver', 'verifier1', 'corrector1'] as const;
 

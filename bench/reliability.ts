@@ -46,18 +46,18 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import YAML from 'yaml';
 import { WebSocket } from 'ws';
-import { callStudio } from '../api/dispatch';
-import { EventHub } from '../api/hub';
-import { createStudioService } from '../api/service';
-import { main as cliMain } from '../cli/main';
-import { runExport } from '../engine/export';
-import { runDir } from '../engine/paths';
-import { projectRoot } from '../engine/resources';
-import { openStore, type Store } from '../engine/store';
-import { isProcessAlive } from '../engine/store/liveness';
-import { Rng } from '../engine/util/rng';
-import { createStudioServer } from '../server/server';
-import { watchStore } from '../server/watch';
+import { callStudio } from '../src-main/api/dispatch';
+import { EventHub } from '../src-main/api/hub';
+import { createStudioService } from '../src-main/api/service';
+import { main as cliMain } from '../src-main/cli/main';
+import { runExport } from '../src-main/engine/export';
+import { runDir } from '../src-main/engine/paths';
+import { projectRoot } from '../src-main/engine/resources';
+import { openStore, type Store } from '../src-main/engine/store';
+import { isProcessAlive } from '../src-main/engine/store/liveness';
+import { Rng } from '../src-main/engine/util/rng';
+import { createStudioServer } from '../src-main/server/server';
+import { watchStore } from '../src-main/server/watch';
 
 // ── shared helpers ─────────────────────────────────────────────────────────────────────────────
 

@@ -35,14 +35,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../engine/model/backend';
-import { createModel, type GPTConfig } from '../engine/model/gpt';
-import { PLAIN_STRATEGY, type KernelStrategy } from '../engine/model/ops';
-import { createOptimizer } from '../engine/model/optim';
-import { canReadSync } from '../engine/model/readback';
-import { sample, sampleAsync } from '../engine/model/sampling';
-import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../engine/model/train';
-import { Rng } from '../engine/util/rng';
+import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../src-main/engine/model/backend';
+import { createModel, type GPTConfig } from '../src-main/engine/model/gpt';
+import { PLAIN_STRATEGY, type KernelStrategy } from '../src-main/engine/model/ops';
+import { createOptimizer } from '../src-main/engine/model/optim';
+import { canReadSync } from '../src-main/engine/model/readback';
+import { sample, sampleAsync } from '../src-main/engine/model/sampling';
+import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../src-main/engine/model/train';
+import { Rng } from '../src-main/engine/util/rng';
 
 export const BENCH_MODEL: GPTConfig = { vocabSize: 32, d_model: 64, n_layers: 2, n_heads: 4, context: 64, mlp_ratio: 4 };
 const BATCH = 16;
@@ -136,7 +136,7 @@ interface PeerTiming {
 
 function peerScript(): string | null {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.resolve(here, '../../bench/peers/torch_model.py'), path.resolve(process.cwd(), 'bench/peers/torch_model.py')];
+  const candidates = [path.resolve(here, 'peers/torch_model.py'), path.resolve(process.cwd(), 'bench/peers/torch_model.py')];
   return candidates.find((p) => fs.existsSync(p)) ?? null;
 }
 

@@ -11,7 +11,7 @@
  * corpus (hostile-cases.ts), which sends them hostile arguments without making real runs.
  */
 import fc from 'fast-check';
-import { STUDIO_METHODS } from '../../src-preload/api';
+import { STUDIO_METHODS } from '../src-preload/api';
 import { request } from './hostile-harness';
 
 export interface FuzzResult {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { STUDIO_METHODS } from '../../src-preload/api';
+import { STUDIO_METHODS } from '../src-preload/api';
 import { CANARY_VARIABLE, request, runMarsrl, type HttpAnswer, type Listener } from './hostile-harness';
 import type { Fixtures } from './hostile-fixtures';
 
