@@ -20,10 +20,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Series } from '../src-preload/api';
-import { EventHub } from '../src-main/api/hub';
-import { createStudioService } from '../src-main/api/service';
+import { openStudio } from '../src-main/app/studio';
 import { projectRoot } from '../src-main/engine/resources';
-import { openStore, type Store } from '../src-main/engine/store';
+import type { Store } from '../src-main/engine/store';
 import { Rng } from '../src-main/engine/util/rng';
 import { createStudioServer } from '../src-main/server/server';
 
@@ -246,7 +245,9 @@ export async function run(argv: string[]): Promise<void> {
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-ui-'));
   const dbPath = values.db ?? path.join(dir, 'bench.db');
-  const store = openStore(dbPath);
+  // The Studio `marsrl serve` opens (without runs or a watcher: nothing else writes here).
+  const studio = openStudio({ databasePath: dbPath, transport: 'http' });
+  const { store } = studio;
   const rng = new Rng(11, 'bench-ui');
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let server: Awaited<ReturnType<typeof createStudioServer>> | null = null;
@@ -258,9 +259,7 @@ export async function run(argv: string[]): Promise<void> {
     const { spikes } = writeSeries(store, runId, steps, keys, rng);
     console.log(`ui bench: ${turns.toLocaleString()} turns and ${keyCount} series of ${steps.toLocaleString()} steps written in ${((performance.now() - t0) / 1000).toFixed(0)} s (${dbPath})`);
 
-    const hub = new EventHub();
-    const service = createStudioService({ store, databasePath: dbPath, transport: 'http', hub });
-    server = await createStudioServer({ service, hub, port: 0, rendererDir: null, log: () => {} });
+    server = await createStudioServer({ service: studio.service, hub: studio.hub, port: 0, rendererDir: null, log: () => {} });
     const port = server.port;
 
     // --- trajectory pages --------------------------------------------------------------------
@@ -316,8 +315,7 @@ export async function run(argv: string[]): Promise<void> {
     }
   } finally {
     agent.destroy();
-    await server?.close();
-    store.close();
+    await studio.close({ edges: server ? [server] : [] });
     if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
     else console.log(`  database kept: ${dbPath}`);
   }

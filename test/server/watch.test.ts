@@ -4,7 +4,7 @@ import type { StudioEvent } from '../../src-preload/api';
 import { EventHub } from '../../src-main/api/hub';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
-import { watchStore, type StoreWatcher } from '../../src-main/server/watch';
+import { watchStore, type StoreWatcher } from '../../src-main/app/watch';
 import { seedStudio, writeSteps, type Seeded } from '../e2e/seed';
 import { tempDir } from '../helpers/tmp';
 
