@@ -1,7 +1,8 @@
 /**
  * The webgpu tests' shared setup (issue #15). They run on a real adapter where there is one and on
- * Mesa's llvmpipe elsewhere; a machine without any adapter FAILS them (CI installs Mesa 25 from
- * bookworm-backports), so the WebGPU path is never silently untested.
+ * Mesa's llvmpipe elsewhere; a machine without any adapter FAILS them (scripts/test-setup.sh, which
+ * npm test runs first, installs Mesa 25 from bookworm-backports), so the WebGPU path is never
+ * silently untested.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
@@ -12,7 +13,7 @@ export async function requireWebGpu(what: string): Promise<BackendInfo> {
   if (info.name !== 'webgpu') {
     throw new Error(
       `no WebGPU adapter, so ${what} cannot run: ${info.skipped.find((s) => s.backend === 'webgpu')?.reason}. ` +
-        'On Debian 12 install Mesa 25 from bookworm-backports (.ci/run does it): apt-get install -t bookworm-backports mesa-vulkan-drivers',
+        'On Debian 12 install Mesa 25 from bookworm-backports: sudo bash scripts/test-setup.sh (npm test runs it first) installs it.',
     );
   }
   return info;

@@ -2,8 +2,8 @@
  * The Hugging Face family (Llama / Qwen3, and LoRA adapters on it) on the webgpu backend
  * (tfjs-backend-webgpu on Dawn) against the cpu backend (issue #15).
  *
- * Without a GPU this runs on Mesa's llvmpipe Vulkan driver (a software adapter; .ci/run installs
- * Mesa 25 from bookworm-backports). No adapter fails the file, as test/model/webgpu.test.ts does.
+ * Without a GPU this runs on Mesa's llvmpipe Vulkan driver (a software adapter; scripts/test-setup.sh
+ * installs Mesa 25 from bookworm-backports). No adapter fails the file, as test/model/webgpu.test.ts does.
  *
  * The two sides compute differently: cpu decodes with the 'js' cache (attention, RoPE and the q/k
  * norm in plain loops, float64 accumulators) and scatters the embedding gradient in JavaScript;

@@ -4,7 +4,7 @@
  *
  * On machines without a GPU this runs on Mesa's llvmpipe Vulkan driver (a software adapter):
  * Debian 12's mesa-vulkan-drivers 22.3 gives Dawn no adapter, Mesa 25 from bookworm-backports
- * does; .ci/run installs it, and in CI (CI=true) a missing adapter fails here loudly.
+ * does; scripts/test-setup.sh (npm test runs it first) installs it, and in CI (CI=true) a missing adapter fails here loudly.
  *
  * Tolerances: float32 kernels in a different order (GPU reductions, tiled matMul) against the
  * cpu backend's sequential loops differ by rounding only, ~1e-6 relative on these sizes. Logits,
