@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ExportError, runExport } from '../../src-main/engine/export';
 import { tempDir } from '../helpers/tmp';
-import { createFixture, type Fixture } from './fixture';
+import { createFixture, type Fixture } from '../helpers/seed';
 
 let tmp: ReturnType<typeof tempDir>;
 let fx: Fixture;

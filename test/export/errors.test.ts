@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ExportError, runExport, type ExportOptions } from '../../src-main/engine/export';
 import { tempDir } from '../helpers/tmp';
 import { duck, source } from './duck';
-import { createFixture, type Fixture } from './fixture';
+import { createFixture, type Fixture } from '../helpers/seed';
 
 let tmp: ReturnType<typeof tempDir>;
 let fx: Fixture;

@@ -12,7 +12,7 @@ import type { TurnRecord } from '../../src-main/engine/export/queries';
 import { emptyPairStats } from '../../src-main/engine/export/formats';
 import { tempDir } from '../helpers/tmp';
 import { columnTypes, components, duck, source } from './duck';
-import { createFixture, type Fixture } from './fixture';
+import { createFixture, type Fixture } from '../helpers/seed';
 
 let tmp: ReturnType<typeof tempDir>;
 let fx: Fixture;

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type EpisodePageQuery, type Store } from '../../src-main/engine/store';
-import { seedStudio, type Seeded } from '../e2e/seed';
+import { seedStudio, type Seeded } from '../helpers/seed';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;

@@ -1,6 +1,6 @@
 /** `marsrl serve` as a separate process, the way a user starts it. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+import { MARSRL_BIN, REPO_ROOT } from './cli';
 
 export interface ServeProcess {
   child: ChildProcess;
