@@ -8,20 +8,18 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
 import { toErrorShape } from '../../src-main/api/errors';
-import { EventHub } from '../../src-main/api/hub';
-import { createStudioService } from '../../src-main/api/service';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { type Store } from '../../src-main/engine/store';
 import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '../../src-preload/api';
-import { tempDir } from '../helpers/tmp';
+import { serviceInTemp } from '../helpers/service';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
-let tmp: ReturnType<typeof tempDir>;
+const studio = serviceInTemp('http', 'marsrl-export-model-');
 let store: Store;
 let service: StudioApi;
 let policy: PolicyRuntime;
@@ -33,11 +31,9 @@ let trainedB: Float32Array;
 
 beforeAll(async () => {
   await initBackend('wasm');
-  tmp = tempDir('marsrl-export-model-');
-  process.env.MARSRL_HOME = path.join(tmp.dir, 'home');
-  store = openStore(path.join(tmp.dir, 'api.db'));
-  service = createStudioService({ store, databasePath: path.join(tmp.dir, 'api.db'), transport: 'http', hub: new EventHub() });
-  const modelDir = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'));
+  ({ store, service } = studio);
+  process.env.MARSRL_HOME = path.join(studio.dir, 'home');
+  const modelDir = writeTinyQwen3Model(path.join(studio.dir, 'qwen3-tiny'));
   const config = resolveConfig({
     task: { family: 'math' },
     policies: { solver: { model: { kind: 'hf', path: modelDir, lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } } } },
@@ -58,7 +54,7 @@ beforeAll(async () => {
   for (let k = 0; k < r; k++) for (let o = 0; o < out; o++) trainedB[o * r + k] = stored[k * out + o];
 
   runId = store.runs.create({ name: 'lora run', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 1, status: 'done' });
-  const stepDir = path.join(tmp.dir, 'checkpoints', 'step-000002');
+  const stepDir = path.join(studio.dir, 'checkpoints', 'step-000002');
   savePolicies(stepDir, new Map([['solver', policy]]), config, 2, {});
   store.events.addCheckpoint({ runId, step: 2, policyId: 'solver', path: path.join(stepDir, 'solver'), createdAt: Date.now(), metrics: null });
   bareRunId = store.runs.create({ name: 'no checkpoints', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 1, status: 'failed' });
@@ -67,8 +63,6 @@ afterAll(() => {
   if (previousHome === undefined) delete process.env.MARSRL_HOME;
   else process.env.MARSRL_HOME = previousHome;
   policy?.dispose();
-  store?.close();
-  tmp?.cleanup();
 });
 
 async function refusal(request: unknown): Promise<ReturnType<typeof toErrorShape>> {
@@ -83,7 +77,7 @@ async function refusal(request: unknown): Promise<ReturnType<typeof toErrorShape
 describe('exportModel', () => {
   it('writes the run’s adapters as a PEFT folder under the exports folder, holding the trained values', async () => {
     const result = (await callStudio(service, 'exportModel', [{ runId, format: 'peft', out: 'tiny-adapters' }])) as ModelExportResult;
-    const out = path.join(tmp.dir, 'home', 'exports', 'tiny-adapters');
+    const out = path.join(studio.dir, 'home', 'exports', 'tiny-adapters');
     expect(result).toMatchObject({ format: 'peft', out, policy: 'solver', step: 2, lora: true });
     expect(result.written.map((f) => path.basename(f)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     const config = JSON.parse(fs.readFileSync(path.join(out, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
@@ -114,7 +108,7 @@ describe('exportModel', () => {
     const none = await refusal({ runId: bareRunId, format: 'hf', out: 'y' });
     expect(none.issues?.map((i) => i.path)).toEqual(['runId']);
     expect(none.message).toMatch(/has no checkpoints yet/);
-    expect(fs.existsSync(path.join(tmp.dir, 'home', 'exports', 'y'))).toBe(false);
+    expect(fs.existsSync(path.join(studio.dir, 'home', 'exports', 'y'))).toBe(false);
   });
 
   it('rejects a bad payload at the boundary, naming the field', async () => {

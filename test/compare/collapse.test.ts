@@ -4,14 +4,13 @@
  * the shared-reward run's Verifier rejected everything, the decoupled run's did not); and what
  * Compare says about them: the flag, and that one seed per side is not evidence.
  */
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { collapseFlags, collapseFromCounts, compareRuns, compareWarnings, MIN_CLASS, MIN_OUTPUTS, type RunData } from '../../src-main/engine/compare';
 import { likeRunsMatrix } from '../../src-main/engine/study/like';
 import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
-import { openStore, type AgentOutputCounts, type Store } from '../../src-main/engine/store';
+import { type AgentOutputCounts, type Store } from '../../src-main/engine/store';
 import { quickRunRows, writeQuickRunTurns } from '../helpers/seed';
-import { tempDir } from '../helpers/tmp';
+import { runsDatabase } from '../helpers/runs-db';
 
 const verifier = (over: Partial<AgentOutputCounts['verifiers'][number]>) => ({ agent: 'verifier1', approvals: 0, rejections: 0, rightApproved: 0, rightRejected: 0, wrongApproved: 0, wrongRejected: 0, ...over });
 const counts = (over: Partial<AgentOutputCounts>): AgentOutputCounts => ({ steps: [10, 19], verifiers: [], correctors: [], ...over });
@@ -70,19 +69,14 @@ function storedRun(store: Store, name: 'shared' | 'decoupled'): number {
 }
 
 describe('on the turns of two real quick runs', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const db = runsDatabase();
   let store: Store;
   let shared: number;
   let decoupled: number;
   beforeAll(() => {
-    tmp = tempDir('marsrl-collapse-');
-    store = openStore(path.join(tmp.dir, 'runs.db'));
+    store = db.store;
     shared = storedRun(store, 'shared');
     decoupled = storedRun(store, 'decoupled');
-  });
-  afterAll(() => {
-    store.close();
-    tmp.cleanup();
   });
 
   it("flags the shared run's Verifier, which rejects everything", () => {

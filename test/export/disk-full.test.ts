@@ -6,25 +6,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExportError, runExport } from '../../src-main/engine/export';
-import { tempDir } from '../helpers/tmp';
-import { createFixture, type Fixture } from '../helpers/seed';
+import { exportFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
-let fx: Fixture;
-beforeAll(() => {
-  tmp = tempDir('marsrl-export-full-');
-  fx = createFixture(tmp.dir);
-});
-afterAll(() => {
-  fx.store.close();
-  tmp.cleanup();
-});
+const fx = exportFixture('marsrl-export-full-');
 
 describe('an export on a full disk', () => {
   it.each(['jsonl', 'parquet'] as const)('%s: a clear error on out saying to run it again, nothing left behind', async (container) => {
-    const outDir = path.join(tmp.dir, container);
+    const outDir = path.join(fx.dir, container);
     fs.mkdirSync(outDir);
     const write = fs.writeSync;
     let writes = 0;

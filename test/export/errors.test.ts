@@ -5,29 +5,17 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ExportError, runExport, type ExportOptions } from '../../src-main/engine/export';
-import { tempDir } from '../helpers/tmp';
 import { duck, source } from './duck';
-import { createFixture, type Fixture } from '../helpers/seed';
+import { exportFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
-let fx: Fixture;
+const fx = exportFixture('marsrl-export-errors-');
 let outDir: string;
-
-beforeAll(() => {
-  tmp = tempDir('marsrl-export-errors-');
-  fx = createFixture(tmp.dir);
-});
-
-afterAll(() => {
-  fx.store.close();
-  tmp.cleanup();
-});
 
 let caseNo = 0;
 beforeEach(() => {
-  outDir = path.join(tmp.dir, `case-${++caseNo}`);
+  outDir = path.join(fx.dir, `case-${++caseNo}`);
   fs.mkdirSync(outDir);
 });
 

@@ -6,8 +6,10 @@
  * texts with quotes, newlines, `|` and non-ASCII; and a run with no turns at all.
  */
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { openStore, type Store } from '../../../src-main/engine/store';
 import { Rng } from '../../../src-main/engine/util/rng';
+import { tempDir } from '../tmp';
 import { episodeRow, turnRow } from './rows';
 
 export interface Fixture {
@@ -144,4 +146,40 @@ function writeBig(store: Store, runId: number, turns: number): void {
     step++;
   }
   w.close();
+}
+
+/** The fixture in a fresh temp folder (`dir`) for a test file: created before its tests, closed and removed after them. */
+export interface TempFixture extends Fixture {
+  readonly dir: string;
+}
+
+export function exportFixture(prefix: string): TempFixture {
+  let tmp: ReturnType<typeof tempDir> | undefined;
+  let fx: Fixture | undefined;
+  beforeAll(() => {
+    tmp = tempDir(prefix);
+    fx = createFixture(tmp.dir);
+  });
+  afterAll(() => {
+    fx?.store.close();
+    tmp?.cleanup();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('exportFixture: use it inside a test or a later hook');
+    return value;
+  };
+  return {
+    get store() {
+      return started(fx).store;
+    },
+    get dbPath() {
+      return started(fx).dbPath;
+    },
+    get runs() {
+      return started(fx).runs;
+    },
+    get dir() {
+      return started(tmp).dir;
+    },
+  };
 }
