@@ -44,6 +44,7 @@ import type { RandomHfModelOptions } from '../src-main/engine/hf/random-model';
 import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../src-main/engine/model/backend';
 import { Rng } from '../src-main/engine/util/rng';
 import type { RlStepResult } from './hf-rl-step';
+import { summarize, type Timing } from './timing';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -112,18 +113,6 @@ export async function benchFolder(shape: HfBenchShape, withGguf: boolean): Promi
     fs.writeFileSync(`${gguf}.complete`, '');
   }
   return { dir, gguf };
-}
-
-interface Timing {
-  bestMs: number;
-  medianMs: number;
-  calls: number;
-  tokensPerS: number;
-}
-
-function summarize(times: number[], tokens: number): Timing {
-  const s = times.slice().sort((a, b) => a - b);
-  return { bestMs: s[0], medianMs: s[Math.floor(s.length / 2)], calls: s.length, tokensPerS: (tokens / s[0]) * 1000 };
 }
 
 async function timeCalls(fn: () => Promise<number> | number, seconds: number, minCalls: number): Promise<number[]> {

@@ -25,8 +25,8 @@ import { projectRoot } from '../src-main/engine/resources';
 import type { Store } from '../src-main/engine/store';
 import { Rng } from '../src-main/engine/util/rng';
 import { createStudioServer } from '../src-main/server/server';
+import { AGENTS, writeEpisode, type TurnText } from './training-rows';
 
-const AGENTS = ['solver', 'verifier1', 'corrector1'] as const;
 const CHROMIUM = process.env.MARSRL_CHROMIUM ?? '/usr/bin/chromium';
 
 function median(values: number[]): number {
@@ -55,36 +55,15 @@ function timeSync(fn: () => unknown, repeats: number): number {
   return median(times);
 }
 
-/** Episodes of a Solver group of 8, two Verifier and two Corrector turns, as training writes them. */
+const sortText: TurnText = (agent, digits, rng) =>
+  agent === 'verifier1' ? `c:1111011111 ${digits} o:0<1<2 V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `c:1111011111 A:${digits.split('').sort().join('')}`;
+
+/** Eight episodes a step (training-rows.ts), `turns` turns in all. */
 function writeTurns(store: Store, runId: number, turns: number, rng: Rng): void {
   const writer = store.writer({ maxPending: 20_000, flushIntervalMs: 0 });
   const now = Date.now();
-  let written = 0;
-  let step = 0;
-  while (written < turns) {
-    for (let e = 0; e < 8 && written < turns; e++) {
-      const episodeId = writer.newId('episodes');
-      writer.episode({ id: episodeId, runId, step, problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
-      let parent: number | null = null;
-      for (let i = 0; i < 12 && written < turns; i++, written++) {
-        const agent = AGENTS[i < 8 ? 0 : i < 10 ? 1 : 2];
-        const turnId = writer.newId('turns');
-        const digits = Array.from({ length: 8 }, () => rng.int(0, 9)).join('');
-        const text = agent === 'verifier1' ? `c:1111011111 ${digits} o:0<1<2 V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `c:1111011111 A:${digits.split('').sort().join('')}`;
-        writer.turn({
-          id: turnId, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: agent === 'solver' ? 0 : 1,
-          groupId: i < 8 ? 0 : 1, parentTurnId: agent === 'solver' ? null : parent, sampleIndex: i, prompt: `sort ${digits}`,
-          text, tokenCount: text.length, parsed: digits, correct: rng.next() < 0.5, formatValid: true,
-          policyVersionMin: step, policyVersionMax: step, createdAt: now,
-        });
-        if (agent === 'solver') parent = turnId;
-        writer.segment({ id: writer.newId('segments'), turnId, runId, segIndex: 0, tokenStart: 0, tokenEnd: text.length, text, finished: true, policyVersion: step, startedAt: now, endedAt: now, worker: 'rollout-0' });
-        const reward = rng.next() < 0.5 ? 1 : 0;
-        writer.reward({ turnId, runId, value: reward, components: { correctness: reward }, scheme: 'decoupled' });
-        writer.advantage({ turnId, runId, value: reward - 0.5, mode: 'agentwise', groupKey: `${episodeId}:${agent}`, mu: 0.5, sigma: 0.5 });
-      }
-    }
-    step++;
+  for (let written = 0, step = 0; written < turns; step++) {
+    for (let e = 0; e < 8 && written < turns; e++) written += writeEpisode(writer, runId, step, rng, now, turns - written, sortText);
   }
   writer.close();
 }

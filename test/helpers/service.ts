@@ -1,10 +1,9 @@
-import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import type { StudioApi } from '../../src-preload/api';
-import { tempDir } from './tmp';
+import { perFile } from './per-file';
+import { storeInTemp } from './runs-db';
 
 export interface ServiceInTemp {
   readonly store: Store;
@@ -21,35 +20,24 @@ export interface ServiceInTemp {
  * (vitest runs them in reverse), which may still use it. Read it inside tests or later hooks.
  */
 export function serviceInTemp(transport: 'http' | 'direct', prefix?: string): ServiceInTemp {
-  let tmp: ReturnType<typeof tempDir> | undefined;
-  let store: Store | undefined;
-  let service: StudioApi | undefined;
-  beforeAll(() => {
-    tmp = tempDir(prefix);
-    const databasePath = path.join(tmp.dir, 'api.db');
-    store = openStore(databasePath);
-    service = createStudioService({ store, databasePath, transport, ...(transport === 'http' ? { hub: new EventHub() } : {}) });
-  });
-  afterAll(() => {
-    store?.close();
-    tmp?.cleanup();
-  });
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('serviceInTemp: use it inside a test or a later hook');
-    return value;
-  };
+  const db = storeInTemp('api.db', prefix);
+  const service = perFile(
+    'serviceInTemp',
+    (): StudioApi => createStudioService({ store: db.store, databasePath: db.databasePath, transport, ...(transport === 'http' ? { hub: new EventHub() } : {}) }),
+    () => {},
+  );
   return {
     get store() {
-      return started(store);
+      return db.store;
     },
     get service() {
-      return started(service);
+      return service();
     },
     get dir() {
-      return started(tmp).dir;
+      return db.dir;
     },
     get databasePath() {
-      return path.join(started(tmp).dir, 'api.db');
+      return db.databasePath;
     },
   };
 }

@@ -6,9 +6,9 @@
  * texts with quotes, newlines, `|` and non-ASCII; and a run with no turns at all.
  */
 import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { openStore, type Store } from '../../../src-main/engine/store';
 import { Rng } from '../../../src-main/engine/util/rng';
+import { perFile } from '../per-file';
 import { tempDir } from '../tmp';
 import { episodeRow, turnRow } from './rows';
 
@@ -154,32 +154,29 @@ export interface TempFixture extends Fixture {
 }
 
 export function exportFixture(prefix: string): TempFixture {
-  let tmp: ReturnType<typeof tempDir> | undefined;
-  let fx: Fixture | undefined;
-  beforeAll(() => {
-    tmp = tempDir(prefix);
-    fx = createFixture(tmp.dir);
-  });
-  afterAll(() => {
-    fx?.store.close();
-    tmp?.cleanup();
-  });
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('exportFixture: use it inside a test or a later hook');
-    return value;
-  };
+  const opened = perFile(
+    'exportFixture',
+    () => {
+      const tmp = tempDir(prefix);
+      return { tmp, fx: createFixture(tmp.dir) };
+    },
+    ({ tmp, fx }) => {
+      fx.store.close();
+      tmp.cleanup();
+    },
+  );
   return {
     get store() {
-      return started(fx).store;
+      return opened().fx.store;
     },
     get dbPath() {
-      return started(fx).dbPath;
+      return opened().fx.dbPath;
     },
     get runs() {
-      return started(fx).runs;
+      return opened().fx.runs;
     },
     get dir() {
-      return started(tmp).dir;
+      return opened().tmp.dir;
     },
   };
 }
