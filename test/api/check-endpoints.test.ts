@@ -7,10 +7,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
 import type { ConfigValidation, EndpointCheckResult, StudioApi } from '../../src-preload/api';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { approvedHome } from '../helpers/key-approvals';
+import { refusal } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
 
 const KEY_VARIABLE = 'MARSRL_TEST_CHECK_ENDPOINTS_KEY';
@@ -94,12 +94,7 @@ describe('checkEndpoints', () => {
 
   it('rejects a payload that is not a config object at the boundary', async () => {
     for (const args of [[], ['endpoints'], [[1, 2]], [null]]) {
-      let shape: ReturnType<typeof toErrorShape> | null = null;
-      try {
-        await callStudio(service, 'checkEndpoints', args);
-      } catch (error) {
-        shape = toErrorShape(error);
-      }
+      const shape = await refusal(service, 'checkEndpoints', args);
       expect(shape?.code, JSON.stringify(args)).toBe('invalid_request');
       expect(shape?.message).toMatch(/invalid arguments for checkEndpoints: checkEndpoints(\.0)?: /);
     }

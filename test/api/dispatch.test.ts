@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
 import { type Store } from '../../src-main/engine/store';
 import type { Page, RunSummary, StudioApi } from '../../src-preload/api';
+import { refusal } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
 
 const studio = serviceInTemp('direct');
@@ -16,14 +16,7 @@ beforeAll(() => {
   }
 });
 
-async function rejection(method: unknown, args: unknown) {
-  try {
-    await callStudio(service, method, args);
-  } catch (error) {
-    return toErrorShape(error);
-  }
-  throw new Error('expected the call to be rejected');
-}
+const rejection = (method: unknown, args: unknown) => refusal(service, method, args);
 
 describe('StudioApi dispatch', () => {
   it('pages runs newest first by keyset and filters them', async () => {

@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
@@ -16,6 +15,7 @@ import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/e
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '../../src-preload/api';
+import { refusal as refusalOf } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
@@ -65,14 +65,7 @@ afterAll(() => {
   policy?.dispose();
 });
 
-async function refusal(request: unknown): Promise<ReturnType<typeof toErrorShape>> {
-  try {
-    await callStudio(service, 'exportModel', [request]);
-  } catch (error) {
-    return toErrorShape(error);
-  }
-  throw new Error(`exportModel(${JSON.stringify(request)}) was not refused`);
-}
+const refusal = (request: unknown) => refusalOf(service, 'exportModel', [request]);
 
 describe('exportModel', () => {
   it('writes the run’s adapters as a PEFT folder under the exports folder, holding the trained values', async () => {

@@ -7,12 +7,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '../../src-main/api/errors';
 import { EventHub } from '../../src-main/api/hub';
 import { handleStudioCall } from '../../src-main/electron/ipc';
 import { createStudioServer, type StudioServer } from '../../src-main/server/server';
 import { buildStudioBridge } from '../../src-preload/bridge';
 import type { ModelInspection, StudioApi } from '../../src-preload/api';
+import { refusal } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
 import { api } from '../server/http';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
@@ -85,12 +85,7 @@ describe('inspectModel', () => {
       [[42], /inspectModel\.0/],
       [['a\0b'], /NUL/],
     ] as const) {
-      let shape: ReturnType<typeof toErrorShape> | null = null;
-      try {
-        await callStudio(service, 'inspectModel', args);
-      } catch (error) {
-        shape = toErrorShape(error);
-      }
+      const shape = await refusal(service, 'inspectModel', args);
       expect(shape?.code).toBe('invalid_request');
       expect(shape?.message).toMatch(message);
     }

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ExportError, runExport } from '../../src-main/engine/export';
+import { rejection } from '../helpers/errors';
 import { exportFixture } from '../helpers/seed';
 
 const fx = exportFixture('marsrl-export-full-');
@@ -23,14 +24,8 @@ describe('an export on a full disk', () => {
       if (++writes > 1) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
       return (write as (...a: unknown[]) => number)(...args);
     }) as typeof fs.writeSync);
-    let caught: unknown = null;
-    try {
-      await runExport(fx.store, { runs: ['alpha'], format: 'trajectories', container, out: path.join(outDir, `data.${container}`), rowGroupRows: 16 });
-    } catch (error) {
-      caught = error;
-    } finally {
-      spy.mockRestore();
-    }
+    const caught = await rejection(() => runExport(fx.store, { runs: ['alpha'], format: 'trajectories', container, out: path.join(outDir, `data.${container}`), rowGroupRows: 16 }));
+    spy.mockRestore();
     expect(writes).toBeGreaterThan(1);
     expect(caught).toBeInstanceOf(ExportError);
     const error = caught as ExportError;

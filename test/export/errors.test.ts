@@ -8,6 +8,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ExportError, runExport, type ExportOptions } from '../../src-main/engine/export';
 import { duck, source } from './duck';
+import { rejection } from '../helpers/errors';
 import { exportFixture } from '../helpers/seed';
 
 const fx = exportFixture('marsrl-export-errors-');
@@ -23,12 +24,7 @@ const listing = (dir = outDir) => fs.readdirSync(dir).sort();
 
 async function expectExportError(options: ExportOptions, code: string, field: string | null, message: RegExp, signal?: AbortSignal): Promise<ExportError> {
   const before = listing();
-  let caught: unknown;
-  try {
-    await runExport(fx.store, options, { signal });
-  } catch (error) {
-    caught = error;
-  }
+  const caught = await rejection(() => runExport(fx.store, options, { signal }));
   expect(caught).toBeInstanceOf(ExportError);
   const error = caught as ExportError;
   expect(error.code).toBe(code);

@@ -5,7 +5,11 @@
  * silently untested.
  */
 import * as tf from '@tensorflow/tfjs-core';
+import { expect } from 'vitest';
 import { initBackend, type BackendInfo } from '../../src-main/engine/model/backend';
+import type { PolicyModel } from '../../src-main/engine/model/policy-model';
+import { decodeSegmentAsync, disposeDecodeState, sampleAsync, startDecode } from '../../src-main/engine/model/sampling';
+import { maxAbsDiff } from '../model/helpers';
 
 /** Make webgpu the backend, or throw saying why there is no adapter and how to get one. */
 export async function requireWebGpu(what: string): Promise<BackendInfo> {
@@ -45,4 +49,43 @@ export function recomputedLogProbs(model: SequenceScorer, sequences: ReadonlyArr
     tf.dispose([logProbs, entropy]);
     return lp;
   });
+}
+
+/**
+ * Segment resume on webgpu, for both model families: a decode split into segments equals an
+ * uninterrupted one; after new weights mid-decode the tokens that follow are scored by the new
+ * model (against `cpuModel(newWeights)` on cpu) and the ones before by the old.
+ */
+export async function expectSegmentResume(model: PolicyModel, prompts: number[][], newWeights: Float32Array, cpuModel: (weights: Float32Array) => SequenceScorer & { dispose(): void }): Promise<void> {
+  const opts = { maxNewTokens: 10, temperature: 1, stopTokens: [0], seed: 17 };
+  const whole = await sampleAsync(model, prompts, opts);
+  const state = startDecode(prompts, opts);
+  let segments = 0;
+  while (state.sequences.some((s) => !s.finished)) {
+    await decodeSegmentAsync(model, state, 3);
+    segments++;
+  }
+  expect(segments).toBeGreaterThan(1);
+  state.sequences.forEach((s, i) => {
+    expect(s.tokens).toEqual(whole[i].tokens);
+    expect(s.logProbs).toEqual(whole[i].logProbs); // the same computation on the same backend
+  });
+  disposeDecodeState(state);
+
+  const resumed = startDecode(prompts, { maxNewTokens: 6, seed: 5 });
+  await decodeSegmentAsync(model, resumed, 2);
+  model.setWeights(newWeights);
+  await decodeSegmentAsync(model, resumed, 4);
+  const ref = await onBackend('cpu', () => {
+    const m = cpuModel(newWeights);
+    const lps = recomputedLogProbs(m, resumed.sequences);
+    m.dispose();
+    return lps;
+  });
+  resumed.sequences.forEach((s, i) => {
+    expect(s.tokens).toHaveLength(6);
+    expect(maxAbsDiff(s.rawLogProbs.slice(2), ref[i].slice(2))).toBeLessThan(1e-4);
+    expect(maxAbsDiff(s.rawLogProbs.slice(0, 2), ref[i].slice(0, 2))).toBeGreaterThan(1e-3);
+  });
+  disposeDecodeState(resumed);
 }
