@@ -17,6 +17,7 @@ import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '../../src-preload/api';
 import { refusal as refusalOf } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
+import { trainedLookingAdapters } from '../hf/fixtures';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
 const studio = serviceInTemp('http', 'marsrl-export-model-');
@@ -41,15 +42,12 @@ beforeAll(async () => {
   });
   policy = createPolicy('solver', config.policies.solver, loadTaskData(config).tokenizer, 7).policy;
   // Trained-looking adapters: B away from its zero start, so the export's values can be told apart.
-  const flat = policy.model.getWeights();
-  const rng = new Rng(11, 'test/export-model');
-  for (const spec of policy.model.specs) if (spec.name.includes('lora_B')) for (let i = 0; i < spec.size; i++) flat[spec.offset + i] = (rng.next() - 0.5) * 0.2;
-  policy.model.setWeights(flat);
+  trainedLookingAdapters(policy.model, new Rng(11, 'test/export-model'));
   const spec = policy.model.specs.find((s) => s.name.includes('layers.0') && s.name.includes('v_proj') && s.name.includes('lora_B'));
   if (!spec) throw new Error(`no v_proj lora_B among ${policy.model.specs.map((s) => s.name).join(', ')}`);
   // The policy keeps B transposed ([r, out], engine/hf/lora.ts); PEFT's file holds B as [out, r].
   const [r, out] = spec.shape;
-  const stored = flat.slice(spec.offset, spec.offset + spec.size);
+  const stored = policy.model.getWeights().slice(spec.offset, spec.offset + spec.size);
   trainedB = new Float32Array(r * out);
   for (let k = 0; k < r; k++) for (let o = 0; o < out; o++) trainedB[o * r + k] = stored[k * out + o];
 

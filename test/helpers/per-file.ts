@@ -5,11 +5,11 @@ import { afterAll, beforeAll } from 'vitest';
  * the file's tests, closed after the file's own afterAll hooks (vitest runs them in reverse),
  * which may still use it. The returned getter works inside tests and later hooks.
  */
-export function perFile<T>(name: string, open: () => T, close: (value: T) => void): () => T {
+export function perFile<T>(name: string, open: () => T | Promise<T>, close: (value: T) => void, timeoutMs?: number): () => T {
   let value: T | undefined;
-  beforeAll(() => {
-    value = open();
-  });
+  beforeAll(async () => {
+    value = await open();
+  }, timeoutMs);
   afterAll(() => {
     if (value !== undefined) close(value);
   });
