@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'electron-vite';
-import type { Plugin } from 'vite';
+import { normalizePath, type Plugin } from 'vite';
 import { contentSecurityPolicy } from './src-shared/csp';
 
 const root = import.meta.dirname;
@@ -44,6 +44,23 @@ function devContentSecurityPolicy(): Plugin {
 }
 
 /**
+ * The benchmarks (bench/, `npm run bench`) drive the Studio from outside and never ship (issue 37).
+ * Nothing in src-main imports them; should an import ever reach one, the build fails here instead
+ * of packaging it.
+ */
+function noBenchmarks(): Plugin {
+  // Module ids are posix paths on every OS (vite's normalizePath).
+  const benchDir = `${normalizePath(resolve(root, 'bench'))}/`;
+  return {
+    name: 'marsrl:no-bench',
+    load(id) {
+      if (id.startsWith(benchDir)) this.error(`${id} is a benchmark: the app must not bundle bench/ (run it with npm run bench)`);
+      return null;
+    },
+  };
+}
+
+/**
  * electron-vite 6 reads the renderer's input from `rolldownOptions` (Vite 8's name) and copies
  * it to `rollupOptions`, which Vite 7 builds from. Vite 7's types do not know the Vite 8 name,
  * hence the spread instead of a literal property.
@@ -52,6 +69,7 @@ const rendererInput = { rolldownOptions: { input: resolve(root, 'src-renderer/in
 
 export default defineConfig({
   main: {
+    plugins: [noBenchmarks()],
     build: {
       outDir: resolve(root, 'out/main'),
       externalizeDeps: { include: NATIVE_OR_OPTIONAL_PACKAGES },
@@ -69,6 +87,7 @@ export default defineConfig({
     },
   },
   preload: {
+    plugins: [noBenchmarks()],
     build: {
       outDir: resolve(root, 'out/preload'),
       // A sandboxed preload runs in a restricted CommonJS-like wrapper that cannot load ES

@@ -10,7 +10,7 @@
 #   It writes, both ignored by git:
 #     .gl/             libvulkan1 and the GL/EGL loader .debs (amd64), as the device README says
 #     .bench/device/   node.xz            this machine's Node binary, xz-compressed (~27 MB)
-#                      bench.mjs          src-main/bench/device-entry.ts bundled by esbuild (~2 MB):
+#                      bench.mjs          bench/device-entry.ts bundled by esbuild (~2 MB):
 #                                         the model bench, the hf bench and the doctor
 #                      node_modules/webgpu/{package.json,index.js} and dawn.node.xz (only
 #                                         dist/linux-x64/dawn.node of the package's 132 MB)
@@ -67,7 +67,7 @@ bundle() {
   # --ignore-annotations keeps the backends' registration imports (their package.json says
   # "sideEffects" false for the file that registers the cpu backend).
   # node-llama-cpp (llama.cpp for the hf bench on a CPU) stays out: the device runs pass --no-llama.
-  node_modules/.bin/esbuild src-main/bench/device-entry.ts --bundle --platform=node --format=esm --target=node20 \
+  node_modules/.bin/esbuild bench/device-entry.ts --bundle --platform=node --format=esm --target=node20 \
     --outfile="$dir/bench.mjs" --external:webgpu --external:node-llama-cpp --ignore-annotations --log-level=warning \
     "--banner:js=import { createRequire as __marsrlCreateRequire } from 'node:module'; import { fileURLToPath as __marsrlPath } from 'node:url'; const require = __marsrlCreateRequire(import.meta.url); const __filename = __marsrlPath(import.meta.url); const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));"
   cp node_modules/webgpu/package.json node_modules/webgpu/index.js "$dir/node_modules/webgpu/"

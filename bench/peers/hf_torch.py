@@ -25,7 +25,7 @@ Usage:
                                        float32 prefill and KV-cached greedy decode timings.
   hf_torch.py rlstep DIR --batch B --prompt P --new N --steps S --rank R --alpha A [--device cpu|cuda]
                                        one MarsRL-style RL step with LoRA adapters on every linear,
-                                       as src-main/bench/hf-rl-step.ts does it: a rollout (KV cache,
+                                       as bench/hf-rl-step.ts does it: a rollout (KV cache,
                                        temperature 1, N tokens per row), then −advantage·log π over
                                        the response tokens, one backward pass, one AdamW step on the
                                        adapters. Prints the best rollout and update times.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer of the MarsRL Studio policy model, for `marsrl bench model` only.
+"""PyTorch peer of the MarsRL Studio policy model, for `npm run bench -- model` only.
 
 The same decoder-only transformer as src-main/engine/model/gpt.ts (pre-norm blocks, bias-free
 linears, LayerNorm with gain only, ReLU MLP, untied LM head, learned positions), the same batch

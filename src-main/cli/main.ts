@@ -39,7 +39,6 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },
   { name: 'secrets', summary: 'approve the API key variables endpoints may send, host by host', load: async () => (await import('./commands/secrets')).secretsCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
-  { name: 'bench', summary: 'run a benchmark (store, model, export, ui, …)', load: async () => (await import('./commands/bench')).benchCommand },
 ];
 
 function overview(): string {
@@ -71,6 +70,12 @@ export async function main(argv: string[], given: CommandContext): Promise<numbe
     return 0;
   }
   const entry = COMMANDS.find((c) => c.name === name);
+  if (!entry && name === 'bench') {
+    // The benchmarks left the CLI (issue 37): they drive it from outside and ship with neither it
+    // nor the app. Whoever typed the old command is told the new one.
+    ctx.err(`marsrl: benchmarks are not a marsrl command; from a clone of the repository run: npm run bench -- ${rest.length ? rest.join(' ') : 'NAME [options]'}`);
+    return 2;
+  }
   if (!entry) {
     ctx.err(`marsrl: unknown command ${JSON.stringify(name)}. Commands: ${COMMANDS.map((c) => c.name).join(', ')}.`);
     return 2;

@@ -8,11 +8,9 @@ import path from 'node:path';
 import { app, BrowserWindow, dialog, ipcMain, screen, session, shell, type Session, type WebContents } from 'electron';
 import { PICK_FOLDER_CHANNEL, STUDIO_EVENT_CHANNEL, STUDIO_IPC_CHANNEL } from '#shared/contract';
 import { callStudio } from '../api/dispatch';
-import { EventHub } from '../api/hub';
-import { createStudioService } from '../api/service';
+import { openStudio } from '../app/studio';
 import { defaultDataDir, resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
-import { createRunManager } from '../runner/manager';
 import { setWorkerSpawner } from '../runner/spawn';
 import { contentSecurityPolicy } from '#shared/csp';
 import { handleStudioCall, isTrustedSender } from './ipc';
@@ -147,18 +145,18 @@ export function startDesktopApp(): void {
       app.exit(1);
       return;
     }
+    // Electron splits the Studio's shutdown over two events: runs stop at before-quit (below),
+    // the database closes at will-quit.
     app.on('will-quit', () => store.close());
 
+    setWorkerSpawner(utilityProcessSpawner);
+    const { hub, manager: runs, service } = openStudio({ databasePath, store, transport: 'electron', origin: 'the app' });
     // The run manager publishes here; every open window receives the events.
-    const hub = new EventHub();
     hub.subscribe((event) => {
       for (const window of BrowserWindow.getAllWindows()) {
         if (!window.isDestroyed()) window.webContents.send(STUDIO_EVENT_CHANNEL, event);
       }
     });
-    setWorkerSpawner(utilityProcessSpawner);
-    const runs = createRunManager({ store, databasePath, hub, origin: 'the app' });
-    runs.recoverStaleRuns();
     // Closing the app stops running runs at their next safe point; they stay resumable.
     let stopping = false;
     app.on('before-quit', (event) => {
@@ -169,7 +167,6 @@ export function startDesktopApp(): void {
       stopping = true;
       void runs.stopAll('the app was closed').finally(() => app.quit());
     });
-    const service = createStudioService({ store, databasePath, transport: 'electron', hub, runs });
     ipcMain.handle(STUDIO_IPC_CHANNEL, (event, method: unknown, args: unknown) =>
       handleStudioCall(event, method, args, location, (name, callArgs) => callStudio(service, name, callArgs)),
     );

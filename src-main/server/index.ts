@@ -1,4 +1,3 @@
 export { createStudioServer, type StudioServer, type StudioServerOptions } from './server';
-export { watchStore, type StoreWatcher } from './watch';
 export { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from './renderer-build';
 export { generateToken, isLoopbackHost } from './security';

@@ -7,20 +7,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '#shared/errors';
-import { EventHub } from '../../src-main/api/hub';
-import { createStudioService } from '../../src-main/api/service';
-import { openStore, type Store } from '../../src-main/engine/store';
 import type { ConfigValidation, EndpointCheckResult, StudioApi } from '#shared/contract';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { approvedHome } from '../helpers/key-approvals';
-import { tempDir } from '../helpers/tmp';
+import { refusal } from '../helpers/errors';
+import { serviceInTemp } from '../helpers/service';
 
 const KEY_VARIABLE = 'MARSRL_TEST_CHECK_ENDPOINTS_KEY';
 const MISSING_VARIABLE = 'MARSRL_TEST_CHECK_ENDPOINTS_NEVER_SET';
 
-let tmp: ReturnType<typeof tempDir>;
-let store: Store;
+const studio = serviceInTemp('http', 'marsrl-check-endpoints-');
 let service: StudioApi;
 let served: FaultServer;
 let closedUrl = '';
@@ -28,9 +24,7 @@ let home: ReturnType<typeof approvedHome>;
 let previousHome: string | undefined;
 
 beforeAll(async () => {
-  tmp = tempDir('marsrl-check-endpoints-');
-  store = openStore(`${tmp.dir}/api.db`);
-  service = createStudioService({ store, databasePath: `${tmp.dir}/api.db`, transport: 'http', hub: new EventHub() });
+  service = studio.service;
   served = await startFaultServer({ model: 'served-model', key: 'the-key' });
   process.env[KEY_VARIABLE] = 'the-key';
   // Issue #36: this process's data folder approves the variable for the loopback server.
@@ -50,8 +44,6 @@ afterAll(async () => {
   else process.env.MARSRL_HOME = previousHome;
   home?.cleanup();
   await served?.close();
-  store?.close();
-  tmp?.cleanup();
 });
 
 function config(endpoints: Record<string, Record<string, unknown>>): Record<string, unknown> {
@@ -102,12 +94,7 @@ describe('checkEndpoints', () => {
 
   it('rejects a payload that is not a config object at the boundary', async () => {
     for (const args of [[], ['endpoints'], [[1, 2]], [null]]) {
-      let shape: ReturnType<typeof toErrorShape> | null = null;
-      try {
-        await callStudio(service, 'checkEndpoints', args);
-      } catch (error) {
-        shape = toErrorShape(error);
-      }
+      const shape = await refusal(service, 'checkEndpoints', args);
       expect(shape?.code, JSON.stringify(args)).toBe('invalid_request');
       expect(shape?.message).toMatch(/invalid arguments for checkEndpoints: checkEndpoints(\.0)?: /);
     }

@@ -1,38 +1,22 @@
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '#shared/errors';
-import { createStudioService } from '../../src-main/api/service';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { type Store } from '../../src-main/engine/store';
 import type { Page, RunSummary, StudioApi } from '#shared/contract';
-import { tempDir } from '../helpers/tmp';
+import { refusal } from '../helpers/errors';
+import { serviceInTemp } from '../helpers/service';
 
-let tmp: ReturnType<typeof tempDir>;
+const studio = serviceInTemp('direct');
 let store: Store;
 let service: StudioApi;
 
 beforeAll(() => {
-  tmp = tempDir();
-  const databasePath = path.join(tmp.dir, 'api.db');
-  store = openStore(databasePath);
+  ({ store, service } = studio);
   for (let i = 1; i <= 7; i++) {
     store.runs.create({ name: `run-${i}`, config: { task: { family: i % 2 ? 'sort' : 'countdown' } }, codeVersion: 't', seed: i, tags: i === 3 ? ['baseline'] : [] });
   }
-  service = createStudioService({ store, databasePath, transport: 'direct' });
-});
-afterAll(() => {
-  store.close();
-  tmp.cleanup();
 });
 
-async function rejection(method: unknown, args: unknown) {
-  try {
-    await callStudio(service, method, args);
-  } catch (error) {
-    return toErrorShape(error);
-  }
-  throw new Error('expected the call to be rejected');
-}
+const rejection = (method: unknown, args: unknown) => refusal(service, method, args);
 
 describe('StudioApi dispatch', () => {
   it('pages runs newest first by keyset and filters them', async () => {

@@ -7,21 +7,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '#shared/errors';
-import { EventHub } from '../../src-main/api/hub';
-import { createStudioService } from '../../src-main/api/service';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { type Store } from '../../src-main/engine/store';
 import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '#shared/contract';
-import { tempDir } from '../helpers/tmp';
+import { refusal as refusalOf } from '../helpers/errors';
+import { serviceInTemp } from '../helpers/service';
+import { trainedLookingAdapters } from '../hf/fixtures';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
-let tmp: ReturnType<typeof tempDir>;
+const studio = serviceInTemp('http', 'marsrl-export-model-');
 let store: Store;
 let service: StudioApi;
 let policy: PolicyRuntime;
@@ -33,11 +32,9 @@ let trainedB: Float32Array;
 
 beforeAll(async () => {
   await initBackend('wasm');
-  tmp = tempDir('marsrl-export-model-');
-  process.env.MARSRL_HOME = path.join(tmp.dir, 'home');
-  store = openStore(path.join(tmp.dir, 'api.db'));
-  service = createStudioService({ store, databasePath: path.join(tmp.dir, 'api.db'), transport: 'http', hub: new EventHub() });
-  const modelDir = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'));
+  ({ store, service } = studio);
+  process.env.MARSRL_HOME = path.join(studio.dir, 'home');
+  const modelDir = writeTinyQwen3Model(path.join(studio.dir, 'qwen3-tiny'));
   const config = resolveConfig({
     task: { family: 'math' },
     policies: { solver: { model: { kind: 'hf', path: modelDir, lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } } } },
@@ -45,20 +42,17 @@ beforeAll(async () => {
   });
   policy = createPolicy('solver', config.policies.solver, loadTaskData(config).tokenizer, 7).policy;
   // Trained-looking adapters: B away from its zero start, so the export's values can be told apart.
-  const flat = policy.model.getWeights();
-  const rng = new Rng(11, 'test/export-model');
-  for (const spec of policy.model.specs) if (spec.name.includes('lora_B')) for (let i = 0; i < spec.size; i++) flat[spec.offset + i] = (rng.next() - 0.5) * 0.2;
-  policy.model.setWeights(flat);
+  trainedLookingAdapters(policy.model, new Rng(11, 'test/export-model'));
   const spec = policy.model.specs.find((s) => s.name.includes('layers.0') && s.name.includes('v_proj') && s.name.includes('lora_B'));
   if (!spec) throw new Error(`no v_proj lora_B among ${policy.model.specs.map((s) => s.name).join(', ')}`);
   // The policy keeps B transposed ([r, out], engine/hf/lora.ts); PEFT's file holds B as [out, r].
   const [r, out] = spec.shape;
-  const stored = flat.slice(spec.offset, spec.offset + spec.size);
+  const stored = policy.model.getWeights().slice(spec.offset, spec.offset + spec.size);
   trainedB = new Float32Array(r * out);
   for (let k = 0; k < r; k++) for (let o = 0; o < out; o++) trainedB[o * r + k] = stored[k * out + o];
 
   runId = store.runs.create({ name: 'lora run', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 1, status: 'done' });
-  const stepDir = path.join(tmp.dir, 'checkpoints', 'step-000002');
+  const stepDir = path.join(studio.dir, 'checkpoints', 'step-000002');
   savePolicies(stepDir, new Map([['solver', policy]]), config, 2, {});
   store.events.addCheckpoint({ runId, step: 2, policyId: 'solver', path: path.join(stepDir, 'solver'), createdAt: Date.now(), metrics: null });
   bareRunId = store.runs.create({ name: 'no checkpoints', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 1, status: 'failed' });
@@ -67,23 +61,14 @@ afterAll(() => {
   if (previousHome === undefined) delete process.env.MARSRL_HOME;
   else process.env.MARSRL_HOME = previousHome;
   policy?.dispose();
-  store?.close();
-  tmp?.cleanup();
 });
 
-async function refusal(request: unknown): Promise<ReturnType<typeof toErrorShape>> {
-  try {
-    await callStudio(service, 'exportModel', [request]);
-  } catch (error) {
-    return toErrorShape(error);
-  }
-  throw new Error(`exportModel(${JSON.stringify(request)}) was not refused`);
-}
+const refusal = (request: unknown) => refusalOf(service, 'exportModel', [request]);
 
 describe('exportModel', () => {
   it('writes the run’s adapters as a PEFT folder under the exports folder, holding the trained values', async () => {
     const result = (await callStudio(service, 'exportModel', [{ runId, format: 'peft', out: 'tiny-adapters' }])) as ModelExportResult;
-    const out = path.join(tmp.dir, 'home', 'exports', 'tiny-adapters');
+    const out = path.join(studio.dir, 'home', 'exports', 'tiny-adapters');
     expect(result).toMatchObject({ format: 'peft', out, policy: 'solver', step: 2, lora: true });
     expect(result.written.map((f) => path.basename(f)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     const config = JSON.parse(fs.readFileSync(path.join(out, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
@@ -114,7 +99,7 @@ describe('exportModel', () => {
     const none = await refusal({ runId: bareRunId, format: 'hf', out: 'y' });
     expect(none.issues?.map((i) => i.path)).toEqual(['runId']);
     expect(none.message).toMatch(/has no checkpoints yet/);
-    expect(fs.existsSync(path.join(tmp.dir, 'home', 'exports', 'y'))).toBe(false);
+    expect(fs.existsSync(path.join(studio.dir, 'home', 'exports', 'y'))).toBe(false);
   });
 
   it('rejects a bad payload at the boundary, naming the field', async () => {

@@ -7,36 +7,28 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { toErrorShape } from '#shared/errors';
 import { EventHub } from '../../src-main/api/hub';
-import { createStudioService } from '../../src-main/api/service';
 import { handleStudioCall } from '../../src-main/electron/ipc';
-import { openStore, type Store } from '../../src-main/engine/store';
 import { createStudioServer, type StudioServer } from '../../src-main/server/server';
 import { buildStudioBridge } from '../../src-preload/bridge';
 import type { ModelInspection, StudioApi } from '#shared/contract';
-import { tempDir } from '../helpers/tmp';
+import { refusal } from '../helpers/errors';
+import { serviceInTemp } from '../helpers/service';
 import { api } from '../server/http';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
-let tmp: ReturnType<typeof tempDir>;
-let store: Store;
+const studio = serviceInTemp('http', 'marsrl-inspect-');
 let service: StudioApi;
 let server: StudioServer;
 let modelDir: string;
 
 beforeAll(async () => {
-  tmp = tempDir('marsrl-inspect-');
-  const databasePath = path.join(tmp.dir, 'api.db');
-  store = openStore(databasePath);
-  service = createStudioService({ store, databasePath, transport: 'http', hub: new EventHub() });
-  server = await createStudioServer({ service, hub: new EventHub(), port: 0, rendererDir: path.join(tmp.dir, 'no-renderer'), log: () => {} });
-  modelDir = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'), { context: 384 });
+  service = studio.service;
+  server = await createStudioServer({ service, hub: new EventHub(), port: 0, rendererDir: path.join(studio.dir, 'no-renderer'), log: () => {} });
+  modelDir = writeTinyQwen3Model(path.join(studio.dir, 'qwen3-tiny'), { context: 384 });
 });
 afterAll(async () => {
   await server?.close();
-  store?.close();
-  tmp?.cleanup();
 });
 
 describe('inspectModel', () => {
@@ -71,13 +63,13 @@ describe('inspectModel', () => {
   });
 
   it('says why a folder cannot be used instead of failing the call', async () => {
-    const empty = path.join(tmp.dir, 'empty');
+    const empty = path.join(studio.dir, 'empty');
     fs.mkdirSync(empty);
     const report = (await callStudio(service, 'inspectModel', [empty])) as ModelInspection;
     expect(report.supported).toBe(false);
     expect(report.problems.join('\n')).toMatch(/config\.json/);
     expect(report.linearModules).toEqual([]);
-    const mixtral = path.join(tmp.dir, 'mixtral');
+    const mixtral = path.join(studio.dir, 'mixtral');
     fs.mkdirSync(mixtral);
     const config = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
     fs.writeFileSync(path.join(mixtral, 'config.json'), JSON.stringify({ ...config, architectures: ['MixtralForCausalLM'], model_type: 'mixtral' }));
@@ -93,12 +85,7 @@ describe('inspectModel', () => {
       [[42], /inspectModel\.0/],
       [['a\0b'], /NUL/],
     ] as const) {
-      let shape: ReturnType<typeof toErrorShape> | null = null;
-      try {
-        await callStudio(service, 'inspectModel', args);
-      } catch (error) {
-        shape = toErrorShape(error);
-      }
+      const shape = await refusal(service, 'inspectModel', args);
       expect(shape?.code).toBe('invalid_request');
       expect(shape?.message).toMatch(message);
     }

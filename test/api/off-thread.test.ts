@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OffThread, OffThreadError } from '../../src-main/api/off-thread';
-import { HOSTILE_TEMPLATES } from '../../src-main/bench/hostile-fixtures';
+import { HOSTILE_TEMPLATES } from '../../bench/hostile-fixtures';
 import { REPO_ROOT } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 

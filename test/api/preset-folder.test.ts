@@ -4,27 +4,17 @@
  * the preset's own values over the defaults — and validation names the one thing to give.
  */
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { EventHub } from '../../src-main/api/hub';
-import { createStudioService } from '../../src-main/api/service';
 import { presetDocument, resolveConfig } from '../../src-main/engine/config/load';
-import { openStore, type Store } from '../../src-main/engine/store';
 import type { ConfigValidation, StudioApi } from '#shared/contract';
-import { tempDir } from '../helpers/tmp';
+import { serviceInTemp } from '../helpers/service';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
-let tmp: ReturnType<typeof tempDir>;
-let store: Store;
+const studio = serviceInTemp('http', 'marsrl-preset-folder-');
 let service: StudioApi;
 beforeAll(() => {
-  tmp = tempDir('marsrl-preset-folder-');
-  store = openStore(path.join(tmp.dir, 'api.db'));
-  service = createStudioService({ store, databasePath: path.join(tmp.dir, 'api.db'), transport: 'http', hub: new EventHub() });
-});
-afterAll(() => {
-  store?.close();
-  tmp?.cleanup();
+  service = studio.service;
 });
 
 describe('getPreset qwen-lora', () => {
@@ -48,7 +38,7 @@ describe('getPreset qwen-lora', () => {
 
     // Given a folder, the preset is checked against that model: the tiny one is far smaller than a
     // Qwen the preset is sized for (k_proj 8 × 16 < rank 16; 512-token context < 768-token responses).
-    const folder = path.join(tmp.dir, 'qwen');
+    const folder = path.join(studio.dir, 'qwen');
     writeTinyQwen3Model(folder);
     for (const p of Object.values(policies)) p.model.path = folder;
     const withFolder = (await callStudio(service, 'validateConfig', [doc])) as ConfigValidation;

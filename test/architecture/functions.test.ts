@@ -22,8 +22,6 @@ const KNOWN_LONG: Record<string, string> = {
   'src-main/server/server.ts createStudioServer': 'phase B: the server split by route family',
   'src-main/server/openai/server.ts createModelServer': 'phase B: the server split by route family',
   'src-main/runner/manager.ts createRunManager': 'phase B: the run manager split',
-  'src-main/bench/hf.ts run': 'phase A2: benchmarks out of the shipped tree',
-  'src-main/bench/reliability.ts badInputs': 'phase A2: benchmarks out of the shipped tree',
 };
 
 describe(`shipped functions stay under ${BUDGET} lines (issue 37)`, () => {

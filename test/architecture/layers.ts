@@ -45,7 +45,7 @@ export const LAYERS: Layer[] = [
   { name: 'api', paths: ['src-main/api/'], mayImport: ['runner', 'engine', 'shared'], packages: 'no-electron', why: 'the StudioApi is implemented over the runner and the engine' },
   { name: 'runner', paths: ['src-main/runner/'], mayImport: ['engine', 'shared'], packages: 'no-electron', why: 'the runner (run manager, workers) drives the engine and knows nothing of the API above it' },
   { name: 'engine', paths: ['src-main/engine/'], mayImport: ['shared'], packages: 'no-electron', why: 'the engine is plain Node under the runner and the API: it never imports them, electron or an edge' },
-  { name: 'bench', paths: ['bench/', 'src-main/bench/'], mayImport: SRC_LAYERS, packages: 'anything', why: 'benchmarks may drive anything in the sources, and nothing in the sources imports them' },
+  { name: 'bench', paths: ['bench/'], mayImport: SRC_LAYERS, packages: 'anything', why: 'benchmarks may drive anything in the sources, and nothing in the sources imports them' },
   { name: 'tooling', paths: ['test/', 'bin/', 'scripts/', 'electron.vite.config.ts', 'vitest.config.ts', 'eslint.config.js'], mayImport: '*', packages: 'anything', why: 'tests, entry scripts and build configuration may import anything; nothing in the sources imports them' },
 ];
 
@@ -107,19 +107,8 @@ const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and 
 const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
 const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
 const B_RUN_SHELL = 'phase B: training split, one run shell; endpoint clients apart from the system run';
-const A2_BENCH = 'phase A2: benchmarks out of src-main into bench/, run by `npm run bench` (no CLI bench command)';
 
 export const KNOWN_VIOLATIONS: KnownViolation[] = [
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/store.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/export.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/model.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/ui.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/reliability.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hf.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/pipeline.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/math-answer.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hostile.ts', removedBy: A2_BENCH },
-  { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/serve.ts', removedBy: A2_BENCH },
   { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
   { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
   { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/math-answer.ts', removedBy: B_VOCABULARY },
@@ -155,7 +144,6 @@ export interface KnownCycle {
 }
 
 export const KNOWN_CYCLES: KnownCycle[] = [
-  { files: ['src-main/bench/reliability.ts', 'src-main/cli/commands/bench.ts', 'src-main/cli/main.ts'], removedBy: A2_BENCH },
   { files: ['src-main/engine/agents/formats.ts', 'src-main/engine/agents/prompts.ts', 'src-main/engine/tasks/types.ts'], removedBy: B_VOCABULARY },
   { files: ['src-main/engine/config/schema.ts', 'src-main/engine/config/size-check.ts'], removedBy: B_PREFLIGHT },
 ];

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { hfParameterCount } from '../../src-main/engine/hf/config';
 import { randomHfConfig } from '../../src-main/engine/hf/random-model';
-import { HF_BENCH_SHAPES } from '../../src-main/bench/hf';
+import { HF_BENCH_SHAPES } from '../../bench/hf';
 
 describe('the hf bench shapes', () => {
   it('qwen2.5-0.5b has Qwen2.5-0.5B’s architecture and parameter count', () => {

@@ -6,7 +6,7 @@
  * approved for, no secret written anywhere, nothing lost from the database.
  */
 import { describe, expect, it } from 'vitest';
-import { runHostile } from '../../src-main/bench/hostile';
+import { runHostile } from '../../bench/hostile';
 
 describe('hostile inputs (quick)', () => {
   it('every case as stated; crashes, hangs, secrets sent or written and data lost all 0; the fuzzed server alive with no 500 without a logged cause', async () => {

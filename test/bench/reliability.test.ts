@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MOMENTS, runReliability, trialPlan, VICTIMS, type ReliabilityReport } from '../../src-main/bench/reliability';
+import { MOMENTS, runReliability, trialPlan, VICTIMS, type ReliabilityReport } from '../../bench/reliability';
 
 let dir: string;
 let report: ReliabilityReport;

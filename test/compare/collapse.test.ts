@@ -4,14 +4,13 @@
  * the shared-reward run's Verifier rejected everything, the decoupled run's did not); and what
  * Compare says about them: the flag, and that one seed per side is not evidence.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { collapseFlags, collapseFromCounts, compareRuns, compareWarnings, MIN_CLASS, MIN_OUTPUTS, type RunData } from '../../src-main/engine/compare';
 import { likeRunsMatrix } from '../../src-main/engine/study/like';
 import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
-import { openStore, type AgentOutputCounts, type Store } from '../../src-main/engine/store';
-import { tempDir } from '../helpers/tmp';
+import { type AgentOutputCounts, type Store } from '../../src-main/engine/store';
+import { quickRunRows, writeQuickRunTurns } from '../helpers/seed';
+import { runsDatabase } from '../helpers/runs-db';
 
 const verifier = (over: Partial<AgentOutputCounts['verifiers'][number]>) => ({ agent: 'verifier1', approvals: 0, rejections: 0, rightApproved: 0, rightRejected: 0, wrongApproved: 0, wrongRejected: 0, ...over });
 const counts = (over: Partial<AgentOutputCounts>): AgentOutputCounts => ({ steps: [10, 19], verifiers: [], correctors: [], ...over });
@@ -60,40 +59,24 @@ describe('collapseFromCounts', () => {
   });
 });
 
-type Row = [number, number, number, string, number | null, string | null, number | null];
-const fixture = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'fixtures', 'collapse-quick.json'), 'utf8')) as { runs: Record<'shared' | 'decoupled', Row[]> };
-
 /** A run holding the fixture's turns, written as the trainer writes them. */
-function storedRun(store: Store, name: string, rows: Row[]): number {
+function storedRun(store: Store, name: 'shared' | 'decoupled'): number {
   const runId = store.runs.create({ name, config: { reward: { scheme: name } }, codeVersion: 't', seed: 1 });
   const writer = store.writer({ maxPending: 100_000, flushIntervalMs: 0 });
-  for (const episodeId of new Set(rows.map((r) => r[1]))) {
-    writer.episode({ id: episodeId, runId, step: rows.find((r) => r[1] === episodeId)![2], problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
-  }
-  for (const [id, episodeId, step, agent, parent, parsed, correct] of rows) {
-    writer.turn({
-      id, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: agent === 'solver' ? 0 : 1, groupId: 0, parentTurnId: parent, sampleIndex: 0,
-      prompt: '', text: '', tokenCount: 0, parsed, correct: correct === null ? null : correct === 1, formatValid: parsed !== null, policyVersionMin: 0, policyVersionMax: 0, createdAt: 0,
-    });
-  }
+  writeQuickRunTurns(writer, runId, quickRunRows(name));
   writer.close();
   return runId;
 }
 
 describe('on the turns of two real quick runs', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const db = runsDatabase();
   let store: Store;
   let shared: number;
   let decoupled: number;
   beforeAll(() => {
-    tmp = tempDir('marsrl-collapse-');
-    store = openStore(path.join(tmp.dir, 'runs.db'));
-    shared = storedRun(store, 'shared', fixture.runs.shared);
-    decoupled = storedRun(store, 'decoupled', fixture.runs.decoupled);
-  });
-  afterAll(() => {
-    store.close();
-    tmp.cleanup();
+    store = db.store;
+    shared = storedRun(store, 'shared');
+    decoupled = storedRun(store, 'decoupled');
   });
 
   it("flags the shared run's Verifier, which rejects everything", () => {

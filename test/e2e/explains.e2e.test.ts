@@ -15,7 +15,7 @@ import { runColor } from '../../src-renderer/src/charts/compareOption';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot } from './browser';
 import { Rng } from '../../src-main/engine/util/rng';
-import { seedStudio, writeEpisode, writeSteps, type Seeded } from './seed';
+import { seedStudio, writeEpisode, writeSteps, type Seeded } from '../helpers/seed';
 import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
 import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
 import { createStudy } from '../../src-main/engine/study/runner';

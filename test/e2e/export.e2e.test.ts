@@ -15,7 +15,7 @@ import type { Store } from '../../src-main/engine/store';
 import { duck, source } from '../export/duck';
 import { screenshot, type PageProblems } from './browser';
 import { studioInChromium } from './studio-session';
-import { seedStudio, type Seeded } from './seed';
+import { seedStudio, type Seeded } from '../helpers/seed';
 
 const POLL = { timeout: 20_000, interval: 100 };
 /** Turns of the run that is exported to show progress and be cancelled: seconds of work. */

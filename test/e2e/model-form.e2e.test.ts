@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { inspectHfFolder } from '../../src-main/engine/hf/inspect';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { screenshot } from './browser';
-import { seedStudio } from './seed';
+import { seedStudio } from '../helpers/seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };

@@ -17,7 +17,7 @@ import { allowKey } from '../../src-main/engine/served/key-approvals';
 import { REPO_ROOT } from '../helpers/cli';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { screenshot } from './browser';
-import { seedStudio } from './seed';
+import { seedStudio } from '../helpers/seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };

@@ -14,7 +14,7 @@ import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { REPO_ROOT, marsrl } from '../helpers/cli';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { screenshot } from './browser';
-import { seedStudio } from './seed';
+import { seedStudio } from '../helpers/seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 30_000, interval: 100 };

@@ -11,7 +11,7 @@ import { openStore, type Store } from '../../src-main/engine/store';
 import { tempDir } from '../helpers/tmp';
 import { launchChromium, watchedPage, type PageProblems } from './browser';
 import { builtRenderer } from './renderer-build';
-import { startServe, type ServeProcess } from './serve-process';
+import { startServe, type ServeProcess } from '../helpers/serve-process';
 
 export interface StudioSession {
   readonly dir: string;

@@ -13,7 +13,7 @@ import { Rng } from '../../src-main/engine/util/rng';
 import { describeParsed } from '../../src-renderer/src/util/episodeTree';
 import { screenshot } from './browser';
 import { studioInChromium } from './studio-session';
-import { seedStudio, writeSteps, type Seeded } from './seed';
+import { seedStudio, writeSteps, type Seeded } from '../helpers/seed';
 
 /** Generous: a loaded 2-core CI machine is slow, and a poll passes as soon as it holds. */
 const POLL = { timeout: 20_000, interval: 100 };

@@ -17,7 +17,7 @@ import type { Store } from '../../src-main/engine/store';
 import { REPO_ROOT } from '../helpers/cli';
 import { tinyConfig } from '../training/tiny';
 import { screenshot } from './browser';
-import { seedStudio, type Seeded } from './seed';
+import { quickRunRows, seedStudio, writeQuickRunTurns, type Seeded } from '../helpers/seed';
 import { studioInChromium } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
@@ -32,21 +32,8 @@ const quick = (over: Record<string, unknown>) => resolveConfig(deepMerge(presetD
 
 /** Rows of the real quick runs' last ten steps (test/fixtures/collapse-quick.json), written as the trainer writes them. */
 function writeFixtureTurns(db: Store, runId: number, which: 'shared' | 'decoupled'): void {
-  type Row = [number, number, number, string, number | null, string | null, number | null];
-  const fixture = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'fixtures', 'collapse-quick.json'), 'utf8')) as { runs: Record<string, Row[]> };
-  const rows = fixture.runs[which];
   const writer = db.writer({ maxPending: 100_000, flushIntervalMs: 0 });
-  const offset = 10_000_000 * (which === 'shared' ? 1 : 2);
-  for (const episodeId of new Set(rows.map((r) => r[1]))) {
-    writer.episode({ id: offset + episodeId, runId, step: rows.find((r) => r[1] === episodeId)![2], problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
-  }
-  for (const [id, episodeId, step, agent, parent, parsed, correct] of rows) {
-    writer.turn({
-      id: offset + id, runId, episodeId: offset + episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: agent === 'solver' ? 0 : 1, groupId: 0,
-      parentTurnId: parent === null ? null : offset + parent, sampleIndex: 0, prompt: '', text: '', tokenCount: 0, parsed, correct: correct === null ? null : correct === 1,
-      formatValid: parsed !== null, policyVersionMin: 0, policyVersionMax: 0, createdAt: 0,
-    });
-  }
+  writeQuickRunTurns(writer, runId, quickRunRows(which), 10_000_000 * (which === 'shared' ? 1 : 2));
   for (let step = 0; step <= 60; step += 20) {
     writer.metric({ runId, step, wallTime: step, key: 'eval/system/accuracy', value: step === 60 ? (which === 'shared' ? 0.97 : 0.895) : 0.8 });
     writer.metric({ runId, step, wallTime: step, key: 'eval/verifier/precision', value: which === 'shared' ? 0.285 : 0.62 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { marsrl } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 import { duck, source } from './duck';
-import { createFixture } from './fixture';
+import { createFixture } from '../helpers/seed';
 
 let tmp: ReturnType<typeof tempDir>;
 let dbPath: string;

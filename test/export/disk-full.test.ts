@@ -6,25 +6,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExportError, runExport } from '../../src-main/engine/export';
-import { tempDir } from '../helpers/tmp';
-import { createFixture, type Fixture } from './fixture';
+import { rejection } from '../helpers/errors';
+import { exportFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
-let fx: Fixture;
-beforeAll(() => {
-  tmp = tempDir('marsrl-export-full-');
-  fx = createFixture(tmp.dir);
-});
-afterAll(() => {
-  fx.store.close();
-  tmp.cleanup();
-});
+const fx = exportFixture('marsrl-export-full-');
 
 describe('an export on a full disk', () => {
   it.each(['jsonl', 'parquet'] as const)('%s: a clear error on out saying to run it again, nothing left behind', async (container) => {
-    const outDir = path.join(tmp.dir, container);
+    const outDir = path.join(fx.dir, container);
     fs.mkdirSync(outDir);
     const write = fs.writeSync;
     let writes = 0;
@@ -33,14 +24,8 @@ describe('an export on a full disk', () => {
       if (++writes > 1) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
       return (write as (...a: unknown[]) => number)(...args);
     }) as typeof fs.writeSync);
-    let caught: unknown = null;
-    try {
-      await runExport(fx.store, { runs: ['alpha'], format: 'trajectories', container, out: path.join(outDir, `data.${container}`), rowGroupRows: 16 });
-    } catch (error) {
-      caught = error;
-    } finally {
-      spy.mockRestore();
-    }
+    const caught = await rejection(() => runExport(fx.store, { runs: ['alpha'], format: 'trajectories', container, out: path.join(outDir, `data.${container}`), rowGroupRows: 16 }));
+    spy.mockRestore();
     expect(writes).toBeGreaterThan(1);
     expect(caught).toBeInstanceOf(ExportError);
     const error = caught as ExportError;

@@ -5,29 +5,18 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ExportError, runExport, type ExportOptions } from '../../src-main/engine/export';
-import { tempDir } from '../helpers/tmp';
 import { duck, source } from './duck';
-import { createFixture, type Fixture } from './fixture';
+import { rejection } from '../helpers/errors';
+import { exportFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
-let fx: Fixture;
+const fx = exportFixture('marsrl-export-errors-');
 let outDir: string;
-
-beforeAll(() => {
-  tmp = tempDir('marsrl-export-errors-');
-  fx = createFixture(tmp.dir);
-});
-
-afterAll(() => {
-  fx.store.close();
-  tmp.cleanup();
-});
 
 let caseNo = 0;
 beforeEach(() => {
-  outDir = path.join(tmp.dir, `case-${++caseNo}`);
+  outDir = path.join(fx.dir, `case-${++caseNo}`);
   fs.mkdirSync(outDir);
 });
 
@@ -35,12 +24,7 @@ const listing = (dir = outDir) => fs.readdirSync(dir).sort();
 
 async function expectExportError(options: ExportOptions, code: string, field: string | null, message: RegExp, signal?: AbortSignal): Promise<ExportError> {
   const before = listing();
-  let caught: unknown;
-  try {
-    await runExport(fx.store, options, { signal });
-  } catch (error) {
-    caught = error;
-  }
+  const caught = await rejection(() => runExport(fx.store, options, { signal }));
   expect(caught).toBeInstanceOf(ExportError);
   const error = caught as ExportError;
   expect(error.code).toBe(code);

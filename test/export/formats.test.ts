@@ -5,33 +5,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pairsOfGroup, runExport, type ExportOptions } from '../../src-main/engine/export';
 import { resolveRuns, TurnPages } from '../../src-main/engine/export/queries';
 import type { TurnRecord } from '../../src-main/engine/export/queries';
 import { emptyPairStats } from '../../src-main/engine/export/formats';
-import { tempDir } from '../helpers/tmp';
 import { columnTypes, components, duck, source } from './duck';
-import { createFixture, type Fixture } from './fixture';
+import { exportFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
-let fx: Fixture;
-
-beforeAll(() => {
-  tmp = tempDir('marsrl-export-');
-  fx = createFixture(tmp.dir);
-});
-
-afterAll(() => {
-  fx.store.close();
-  tmp.cleanup();
-});
+const fx = exportFixture('marsrl-export-');
 
 const CONTAINERS = ['jsonl', 'parquet'] as const;
 let fileCounter = 0;
 
 async function exportTo(options: Omit<ExportOptions, 'out'>, ext?: string) {
-  const out = path.join(tmp.dir, `out-${++fileCounter}.${ext ?? options.container ?? 'data'}`);
+  const out = path.join(fx.dir, `out-${++fileCounter}.${ext ?? options.container ?? 'data'}`);
   const result = await runExport(fx.store, { ...options, out });
   return { out, result };
 }

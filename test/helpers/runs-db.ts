@@ -1,34 +1,45 @@
 import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { openStore, type Store } from '../../src-main/engine/store';
+import { perFile } from './per-file';
 import { tempDir } from './tmp';
 
+export interface TempStore {
+  readonly store: Store;
+  readonly databasePath: string;
+  /** The temp folder the database is in. */
+  readonly dir: string;
+}
+
 /**
- * A database in a fresh temp folder for a test file whose runs go through worker processes:
- * opened before the file's tests, closed and removed after them. Read `store` and `databasePath`
- * inside tests or later hooks.
+ * A database `file` in a fresh temp folder for a test file: opened before the file's tests,
+ * closed and removed after them. Read it inside tests or later hooks.
  */
-export function runsDatabase(): { readonly store: Store; readonly databasePath: string } {
-  let tmp: ReturnType<typeof tempDir> | undefined;
-  let store: Store | undefined;
-  beforeAll(() => {
-    tmp = tempDir();
-    store = openStore(path.join(tmp.dir, 'runs.db'));
-  });
-  afterAll(() => {
-    store?.close();
-    tmp?.cleanup();
-  });
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('runsDatabase: use it inside a test or a later hook');
-    return value;
-  };
+export function storeInTemp(file: string, prefix?: string): TempStore {
+  const opened = perFile(
+    'storeInTemp',
+    () => {
+      const tmp = tempDir(prefix);
+      return { tmp, store: openStore(path.join(tmp.dir, file)) };
+    },
+    ({ tmp, store }) => {
+      store.close();
+      tmp.cleanup();
+    },
+  );
   return {
     get store() {
-      return started(store);
+      return opened().store;
     },
     get databasePath() {
-      return path.join(started(tmp).dir, 'runs.db');
+      return path.join(opened().tmp.dir, file);
+    },
+    get dir() {
+      return opened().tmp.dir;
     },
   };
+}
+
+/** The database of a test file whose runs go through worker processes. */
+export function runsDatabase(): TempStore {
+  return storeInTemp('runs.db');
 }

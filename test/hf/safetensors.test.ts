@@ -19,6 +19,7 @@ import {
   readTensorF32,
   writeSafetensors,
 } from '../../src-main/engine/hf/safetensors';
+import { thrown } from '../helpers/errors';
 import { tempDir } from '../helpers/tmp';
 
 let root = '';
@@ -49,12 +50,7 @@ function u16Bytes(values: number[]): Uint8Array {
 }
 
 function expectFormatError(fn: () => unknown, file: string, key: string | null, pattern: RegExp): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
+  const caught = thrown(fn);
   expect(caught).toBeInstanceOf(HfFormatError);
   const e = caught as HfFormatError;
   expect(e.file).toBe(file);

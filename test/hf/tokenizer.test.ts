@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HfFormatError } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer, hfPolicyTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { chatMessagesOf, templatedFormat } from '../../src-main/engine/agents/prompts';
+import { thrown } from '../helpers/errors';
 import { tempDir } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 
@@ -154,12 +155,7 @@ describe('Llama-3 tokenizer', () => {
 describe('broken tokenizer files', () => {
   it('refuses a tokenizer.json that does not parse, naming the file', () => {
     const dir = variant('bad-json', QWEN3_TOKENIZER, { 'tokenizer.json': '{"model": {"type": "BPE", ' });
-    let caught: unknown;
-    try {
-      HfTokenizer.fromFolder(dir);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => HfTokenizer.fromFolder(dir));
     expect(caught).toBeInstanceOf(HfFormatError);
     expect((caught as HfFormatError).file).toBe(path.join(dir, 'tokenizer.json'));
     expect((caught as Error).message).toMatch(/not valid JSON/);

@@ -2,8 +2,8 @@
  * The Hugging Face family (Llama / Qwen3, and LoRA adapters on it) on the webgpu backend
  * (tfjs-backend-webgpu on Dawn) against the cpu backend (issue #15).
  *
- * Without a GPU this runs on Mesa's llvmpipe Vulkan driver (a software adapter; .ci/run installs
- * Mesa 25 from bookworm-backports). No adapter fails the file, as test/model/webgpu.test.ts does.
+ * Without a GPU this runs on Mesa's llvmpipe Vulkan driver (a software adapter; scripts/test-setup.sh
+ * installs Mesa 25 from bookworm-backports). No adapter fails the file, as test/model/webgpu.test.ts does.
  *
  * The two sides compute differently: cpu decodes with the 'js' cache (attention, RoPE and the q/k
  * norm in plain loops, float64 accumulators) and scatters the embedding gradient in JavaScript;
@@ -22,12 +22,12 @@ import { hfModelFromFlat, hfParamSpecs, type HfModel } from '../../src-main/engi
 import { randomHfConfig } from '../../src-main/engine/hf/random-model';
 import { createOptimizer } from '../../src-main/engine/model/optim';
 import type { PolicyModel } from '../../src-main/engine/model/policy-model';
-import { decodeSegmentAsync, disposeDecodeState, sample, sampleAsync, startDecode, type SampledSequence } from '../../src-main/engine/model/sampling';
+import { sample, sampleAsync, type SampledSequence } from '../../src-main/engine/model/sampling';
 import { supervisedLoss, supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../../src-main/engine/model/train';
 import { Rng } from '../../src-main/engine/util/rng';
 import { FAMILIES } from './fixtures';
 import { maxAbsDiff, randomArray, randomTokens } from '../model/helpers';
-import { onBackend, recomputedLogProbs, requireWebGpu } from '../helpers/webgpu';
+import { expectSegmentResume, onBackend, requireWebGpu } from '../helpers/webgpu';
 
 /** Embedding rows: small, so every logits row is short on llvmpipe (the architectures are the fixtures'). */
 const V = 96;
@@ -254,40 +254,8 @@ describe.each(['llama', 'qwen3'] as const)('the Hugging Face family (%s) on webg
   });
 
   it('segment resume: a decode paused and resumed equals an uninterrupted one, and new weights rebuild the cache', async () => {
-    const opts = { maxNewTokens: 10, temperature: 1, stopTokens: [0], seed: 17 };
     const model = make();
-    const whole = await sampleAsync(model, PROMPTS, opts);
-    const state = startDecode(PROMPTS, opts);
-    let segments = 0;
-    while (state.sequences.some((s) => !s.finished)) {
-      await decodeSegmentAsync(model, state, 3);
-      segments++;
-    }
-    expect(segments).toBeGreaterThan(1);
-    state.sequences.forEach((s, i) => {
-      expect(s.tokens).toEqual(whole[i].tokens);
-      expect(s.logProbs).toEqual(whole[i].logProbs); // the same computation on the same backend
-    });
-    disposeDecodeState(state);
-
-    // New weights mid-decode: the tokens after the change are scored by the new model (checked on cpu).
-    const newer = flatWeights(config, 99);
-    const resumed = startDecode(PROMPTS, { maxNewTokens: 6, seed: 5 });
-    await decodeSegmentAsync(model, resumed, 2);
-    model.setWeights(newer);
-    await decodeSegmentAsync(model, resumed, 4);
-    const ref = await on('cpu', () => {
-      const m = hfModelFromFlat(config, newer);
-      const lps = recomputedLogProbs(m, resumed.sequences);
-      m.dispose();
-      return lps;
-    });
-    resumed.sequences.forEach((s, i) => {
-      expect(s.tokens).toHaveLength(6);
-      expect(maxAbsDiff(s.rawLogProbs.slice(2), ref[i].slice(2))).toBeLessThan(1e-4);
-      expect(maxAbsDiff(s.rawLogProbs.slice(0, 2), ref[i].slice(0, 2))).toBeGreaterThan(1e-3);
-    });
-    disposeDecodeState(resumed);
+    await expectSegmentResume(model, PROMPTS, flatWeights(config, 99), (weights) => hfModelFromFlat(config, weights));
     model.dispose();
   });
 

@@ -1,20 +1,15 @@
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
 import { trainRun } from '../../src-main/engine/training/trainer';
-import { tempDir } from '../helpers/tmp';
+import { storeInTemp } from '../helpers/runs-db';
 import { tinyConfig } from '../training/tiny';
 
-let tmp: ReturnType<typeof tempDir>;
+const db = storeInTemp('pipeline.db');
 let store: Store;
 
 beforeAll(() => {
-  tmp = tempDir();
-  store = openStore(path.join(tmp.dir, 'pipeline.db'));
-});
-afterAll(() => {
-  store.close();
-  tmp.cleanup();
+  store = db.store;
 });
 
 /** One policy for every role: every agent's batch moves the version the next agent decodes with. */
@@ -23,7 +18,7 @@ const sharedPolicy = { agents: { solver: 'solver', verifier: 'solver', corrector
 async function run(name: string, overrides: Record<string, unknown>) {
   const config = tinyConfig({ optimization: { steps: 4, minibatch_size: 4, checkpoint_every: 0 }, ...overrides });
   const runId = store.runs.create({ name, config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
-  const outcome = await trainRun({ store, runId, config, runDir: path.join(tmp.dir, name) });
+  const outcome = await trainRun({ store, runId, config, runDir: path.join(db.dir, name) });
   return { runId, outcome, config };
 }
 

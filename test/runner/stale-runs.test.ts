@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStudioService } from '../../src-main/api/service';
 import { openStore } from '../../src-main/engine/store';
 import { isProcessAlive, staleRunReason } from '../../src-main/engine/store/liveness';
-import { startServe } from '../e2e/serve-process';
+import { startServe } from '../helpers/serve-process';
 import { marsrl } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 import { tinyConfig } from '../training/tiny';

@@ -5,7 +5,7 @@ import { RequestBatcher, type DecodeParams } from '../../src-main/server/openai/
 import { HfServedTokenizer, loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { sample } from '../../src-main/engine/model/sampling';
-import { ScriptedModel } from '../../src-main/bench/scripted-model';
+import { ScriptedModel } from '../../bench/scripted-model';
 import { LLAMA3_TOKENIZER, QWEN3_TOKENIZER } from '../hf/corpus';
 
 let policy: ServedPolicy;

@@ -1,46 +1,15 @@
 /** `marsrl serve-model` as a user starts it: a child process, driven by the official openai client. */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
-import { marsrl, MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
+import { marsrl, REPO_ROOT } from '../helpers/cli';
+import { startListening } from '../helpers/serve-process';
 import { tempDir } from '../helpers/tmp';
 
-function startServeModel(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [MARSRL_BIN, 'serve-model', ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, MARSRL_DB: undefined, MARSRL_TOKEN: undefined, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve-model did not start:\n${out}\n${err}`)), 60_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /Serving on (\S+)/.exec(out);
-      if (match && out.includes('Ctrl-C')) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    void exited.then((code) => reject(new Error(`serve-model exited with ${code}:\n${out}\n${err}`)));
-  });
-  return {
-    ready,
-    stdout: () => out,
-    stderr: () => err,
-    stop: () => {
-      child.kill('SIGINT');
-      return exited;
-    },
-  };
-}
+const startServeModel = (args: string[], env: NodeJS.ProcessEnv = {}) => startListening('serve-model', args, /Serving on (\S+)/, env);
 
 describe('marsrl serve-model (child process)', () => {
   it('serves the shipped quick checkpoints on loopback and stops on Ctrl-C', async () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
 import { marsrl } from '../helpers/cli';
-import { startServe } from '../e2e/serve-process';
+import { startServe } from '../helpers/serve-process';
 import { tempDir } from '../helpers/tmp';
 import { api, request } from './http';
 

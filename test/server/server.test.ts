@@ -8,7 +8,7 @@ import { createStudioService } from '../../src-main/api/service';
 import { contentSecurityPolicy } from '#shared/csp';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { createStudioServer, type StudioServer } from '../../src-main/server/server';
-import { seedStudio, type Seeded } from '../e2e/seed';
+import { seedStudio, type Seeded } from '../helpers/seed';
 import { tempDir } from '../helpers/tmp';
 import { api, request } from './http';
 

@@ -4,8 +4,8 @@ import type { StudioEvent } from '#shared/contract';
 import { EventHub } from '../../src-main/api/hub';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
-import { watchStore, type StoreWatcher } from '../../src-main/server/watch';
-import { seedStudio, writeSteps, type Seeded } from '../e2e/seed';
+import { watchStore, type StoreWatcher } from '../../src-main/app/watch';
+import { seedStudio, writeSteps, type Seeded } from '../helpers/seed';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;

@@ -2,24 +2,18 @@
  * The trajectory browser's episode filters (issue 18), checked against a plain loop over every
  * episode's turns of a seeded run: the SQL and the definition must pick the same episodes.
  */
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type EpisodePageQuery, type Store } from '../../src-main/engine/store';
-import { seedStudio, type Seeded } from '../e2e/seed';
-import { tempDir } from '../helpers/tmp';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { EpisodePageQuery, Store } from '../../src-main/engine/store';
+import { runsDatabase } from '../helpers/runs-db';
+import { seedStudio, type Seeded } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
+const db = runsDatabase();
 let store: Store;
 let seeded: Seeded;
 
 beforeAll(() => {
-  tmp = tempDir('marsrl-episode-filters-');
-  store = openStore(path.join(tmp.dir, 'filters.db'));
+  store = db.store;
   seeded = seedStudio(store);
-});
-afterAll(() => {
-  store.close();
-  tmp.cleanup();
 });
 
 type Episode = { id: number; step: number; split: string; correct: boolean | null; question: string; turns: ReturnType<Store['trajectories']['episodeTurns']> };

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store, type TurnRow } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
+import { episodeRow, turnRow } from '../helpers/seed';
 import { tempDir } from '../helpers/tmp';
 
 const AGENTS = ['solver', 'verifier1', 'corrector1', 'verifier2'];
@@ -23,7 +24,7 @@ beforeAll(() => {
   let count = 0;
   while (count < TOTAL_TURNS) {
     const episodeId = writer.newId('episodes');
-    writer.episode({ id: episodeId, runId, step, problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
+    writer.episode(episodeRow({ id: episodeId, runId, step }));
     let parent: number | null = null;
     for (let i = 0; i < 10 && count < TOTAL_TURNS; i++, count++) {
       const id = writer.newId('turns');
@@ -32,12 +33,7 @@ beforeAll(() => {
       const reward = rng.int(0, 4) / 4;
       const correct = rng.next() < 0.5;
       written.set(id, { agent, step, text, reward, correct });
-      const turn: TurnRow = {
-        id, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: 0, groupId: 0, parentTurnId: parent,
-        sampleIndex: i, prompt: 'p', text, tokenCount: text.length, parsed: null, correct, formatValid: true,
-        policyVersionMin: step, policyVersionMax: step, createdAt: 0,
-      };
-      writer.turn(turn);
+      writer.turn(turnRow({ id, runId, episodeId, step, agent, parentTurnId: parent, sampleIndex: i, prompt: 'p', text, correct }));
       writer.reward({ turnId: id, runId, value: reward, components: { correctness: reward }, scheme: 'decoupled' });
       parent = id;
     }

@@ -5,15 +5,15 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createModel } from '../../src-main/engine/model/gpt';
 import { GpuMemoryError, kvCacheBytes, MemoryBudget, optimizerBytes, weightBytes } from '../../src-main/engine/model/gpu-memory';
 import { PLAIN_STRATEGY } from '../../src-main/engine/model/ops';
 import { createOptimizer } from '../../src-main/engine/model/optim';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { trainRun } from '../../src-main/engine/training/trainer';
-import { tempDir } from '../helpers/tmp';
+import { storeInTemp } from '../helpers/runs-db';
 import { tinyConfig } from './tiny';
 
 const CONFIG = { vocabSize: 11, d_model: 16, n_layers: 2, n_heads: 2, context: 32, mlp_ratio: 2 };
@@ -68,22 +68,17 @@ describe('byte counts from tensor sizes', () => {
 });
 
 describe('a run over its memory limit', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const db = storeInTemp('mem.db');
   let store: Store;
   beforeAll(() => {
-    tmp = tempDir();
-    store = openStore(path.join(tmp.dir, 'mem.db'));
-  });
-  afterAll(() => {
-    store.close();
-    tmp.cleanup();
+    store = db.store;
   });
 
   it('ends with the message, and resumes from its last checkpoint once the limit allows', async () => {
     const config = tinyConfig({ optimization: { steps: 2, minibatch_size: 16, checkpoint_every: 1 } });
     const runId = store.runs.create({ name: 'mem', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
     store.runs.setStatus(runId, 'running');
-    const runDir = path.join(tmp.dir, 'run');
+    const runDir = path.join(db.dir, 'run');
     // First: stop after step 0 (checkpointed).
     const stop = new AbortController();
     const first = await trainRun({ store, runId, config, runDir, signal: stop.signal, onProgress: (p) => p.phase === 'rl' && p.step >= 1 && stop.abort('test stop') });

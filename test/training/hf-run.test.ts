@@ -16,8 +16,8 @@ import { readAnyCheckpointManifest } from '../../src-main/engine/model/checkpoin
 import type { Store } from '../../src-main/engine/store';
 import { MODEL_IDENTITY_EVENT } from '../../src-main/engine/training/trainer';
 import { createRunManager } from '../../src-main/runner/manager';
-import type { WorkerToManager } from '../../src-main/runner/messages';
 import { runsDatabase } from '../helpers/runs-db';
+import { resumeToExit, runStoppedAfterFirstStep } from '../helpers/stop-resume';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from './hf-tiny';
 import { tinyConfig } from './tiny';
@@ -132,24 +132,10 @@ describe.each(['sync', 'pipeline'] as const)('a run with a Hugging Face Solver (
 
 describe.each(['sync', 'pipeline'] as const)('resuming a run with a Hugging Face policy (%s)', (mode) => {
   it('stops after a step, resumes from the hf checkpoint with the versions it had, and finishes', async () => {
-    let stopped = false;
-    const manager = createRunManager({
-      store,
-      databasePath,
-      onWorkerMessage: (message: WorkerToManager) => {
-        if (!stopped && message.type === 'progress' && message.progress.phase === 'rl' && message.progress.step === 1) {
-          stopped = true;
-          void manager.stop(message.runId);
-        }
-      },
-    });
-    const { runId } = await manager.start({ config: hfConfig(mode, 3) as unknown as Record<string, unknown>, name: `hf resume ${mode}` });
-    await manager.waitForExit(runId);
+    const runId = await runStoppedAfterFirstStep(store, databasePath, hfConfig(mode, 3), `hf resume ${mode}`);
     expect(store.runs.get(runId)!.status).toBe('interrupted');
     const before = turnsOf(runId).length;
-    const resumed = createRunManager({ store, databasePath });
-    await resumed.resume(runId);
-    await resumed.waitForExit(runId);
+    await resumeToExit(store, databasePath, runId);
     const failure = store.events.events(runId).items.find((e) => e.level === 'error');
     expect(store.runs.get(runId)!.status, failure?.message).toBe('done');
     expect(store.events.events(runId).items.some((e) => e.kind === 'resumed')).toBe(true);

@@ -22,9 +22,9 @@ import { createPolicy, loadPolicies, savePolicies, type PolicyRuntime } from '..
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { exportPolicyModel } from '../../src-main/engine/hf/run-export';
 import { createRunManager } from '../../src-main/runner/manager';
-import type { WorkerToManager } from '../../src-main/runner/messages';
 import { Rng } from '../../src-main/engine/util/rng';
 import { runsDatabase } from '../helpers/runs-db';
+import { resumeToExit, runStoppedAfterFirstStep } from '../helpers/stop-resume';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from './hf-tiny';
 import { tinyConfig } from './tiny';
@@ -317,25 +317,11 @@ describe('runs that train LoRA adapters (Dr. MAS settings)', () => {
   }, 120_000);
 
   it('a LoRA run stopped after a step resumes from its adapters with the versions and optimizer steps it had', async () => {
-    let stopped = false;
-    const manager = createRunManager({
-      store,
-      databasePath,
-      onWorkerMessage: (message: WorkerToManager) => {
-        if (!stopped && message.type === 'progress' && message.progress.phase === 'rl' && message.progress.step === 1) {
-          stopped = true;
-          void manager.stop(message.runId);
-        }
-      },
-    });
     const config = runConfig({ policies: { qwen: lora(baseDir) }, agents: { solver: 'qwen', verifier: 'qwen', corrector: 'qwen' }, steps: 3 });
-    const { runId } = await manager.start({ config: config as unknown as Record<string, unknown>, name: 'lora resume' });
-    await manager.waitForExit(runId);
+    const runId = await runStoppedAfterFirstStep(store, databasePath, config, 'lora resume');
     expect(store.runs.get(runId)!.status).toBe('interrupted');
     const before = loraCheckpoint(runId, 'qwen', baseDir).manifest;
-    const resumed = createRunManager({ store, databasePath });
-    await resumed.resume(runId);
-    await resumed.waitForExit(runId);
+    await resumeToExit(store, databasePath, runId);
     const failure = store.events.events(runId).items.find((e) => e.level === 'error');
     expect(store.runs.get(runId)!.status, failure?.message).toBe('done');
     expect(store.events.events(runId).items.some((e) => e.kind === 'resumed')).toBe(true);

@@ -4,13 +4,12 @@
  * short templates: the shipped MarsRL-style system prompts alone are longer than a tiny GPT's
  * context (see tasks/math.ts).
  */
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
-import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
-import { tempDir } from '../helpers/tmp';
+import type { TrainOutcome } from '../../src-main/engine/training/trainer';
+import { trainedRun } from '../helpers/trained-run';
 import { tinyConfig } from './tiny';
 
 const policy = { model: { d_model: 16, n_layers: 1, n_heads: 2, context: 320, mlp_ratio: 2 }, optimizer: { lr: 1e-3 } };
@@ -32,23 +31,11 @@ const configFor = (mode: 'sync' | 'pipeline') => tinyConfig({
 // Both loops: the synchronous baseline and the pipeline (its rollout in this process here).
 describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run on the math family (shipped generator, difficulty 1, %s)', (mode) => {
   const config = configFor(mode);
-  let tmp: ReturnType<typeof tempDir>;
+  const trained = trainedRun('math-tiny', () => config, 600_000);
   let store: Store;
   let runId: number;
   let outcome: TrainOutcome;
-
-  beforeAll(async () => {
-    tmp = tempDir();
-    store = openStore(path.join(tmp.dir, 'math.db'));
-    runId = store.runs.create({ name: 'math-tiny', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
-    store.runs.setStatus(runId, 'running');
-    outcome = await trainRun({ store, runId, config, runDir: path.join(tmp.dir, 'run') });
-  }, 600_000);
-
-  afterAll(() => {
-    store?.close();
-    tmp?.cleanup();
-  });
+  beforeAll(() => ({ store, runId, outcome } = trained));
 
   it('loads the math family with a tokenizer over its charset and its templated prompts', () => {
     const data = loadTaskData(config);

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import OpenAI from 'openai';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig } from '../../src-main/engine/config/load';
 import { resolveModelFolder } from '../../src-main/engine/config/hf-folder';
 import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
@@ -21,10 +21,10 @@ import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { loadLoraCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/model/checkpoint';
 import { resourcesDir } from '../../src-main/engine/resources';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { PRETRAIN_INFO_FILE } from '../../src-main/engine/training/pretrain';
-import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
-import { tempDir } from '../helpers/tmp';
+import type { TrainOutcome } from '../../src-main/engine/training/trainer';
+import { trainedRun } from '../helpers/trained-run';
 
 const { config: preset } = loadRunConfig({ preset: 'tiny-qwen' });
 const ROLES = ['solver', 'verifier', 'corrector'] as const;
@@ -81,7 +81,6 @@ describe('the tiny-qwen preset as shipped', () => {
 });
 
 describe('two RL steps of the tiny-qwen preset through LoRA', () => {
-  let tmp: ReturnType<typeof tempDir>;
   let store: Store;
   let runId: number;
   let outcome: TrainOutcome;
@@ -103,17 +102,8 @@ describe('two RL steps of the tiny-qwen preset through LoRA', () => {
     ],
   });
 
-  beforeAll(async () => {
-    tmp = tempDir('marsrl-tiny-qwen-');
-    store = openStore(path.join(tmp.dir, 'runs.db'));
-    runId = store.runs.create({ name: 'tiny-qwen', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
-    store.runs.setStatus(runId, 'running');
-    outcome = await trainRun({ store, runId, config, runDir: path.join(tmp.dir, 'run') });
-  }, 120_000);
-  afterAll(() => {
-    store?.close();
-    tmp?.cleanup();
-  });
+  const trained = trainedRun('tiny-qwen', () => config, 120_000);
+  beforeAll(() => ({ store, runId, outcome } = trained));
 
   it('finishes, with every role’s turns parsed in the math format and rewarded', () => {
     expect(outcome).toEqual({ status: 'done', step: 2 });

@@ -1,34 +1,21 @@
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src-main/engine/store';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src-main/engine/store';
 import { FIXED_SET_EVENT, trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
 import { evaluationSet, loadTaskData } from '../../src-main/engine/training/run-support';
 import { parseSolution } from '../../src-main/engine/agents';
-import { tempDir } from '../helpers/tmp';
+import { trainedRun } from '../helpers/trained-run';
 import { tinyConfig } from './tiny';
 
 // The same end-to-end checks hold for the synchronous baseline and for the pipeline (here with
 // its rollout in this process; test/pipeline runs it in its own process).
 describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run, end to end (%s)', (mode) => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tiny = (overrides: Record<string, unknown> = {}) => tinyConfig({ pipeline: { mode, segment_tokens: 16, max_segments: 2 }, ...overrides });
+  const trained = trainedRun('tiny', () => tiny());
   let store: Store;
   let runId: number;
   let outcome: TrainOutcome;
-  const tiny = (overrides: Record<string, unknown> = {}) => tinyConfig({ pipeline: { mode, segment_tokens: 16, max_segments: 2 }, ...overrides });
-
-  beforeAll(async () => {
-    tmp = tempDir();
-    store = openStore(path.join(tmp.dir, 'train.db'));
-    const config = tiny();
-    runId = store.runs.create({ name: 'tiny', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: config.seed });
-    store.runs.setStatus(runId, 'running');
-    outcome = await trainRun({ store, runId, config, runDir: path.join(tmp.dir, 'run') });
-  });
-
-  afterAll(() => {
-    store.close();
-    tmp.cleanup();
-  });
+  beforeAll(() => ({ store, runId, outcome } = trained));
 
   interface Row {
     id: number;
@@ -175,7 +162,7 @@ describe.each(['sync', 'pipeline'] as const)('a tiny MarsRL run, end to end (%s)
     it('stops after nan_tolerance skipped updates, logging each with its agent and step', async () => {
       const config = tiny({ optimization: { steps: 3, nan_tolerance: 2, checkpoint_every: 0 } });
       const id = store.runs.create({ name: 'nan', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 3 });
-      const result = await trainRun({ store, runId: id, config, runDir: path.join(tmp.dir, 'nan'), injectNanLossFromStep: 1 });
+      const result = await trainRun({ store, runId: id, config, runDir: path.join(trained.dir, 'nan'), injectNanLossFromStep: 1 });
       expect(result.status).toBe('failed');
       expect(result).toMatchObject({ step: 1, reason: expect.stringMatching(/2 updates in a row had a NaN\/Inf loss.*nan_tolerance/) });
       const events = store.events.events(id).items;

@@ -1,14 +1,10 @@
 import path from 'node:path';
-import { EventHub } from '../../api/hub';
-import { createStudioService } from '../../api/service';
+import { openStudio } from '../../app/studio';
 import { resolveDatabasePath } from '../../engine/paths';
-import { openStore } from '../../engine/store';
-import { createRunManager } from '../../runner/manager';
 import { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
 import { isLoopbackHost, generateToken, checkTokenStrength } from '../../server/security';
 import { createStudioServer } from '../../server/server';
 import { rendererBuilt } from '../../server/static-files';
-import { watchStore } from '../../server/watch';
 import { intFlag, parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { accessLines, untilStopped } from '../serving';
@@ -83,21 +79,17 @@ export const serveCommand: Command = {
     }
 
     const databasePath = resolveDatabasePath(values.db, ctx.env);
-    const store = openStore(databasePath);
-    const hub = new EventHub();
-    // The manager lets the browser launch runs; its workers write to the same database.
-    const runs = createRunManager({ store, databasePath, hub, origin: 'marsrl serve' });
-    const recovered = runs.recoverStaleRuns();
+    // The manager lets the browser launch runs; the watcher pushes what `marsrl run` in another
+    // terminal writes.
+    const studio = openStudio({ databasePath, transport: 'http', origin: 'marsrl serve', watch: true });
+    const { recovered } = studio;
     if (recovered.length > 0) ctx.err(`Marked ${recovered.length} run(s) interrupted: their worker process is gone (${recovered.join(', ')}).`);
-    const service = createStudioService({ store, databasePath, transport: 'http', runs, hub });
-    const watcher = watchStore(store, hub);
 
     let server;
     try {
-      server = await createStudioServer({ service, hub, host, port, token, rendererDir, log: ctx.err });
+      server = await createStudioServer({ service: studio.service, hub: studio.hub, host, port, token, rendererDir, log: ctx.err });
     } catch (error) {
-      watcher.stop();
-      store.close();
+      await studio.close();
       throw error;
     }
 
@@ -110,11 +102,8 @@ export const serveCommand: Command = {
     ctx.out(lines.join('\n'));
 
     await untilStopped(ctx);
-    watcher.stop();
-    await server.close();
     // Runs launched from the browser belong to this process; they stop resumable, not killed.
-    await runs.stopAll('marsrl serve was stopped');
-    store.close();
+    await studio.close({ reason: 'marsrl serve was stopped', edges: [server] });
     ctx.err('Stopped.');
     return 0;
   },

@@ -23,12 +23,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openStore } from '../engine/store';
-import { projectRoot } from '../engine/resources';
-import { RewoundEngine } from '../engine/tasks/math-answer/engine';
-import { checkerStats, judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread } from '../engine/tasks/math-answer';
-import { createRunManager } from '../runner/manager';
-import { rejudgeRun } from '../engine/rejudge';
+import { openStore } from '../src-main/engine/store';
+import { projectRoot } from '../src-main/engine/resources';
+import { RewoundEngine } from '../src-main/engine/tasks/math-answer/engine';
+import { checkerStats, judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread } from '../src-main/engine/tasks/math-answer';
+import { createRunManager } from '../src-main/runner/manager';
+import { rejudgeRun } from '../src-main/engine/rejudge';
 import * as v1 from './math-answer-v1';
 
 interface Case {
@@ -95,7 +95,7 @@ const ADVERSARIAL = ['9^{9^{9^{9}}}', '(x+1)^{200}', '100000!', '\\sum_{k=1}^{10
 
 /** The baseline on one adversarial answer, in a child process killed after 15 s. */
 function oldInChild(answer: string): string {
-  const code = `const m = await import(${JSON.stringify(path.join(projectRoot(), 'src-main', 'bench', 'math-answer-v1.ts'))}); const t = performance.now(); m.mathAnswersEqual('5', ${JSON.stringify(answer)}); console.log((performance.now() - t).toFixed(0));`;
+  const code = `const m = await import(${JSON.stringify(path.join(projectRoot(), 'bench', 'math-answer-v1.ts'))}); const t = performance.now(); m.mathAnswersEqual('5', ${JSON.stringify(answer)}); console.log((performance.now() - t).toFixed(0));`;
   const t0 = Date.now();
   const r = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 15_000 });
   if (r.error || r.status !== 0) return `> ${((Date.now() - t0) / 1000).toFixed(0)} s (killed)`;

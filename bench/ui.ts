@@ -20,14 +20,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Series } from '#shared/contract';
-import { EventHub } from '../api/hub';
-import { createStudioService } from '../api/service';
-import { projectRoot } from '../engine/resources';
-import { openStore, type Store } from '../engine/store';
-import { Rng } from '../engine/util/rng';
-import { createStudioServer } from '../server/server';
+import { openStudio } from '../src-main/app/studio';
+import { projectRoot } from '../src-main/engine/resources';
+import type { Store } from '../src-main/engine/store';
+import { Rng } from '../src-main/engine/util/rng';
+import { createStudioServer } from '../src-main/server/server';
+import { AGENTS, writeEpisode, type TurnText } from './training-rows';
 
-const AGENTS = ['solver', 'verifier1', 'corrector1'] as const;
 const CHROMIUM = process.env.MARSRL_CHROMIUM ?? '/usr/bin/chromium';
 
 function median(values: number[]): number {
@@ -56,36 +55,15 @@ function timeSync(fn: () => unknown, repeats: number): number {
   return median(times);
 }
 
-/** Episodes of a Solver group of 8, two Verifier and two Corrector turns, as training writes them. */
+const sortText: TurnText = (agent, digits, rng) =>
+  agent === 'verifier1' ? `c:1111011111 ${digits} o:0<1<2 V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `c:1111011111 A:${digits.split('').sort().join('')}`;
+
+/** Eight episodes a step (training-rows.ts), `turns` turns in all. */
 function writeTurns(store: Store, runId: number, turns: number, rng: Rng): void {
   const writer = store.writer({ maxPending: 20_000, flushIntervalMs: 0 });
   const now = Date.now();
-  let written = 0;
-  let step = 0;
-  while (written < turns) {
-    for (let e = 0; e < 8 && written < turns; e++) {
-      const episodeId = writer.newId('episodes');
-      writer.episode({ id: episodeId, runId, step, problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
-      let parent: number | null = null;
-      for (let i = 0; i < 12 && written < turns; i++, written++) {
-        const agent = AGENTS[i < 8 ? 0 : i < 10 ? 1 : 2];
-        const turnId = writer.newId('turns');
-        const digits = Array.from({ length: 8 }, () => rng.int(0, 9)).join('');
-        const text = agent === 'verifier1' ? `c:1111011111 ${digits} o:0<1<2 V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `c:1111011111 A:${digits.split('').sort().join('')}`;
-        writer.turn({
-          id: turnId, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: agent === 'solver' ? 0 : 1,
-          groupId: i < 8 ? 0 : 1, parentTurnId: agent === 'solver' ? null : parent, sampleIndex: i, prompt: `sort ${digits}`,
-          text, tokenCount: text.length, parsed: digits, correct: rng.next() < 0.5, formatValid: true,
-          policyVersionMin: step, policyVersionMax: step, createdAt: now,
-        });
-        if (agent === 'solver') parent = turnId;
-        writer.segment({ id: writer.newId('segments'), turnId, runId, segIndex: 0, tokenStart: 0, tokenEnd: text.length, text, finished: true, policyVersion: step, startedAt: now, endedAt: now, worker: 'rollout-0' });
-        const reward = rng.next() < 0.5 ? 1 : 0;
-        writer.reward({ turnId, runId, value: reward, components: { correctness: reward }, scheme: 'decoupled' });
-        writer.advantage({ turnId, runId, value: reward - 0.5, mode: 'agentwise', groupKey: `${episodeId}:${agent}`, mu: 0.5, sigma: 0.5 });
-      }
-    }
-    step++;
+  for (let written = 0, step = 0; written < turns; step++) {
+    for (let e = 0; e < 8 && written < turns; e++) written += writeEpisode(writer, runId, step, rng, now, turns - written, sortText);
   }
   writer.close();
 }
@@ -246,7 +224,9 @@ export async function run(argv: string[]): Promise<void> {
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-ui-'));
   const dbPath = values.db ?? path.join(dir, 'bench.db');
-  const store = openStore(dbPath);
+  // The Studio `marsrl serve` opens (without runs or a watcher: nothing else writes here).
+  const studio = openStudio({ databasePath: dbPath, transport: 'http' });
+  const { store } = studio;
   const rng = new Rng(11, 'bench-ui');
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let server: Awaited<ReturnType<typeof createStudioServer>> | null = null;
@@ -258,9 +238,7 @@ export async function run(argv: string[]): Promise<void> {
     const { spikes } = writeSeries(store, runId, steps, keys, rng);
     console.log(`ui bench: ${turns.toLocaleString()} turns and ${keyCount} series of ${steps.toLocaleString()} steps written in ${((performance.now() - t0) / 1000).toFixed(0)} s (${dbPath})`);
 
-    const hub = new EventHub();
-    const service = createStudioService({ store, databasePath: dbPath, transport: 'http', hub });
-    server = await createStudioServer({ service, hub, port: 0, rendererDir: null, log: () => {} });
+    server = await createStudioServer({ service: studio.service, hub: studio.hub, port: 0, rendererDir: null, log: () => {} });
     const port = server.port;
 
     // --- trajectory pages --------------------------------------------------------------------
@@ -316,8 +294,7 @@ export async function run(argv: string[]): Promise<void> {
     }
   } finally {
     agent.destroy();
-    await server?.close();
-    store.close();
+    await studio.close({ edges: server ? [server] : [] });
     if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
     else console.log(`  database kept: ${dbPath}`);
   }

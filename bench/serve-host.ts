@@ -15,11 +15,11 @@
  *    token, at answer lengths up to `textTokens`.
  */
 import path from 'node:path';
-import { HfTokenizer } from '../engine/hf/tokenizer';
-import { sample } from '../engine/model/sampling';
-import { projectRoot } from '../engine/resources';
-import { RequestBatcher, type DecodeParams } from '../server/openai/batcher';
-import { HfServedTokenizer } from '../server/openai/policy';
+import { HfTokenizer } from '../src-main/engine/hf/tokenizer';
+import { sample } from '../src-main/engine/model/sampling';
+import { projectRoot } from '../src-main/engine/resources';
+import { RequestBatcher, type DecodeParams } from '../src-main/server/openai/batcher';
+import { HfServedTokenizer } from '../src-main/server/openai/policy';
 import { ScriptedModel } from './scripted-model';
 
 /** A worked answer with the mix real math answers have: prose, LaTeX, digits, CJK and an emoji (multi-byte characters split across tokens). */

@@ -6,8 +6,11 @@
  * texts with quotes, newlines, `|` and non-ASCII; and a run with no turns at all.
  */
 import path from 'node:path';
-import { openStore, type Store } from '../../src-main/engine/store';
-import { Rng } from '../../src-main/engine/util/rng';
+import { openStore, type Store } from '../../../src-main/engine/store';
+import { Rng } from '../../../src-main/engine/util/rng';
+import { perFile } from '../per-file';
+import { tempDir } from '../tmp';
+import { episodeRow, turnRow } from './rows';
 
 export interface Fixture {
   store: Store;
@@ -48,17 +51,16 @@ function writeRun(store: Store, runId: number, family: string, seed: number, ste
     if (step % 2 === 0) episodes.push(problems[6 + (step % 3)]);
     for (const problem of episodes) {
       const episodeId = w.newId('episodes');
-      w.episode({ id: episodeId, runId, step, problemId: problem.id, split: problem.split, finalAnswer: null, correct: null, rounds: withRound2 ? 2 : 1, meta: null });
+      w.episode(episodeRow({ id: episodeId, runId, step, problemId: problem.id, split: problem.split, rounds: withRound2 ? 2 : 1 }));
       let group = 0;
       const turn = (agent: string, round: number, groupId: number, parent: number | null, sampleIndex: number, prompt: string, text: string, reward: number | null, opts: { correct?: boolean | null; formatValid?: boolean; advantage?: boolean } = {}) => {
         const id = w.newId('turns');
         const formatValid = opts.formatValid ?? true;
         const correct = opts.correct === undefined ? (reward === null ? null : reward > 0.5) : opts.correct;
-        w.turn({
-          id, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round, groupId, parentTurnId: parent, sampleIndex,
-          prompt, text, tokenCount: text.length, parsed: formatValid ? text.slice(-2) : null, correct: formatValid ? correct : null, formatValid,
-          policyVersionMin: step, policyVersionMax: step + (sampleIndex % 2), createdAt: now + id,
-        });
+        w.turn(turnRow({
+          id, runId, episodeId, step, agent, round, groupId, parentTurnId: parent, sampleIndex, prompt, text,
+          parsed: formatValid ? text.slice(-2) : null, correct: formatValid ? correct : null, formatValid, policyVersionMax: step + (sampleIndex % 2), createdAt: now + id,
+        }));
         if (reward !== null) {
           const components: Record<string, number> = { correctness: formatValid ? reward : 0 };
           if (!formatValid) components.format_penalty = -0.5;
@@ -121,10 +123,7 @@ export function createFixture(dir: string): Fixture {
   // A turn outside any episode (e.g. a probe logged by hand): no split, no group to pair in.
   const w = store.writer({ flushIntervalMs: 0 });
   const loose = w.newId('turns');
-  w.turn({
-    id: loose, runId: alpha, episodeId: null, step: 2, agent: 'solver', policyId: 'solver', round: 0, groupId: 0, parentTurnId: null, sampleIndex: 0,
-    prompt: 'probe', text: 'A:1', tokenCount: 3, parsed: '1', correct: true, formatValid: true, policyVersionMin: 2, policyVersionMax: 2, createdAt: 1_700_000_000_000,
-  });
+  w.turn(turnRow({ id: loose, runId: alpha, episodeId: null, step: 2, agent: 'solver', prompt: 'probe', text: 'A:1', parsed: '1', correct: true, createdAt: 1_700_000_000_000 }));
   w.reward({ turnId: loose, runId: alpha, value: 1, components: { correctness: 1 }, scheme: 'decoupled' });
   w.close();
   // Enough turns that an export takes several pages (1000 turns each): for abort and progress.
@@ -138,17 +137,46 @@ function writeBig(store: Store, runId: number, turns: number): void {
   let step = 0;
   while (written < turns) {
     const episodeId = w.newId('episodes');
-    w.episode({ id: episodeId, runId, step, problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 0, meta: null });
+    w.episode(episodeRow({ id: episodeId, runId, step, rounds: 0 }));
     for (let i = 0; i < 8 && written < turns; i++, written++) {
       const id = w.newId('turns');
-      w.turn({
-        id, runId, episodeId, step, agent: 'solver', policyId: 'solver', round: 0, groupId: 0, parentTurnId: null, sampleIndex: i,
-        prompt: `q${step}`, text: `t${id} A:${i % 2}`, tokenCount: 4, parsed: String(i % 2), correct: i % 2 === 1, formatValid: true,
-        policyVersionMin: step, policyVersionMax: step, createdAt: 0,
-      });
+      w.turn(turnRow({ id, runId, episodeId, step, agent: 'solver', sampleIndex: i, prompt: `q${step}`, text: `t${id} A:${i % 2}`, tokenCount: 4, parsed: String(i % 2), correct: i % 2 === 1 }));
       w.reward({ turnId: id, runId, value: i % 2, components: { correctness: i % 2 }, scheme: 'decoupled' });
     }
     step++;
   }
   w.close();
+}
+
+/** The fixture in a fresh temp folder (`dir`) for a test file: created before its tests, closed and removed after them. */
+export interface TempFixture extends Fixture {
+  readonly dir: string;
+}
+
+export function exportFixture(prefix: string): TempFixture {
+  const opened = perFile(
+    'exportFixture',
+    () => {
+      const tmp = tempDir(prefix);
+      return { tmp, fx: createFixture(tmp.dir) };
+    },
+    ({ tmp, fx }) => {
+      fx.store.close();
+      tmp.cleanup();
+    },
+  );
+  return {
+    get store() {
+      return opened().fx.store;
+    },
+    get dbPath() {
+      return opened().fx.dbPath;
+    },
+    get runs() {
+      return opened().fx.runs;
+    },
+    get dir() {
+      return opened().tmp.dir;
+    },
+  };
 }

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { projectRoot } from '../engine/resources';
+import { projectRoot } from '../src-main/engine/resources';
 
 export const CANARY_VARIABLE = 'MARSRL_HOSTILE_CANARY_KEY';
 

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { resourcesDir } from '../engine/resources';
-import { Rng } from '../engine/util/rng';
+import { resourcesDir } from '../src-main/engine/resources';
+import { Rng } from '../src-main/engine/util/rng';
 
 /** Templates that never end or never stop growing, as a model folder from the internet may carry. */
 export const HOSTILE_TEMPLATES: Record<string, string> = {

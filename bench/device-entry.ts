@@ -1,12 +1,12 @@
 /**
  * Entry of the self-contained benches that scripts/device-bench.sh bundles (esbuild) for a GPU
  * machine that has neither the repository's node_modules nor, perhaps, Node.js (issue #15):
- *   node .bench/device/bench.mjs model [bench options]    the model bench (src-main/bench/model.ts)
- *   node .bench/device/bench.mjs hf [bench options]       the Hugging Face bench (src-main/bench/hf.ts)
+ *   node .bench/device/bench.mjs model [bench options]    the model bench (bench/model.ts)
+ *   node .bench/device/bench.mjs hf [bench options]       the Hugging Face bench (bench/hf.ts)
  *   node .bench/device/bench.mjs doctor [--backend NAME]  what `marsrl doctor` shows (adapter, limits, skips)
  */
-import { BACKENDS } from '../engine/config/schema';
-import { doctorReport, formatDoctorReport } from '../engine/model/doctor';
+import { BACKENDS } from '../src-main/engine/config/schema';
+import { doctorReport, formatDoctorReport } from '../src-main/engine/model/doctor';
 import { HF_BENCH_CHILD, run as runHf } from './hf';
 import { run } from './model';
 
@@ -14,7 +14,7 @@ const [name, ...rest] = process.argv.slice(2);
 if (name === 'model') {
   await run(rest);
 } else if (name === 'hf') {
-  // The hf bench measures its RL step in fresh processes: through this bundle, not bin/marsrl.js.
+  // The hf bench measures its RL step in fresh processes: through this bundle, not bench/run.js.
   HF_BENCH_CHILD.args = [process.argv[1], 'hf'];
   await runHf(rest);
 } else if (name === 'doctor') {

@@ -11,10 +11,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openStore, type Store } from '../engine/store';
-import { Rng } from '../engine/util/rng';
+import { openStore, type Store } from '../src-main/engine/store';
+import { Rng } from '../src-main/engine/util/rng';
+import { writeEpisode, type TurnText } from './training-rows';
 
-const AGENTS = ['solver', 'verifier1', 'corrector1'] as const;
 
 function median(values: number[]): number {
   const sorted = values.slice().sort((a, b) => a - b);
@@ -31,35 +31,13 @@ function timeIt(fn: () => void, repeats: number): number {
   return median(times);
 }
 
-/** Writes `turns` turns for run `runId`; returns the number of rows written (all tables). */
+const sortedText: TurnText = (agent, digits, rng) => (agent === 'verifier1' ? `c0=1 c1=2 c3=1 ${digits} ok V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `${digits.split('').sort().join('')}`);
+
+/** Writes `turns` turns for run `runId`, an episode a step; returns the number of rows written (all tables). */
 function writeTurns(store: Store, runId: number, turns: number, rng: Rng, batched: boolean): number {
   const writer = store.writer({ maxPending: batched ? 20_000 : 1, flushIntervalMs: 0 });
   const now = Date.now();
-  let written = 0;
-  let step = 0;
-  while (written < turns) {
-    const episodeId = writer.newId('episodes');
-    writer.episode({ id: episodeId, runId, step, problemId: null, split: 'train', finalAnswer: null, correct: null, rounds: 1, meta: null });
-    let parent: number | null = null;
-    for (let i = 0; i < 12 && written < turns; i++, written++) {
-      const agent = AGENTS[i < 8 ? 0 : i < 10 ? 1 : 2];
-      const turnId = writer.newId('turns');
-      const digits = Array.from({ length: 8 }, () => rng.int(0, 9)).join('');
-      const text = agent === 'verifier1' ? `c0=1 c1=2 c3=1 ${digits} ok V:${rng.next() < 0.5 ? 'ok' : 'no'}` : `${digits.split('').sort().join('')}`;
-      writer.turn({
-        id: turnId, runId, episodeId, step, agent, policyId: agent.replace(/\d+$/, ''), round: agent === 'solver' ? 0 : 1,
-        groupId: i < 8 ? 0 : 1, parentTurnId: agent === 'solver' ? null : parent, sampleIndex: i, prompt: `sort ${digits}`,
-        text, tokenCount: text.length, parsed: digits, correct: rng.next() < 0.5, formatValid: true,
-        policyVersionMin: step, policyVersionMax: step, createdAt: now,
-      });
-      if (agent === 'solver') parent = turnId;
-      writer.segment({ id: writer.newId('segments'), turnId, runId, segIndex: 0, tokenStart: 0, tokenEnd: text.length, text, finished: true, policyVersion: step, startedAt: now, endedAt: now, worker: 'rollout-0' });
-      const reward = rng.next() < 0.5 ? 1 : 0;
-      writer.reward({ turnId, runId, value: reward, components: { correctness: reward }, scheme: 'decoupled' });
-      writer.advantage({ turnId, runId, value: reward - 0.5, mode: 'agentwise', groupKey: `${episodeId}:${agent}`, mu: 0.5, sigma: 0.5 });
-    }
-    step++;
-  }
+  for (let written = 0, step = 0; written < turns; step++) written += writeEpisode(writer, runId, step, rng, now, turns - written, sortedText);
   writer.close();
   return writer.rowsWritten;
 }

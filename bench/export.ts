@@ -17,12 +17,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { runExport, type ExportContainer, type ExportFormat } from '../engine/export';
-import { openStore, type BatchWriter, type Store } from '../engine/store';
-import { Rng } from '../engine/util/rng';
+import { runExport, type ExportContainer, type ExportFormat } from '../src-main/engine/export';
+import { openStore, type BatchWriter, type Store } from '../src-main/engine/store';
+import { Rng } from '../src-main/engine/util/rng';
 
 const RUN_NAME = 'bench-export';
-const BIN = path.resolve(import.meta.dirname, '../../bin/marsrl.js');
+const CLI_MAIN = pathToFileURL(path.resolve(import.meta.dirname, '../src-main/cli/main.ts')).href;
 
 const CASES: { format: ExportFormat; container: ExportContainer }[] = [
   { format: 'trajectories', container: 'jsonl' },
@@ -202,15 +202,17 @@ async function child(spec: string, dbPath: string, out: string): Promise<void> {
 
 /**
  * `engine`: a bare Node process that loads only this file (the export engine, better-sqlite3,
- * hyparquet-writer), as the desktop app's main process runs it. `cli`: through bin/marsrl.js like
- * `marsrl export`, which also pays for every module the CLI loads at start.
+ * hyparquet-writer), as the desktop app's main process runs it. `cli`: started as bin/marsrl.js
+ * starts `marsrl export` (tsx's loader registered, then the CLI's entry module), which also pays
+ * for every module the CLI loads at start.
  */
 function spawnChild(spec: string, dbPath: string, out: string, via: 'engine' | 'cli'): ChildReport {
   const childArgs = ['--child', spec, '--db', dbPath, '--out', out];
+  const runThisFile = `const m = await import(${JSON.stringify(pathToFileURL(import.meta.filename).href)}); await m.run(${JSON.stringify(childArgs)});`;
   const args =
     via === 'cli'
-      ? [BIN, 'bench', 'export', ...childArgs]
-      : ['--import', 'tsx', '--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(import.meta.filename).href)}); await m.run(${JSON.stringify(childArgs)});`];
+      ? ['--input-type=module', '-e', `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))}; register(); await import(${JSON.stringify(CLI_MAIN)}); ${runThisFile}`]
+      : ['--import', 'tsx', '--input-type=module', '-e', runThisFile];
   const result = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 16 * 2 ** 20 });
   const line = result.stdout.split('\n').find((l) => l.startsWith('BENCH-CHILD '));
   if (result.status !== 0 || !line) throw new Error(`bench child ${spec} failed (exit ${result.status}):\n${result.stderr}`);
@@ -264,7 +266,7 @@ export async function run(argv: string[]): Promise<void> {
     store.close();
     console.log(`  database ${dbPath} (${(fs.statSync(dbPath).size / 2 ** 20).toFixed(0)} MB); turns per agent: ${counts.map((c) => `${c.agent} ${c.n.toLocaleString()}`).join(', ')}`);
     console.log('  each export runs in a fresh Node process that loads only the export engine (as the desktop app runs it);');
-    console.log('  the last line runs the heaviest case through bin/marsrl.js, i.e. with everything the CLI loads at start.');
+    console.log('  the last line runs the heaviest case as bin/marsrl.js starts a command, i.e. with everything the CLI loads at start.');
     console.log('');
     console.log(`  ${'format'.padEnd(22)} ${'rows'.padStart(10)} ${'source'.padStart(10)} ${'time s'.padStart(8)} ${'rows/s'.padStart(9)} ${'file MB'.padStart(8)} ${'peak RSS MB'.padStart(12)} ${'(start)'.padStart(8)}`);
     const line = (label: string, r: ChildReport) =>

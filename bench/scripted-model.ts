@@ -7,8 +7,8 @@
  * minutes a real model of that vocabulary takes per answer on a CPU. Decoding only; training
  * calls throw.
  */
-import type { DecodeCache, ParamSpec, PolicyModel } from '../engine/model/policy-model';
-import { Rng } from '../engine/util/rng';
+import type { DecodeCache, ParamSpec, PolicyModel } from '../src-main/engine/model/policy-model';
+import { Rng } from '../src-main/engine/util/rng';
 
 interface ScriptCache extends DecodeCache {
   /** Prompt length of each row (its generated tokens count from there). */

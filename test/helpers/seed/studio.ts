@@ -5,9 +5,10 @@
  * evaluations, events and a pipeline timeline. Written through the store's BatchWriter, the way
  * the trainer writes. Deterministic (seeded), so screenshots are comparable between runs.
  */
-import { presetDocument, resolveConfig, deepMerge } from '../../src-main/engine/config/load';
-import type { BatchWriter, Store } from '../../src-main/engine/store';
-import { Rng } from '../../src-main/engine/util/rng';
+import { presetDocument, resolveConfig, deepMerge } from '../../../src-main/engine/config/load';
+import type { BatchWriter, Store } from '../../../src-main/engine/store';
+import { Rng } from '../../../src-main/engine/util/rng';
+import { episodeRow, turnRow } from './rows';
 
 export const AGENTS = ['solver', 'verifier1', 'corrector1'] as const;
 
@@ -93,7 +94,7 @@ export function writeEpisode(writer: BatchWriter, runId: number, step: number, s
   const problemId = writer.newId('problems');
   writer.problem({ id: problemId, runId, split, family: 'sort', problemKey: digits, question, answer: reference, meta: { difficulty: 3 } });
   const episodeId = writer.newId('episodes');
-  writer.episode({ id: episodeId, runId, step, problemId, split, finalAnswer: null, correct: null, rounds: 0, meta: null });
+  writer.episode(episodeRow({ id: episodeId, runId, step, problemId, split, rounds: 0 }));
 
   const specs: (TurnSpec & { id: number })[] = [];
   const add = (spec: TurnSpec) => {
@@ -159,13 +160,11 @@ export function writeEpisode(writer: BatchWriter, runId: number, step: number, s
     const rewards = group.map((g) => g.reward);
     const mu = mean(rewards);
     const sigma = std(rewards);
-    const tokens = spec.text.length;
-    writer.turn({
-      id: spec.id, runId, episodeId, step, agent: spec.agent, policyId: spec.agent.replace(/\d+$/, ''), round: spec.round,
-      groupId: spec.groupId, parentTurnId: spec.parent, sampleIndex: spec.sampleIndex, prompt: spec.prompt, text: spec.text,
-      tokenCount: tokens, parsed: spec.parsed, correct: spec.correct, formatValid: true,
-      policyVersionMin: Math.max(0, step - 1), policyVersionMax: step, createdAt: clock,
-    });
+    writer.turn(turnRow({
+      id: spec.id, runId, episodeId, step, agent: spec.agent, round: spec.round, groupId: spec.groupId, parentTurnId: spec.parent,
+      sampleIndex: spec.sampleIndex, prompt: spec.prompt, text: spec.text, parsed: spec.parsed, correct: spec.correct,
+      policyVersionMin: Math.max(0, step - 1), createdAt: clock,
+    }));
     segmentsOf(spec.text, 16).forEach((seg, segIndex, all) => {
       writer.segment({
         id: writer.newId('segments'), turnId: spec.id, runId, segIndex, tokenStart: seg.start, tokenEnd: seg.end, text: seg.text,

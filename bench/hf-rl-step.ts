@@ -15,10 +15,10 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend, type BackendPreference } from '../engine/model/backend';
-import { canReadSync } from '../engine/model/readback';
-import type { PolicyModel } from '../engine/model/policy-model';
-import { Rng } from '../engine/util/rng';
+import { initBackend, type BackendPreference } from '../src-main/engine/model/backend';
+import { canReadSync } from '../src-main/engine/model/readback';
+import type { PolicyModel } from '../src-main/engine/model/policy-model';
+import { Rng } from '../src-main/engine/util/rng';
 
 export type RlStepMode = 'lora' | 'full';
 
@@ -54,15 +54,15 @@ function resetPeakRss(): void {
 export async function rlStepChild(dir: string, mode: RlStepMode, backend: BackendPreference, opts: { batch: number; prompt: number; newTokens: number; steps: number }): Promise<void> {
   await initBackend(backend);
   tf.enableProdMode();
-  const { createOptimizer } = await import('../engine/model/optim');
-  const { sample, sampleAsync } = await import('../engine/model/sampling');
+  const { createOptimizer } = await import('../src-main/engine/model/optim');
+  const { sample, sampleAsync } = await import('../src-main/engine/model/sampling');
   const sync = canReadSync();
   let model: PolicyModel;
   if (mode === 'lora') {
-    const { loadLoraHfModel } = await import('../engine/hf/lora');
+    const { loadLoraHfModel } = await import('../src-main/engine/hf/lora');
     model = loadLoraHfModel(dir, { ...SETTINGS, targets: [...SETTINGS.targets] }, { seed: 1 }).model;
   } else {
-    const { loadHfWeights, readHfConfig } = await import('../engine/hf/load');
+    const { loadHfWeights, readHfConfig } = await import('../src-main/engine/hf/load');
     model = loadHfWeights(dir, readHfConfig(dir).config);
   }
   const optimizer = createOptimizer(model, { lr: 1e-4, beta1: 0.9, beta2: 0.999, weight_decay: 0.01, grad_clip: 1 });
@@ -103,7 +103,7 @@ export async function rlStepChild(dir: string, mode: RlStepMode, backend: Backen
 }
 
 /**
- * Run one mode in a fresh process: `childArgs` start the hf bench (`bin/marsrl.js bench hf` here,
+ * Run one mode in a fresh process: `childArgs` start the hf bench (`bench/run.js hf` here,
  * the bundled bench on a GPU machine), given `--measure-rl-step DIR --mode MODE --backend B`.
  */
 export function measureRlStep(childArgs: readonly string[], dir: string, mode: RlStepMode, backend: string): RlStepResult | { error: string } {

@@ -31,8 +31,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openStore, type Store } from '../engine/store';
-import { createRunManager } from '../runner/manager';
+import { openStore, type Store } from '../src-main/engine/store';
+import { createRunManager } from '../src-main/runner/manager';
 
 interface RunFigures {
   mode: string;

@@ -35,14 +35,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../engine/model/backend';
-import { createModel, type GPTConfig } from '../engine/model/gpt';
-import { PLAIN_STRATEGY, type KernelStrategy } from '../engine/model/ops';
-import { createOptimizer } from '../engine/model/optim';
-import { canReadSync } from '../engine/model/readback';
-import { sample, sampleAsync } from '../engine/model/sampling';
-import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../engine/model/train';
-import { Rng } from '../engine/util/rng';
+import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../src-main/engine/model/backend';
+import { createModel, type GPTConfig } from '../src-main/engine/model/gpt';
+import { PLAIN_STRATEGY, type KernelStrategy } from '../src-main/engine/model/ops';
+import { createOptimizer } from '../src-main/engine/model/optim';
+import { canReadSync } from '../src-main/engine/model/readback';
+import { sample, sampleAsync } from '../src-main/engine/model/sampling';
+import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../src-main/engine/model/train';
+import { Rng } from '../src-main/engine/util/rng';
+import { summarize, type Timing } from './timing';
 
 export const BENCH_MODEL: GPTConfig = { vocabSize: 32, d_model: 64, n_layers: 2, n_heads: 4, context: 64, mlp_ratio: 4 };
 const BATCH = 16;
@@ -50,20 +51,6 @@ const PROMPT = 8;
 const NEW_TOKENS = BENCH_MODEL.context - PROMPT;
 const TOP_P = 0.95;
 const OPT = { lr: 1e-3, beta1: 0.9, beta2: 0.999, weight_decay: 0, grad_clip: 1 };
-
-interface Timing {
-  /** Best (least disturbed) and median milliseconds per call, over every call timed. */
-  bestMs: number;
-  medianMs: number;
-  /** Tokens per second at the best time. */
-  tokensPerS: number;
-  calls: number;
-}
-
-function summarize(times: number[], tokensPerCall: number): Timing {
-  const s = times.slice().sort((a, b) => a - b);
-  return { bestMs: s[0], medianMs: s[Math.floor(s.length / 2)], tokensPerS: (tokensPerCall / s[0]) * 1000, calls: s.length };
-}
 
 /** Call `fn` until `seconds` have passed and at least `minCalls` ran; returns per-call times (ms). */
 async function timeCalls(fn: () => void | Promise<void>, seconds: number, minCalls: number): Promise<number[]> {
@@ -136,7 +123,7 @@ interface PeerTiming {
 
 function peerScript(): string | null {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.resolve(here, '../../bench/peers/torch_model.py'), path.resolve(process.cwd(), 'bench/peers/torch_model.py')];
+  const candidates = [path.resolve(here, 'peers/torch_model.py'), path.resolve(process.cwd(), 'bench/peers/torch_model.py')];
   return candidates.find((p) => fs.existsSync(p)) ?? null;
 }
 

@@ -46,18 +46,16 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import YAML from 'yaml';
 import { WebSocket } from 'ws';
-import { callStudio } from '../api/dispatch';
-import { EventHub } from '../api/hub';
-import { createStudioService } from '../api/service';
-import { main as cliMain } from '../cli/main';
-import { runExport } from '../engine/export';
-import { runDir } from '../engine/paths';
-import { projectRoot } from '../engine/resources';
-import { openStore, type Store } from '../engine/store';
-import { isProcessAlive } from '../engine/store/liveness';
-import { Rng } from '../engine/util/rng';
-import { createStudioServer } from '../server/server';
-import { watchStore } from '../server/watch';
+import { callStudio } from '../src-main/api/dispatch';
+import { openStudio } from '../src-main/app/studio';
+import { main as cliMain } from '../src-main/cli/main';
+import { runExport } from '../src-main/engine/export';
+import { runDir } from '../src-main/engine/paths';
+import { projectRoot } from '../src-main/engine/resources';
+import { openStore, type Store } from '../src-main/engine/store';
+import { isProcessAlive } from '../src-main/engine/store/liveness';
+import { Rng } from '../src-main/engine/util/rng';
+import { createStudioServer } from '../src-main/server/server';
 
 // ── shared helpers ─────────────────────────────────────────────────────────────────────────────
 
@@ -551,11 +549,11 @@ async function badInputs(dir: string): Promise<BadInput[]> {
   const sandbox = path.join(dir, 'sandbox');
   fs.mkdirSync(sandbox, { recursive: true });
   const databasePath = path.join(sandbox, 'bad.db');
-  const store = openStore(databasePath);
+  // The Studio `marsrl serve` opens, without a run manager (no case may start a run).
+  const studio = openStudio({ databasePath, transport: 'http' });
+  const { store, service } = studio;
   const runId = store.runs.create({ name: 'target', config: trialConfig(), codeVersion: 'bench', seed: 3, status: 'done' });
-  const hub = new EventHub();
-  const service = createStudioService({ store, databasePath, transport: 'http', hub });
-  const server = await createStudioServer({ service, hub, port: 0, rendererDir: null, log: () => undefined, maxBodyBytes: 64 * 1024 });
+  const server = await createStudioServer({ service, hub: studio.hub, port: 0, rendererDir: null, log: () => undefined, maxBodyBytes: 64 * 1024 });
   const write = (name: string, text: string | Buffer) => {
     const p = path.join(sandbox, name);
     fs.writeFileSync(p, text);
@@ -720,8 +718,7 @@ async function badInputs(dir: string): Promise<BadInput[]> {
       results.push({ category: c.category, input: c.input, error, names: c.names, namesIt: error.includes(c.names) && !error.startsWith('(accepted'), nothingWritten: before === after });
     }
   } finally {
-    await server.close();
-    store.close();
+    await studio.close({ edges: [server] });
     fs.rmSync(outside, { recursive: true, force: true });
   }
   return results;
@@ -750,11 +747,10 @@ function percentile(sorted: number[], p: number): number {
 async function load(dir: string, clients: number, steps: number): Promise<LoadResult> {
   fs.mkdirSync(dir, { recursive: true });
   const databasePath = path.join(dir, 'load.db');
-  const store = openStore(databasePath);
-  const hub = new EventHub();
-  const service = createStudioService({ store, databasePath, transport: 'http', hub });
-  const watcher = watchStore(store, hub, { intervalMs: 200 });
-  const server = await createStudioServer({ service, hub, port: 0, rendererDir: null, log: () => undefined });
+  // As `marsrl serve` opens it, watching the database for the runs that `marsrl run` processes write.
+  const studio = openStudio({ databasePath, transport: 'http', watch: { intervalMs: 200 } });
+  const { store } = studio;
+  const server = await createStudioServer({ service: studio.service, hub: studio.hub, port: 0, rendererDir: null, log: () => undefined });
   const received: number[][] = [];
   const sockets: WebSocket[] = [];
   try {
@@ -806,9 +802,7 @@ async function load(dir: string, clients: number, steps: number): Promise<LoadRe
     return { clients, requests: latencies.length, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN, events: total, allInOrder: gaps === 0 && total > 0, clientsWithGaps: gaps, runsDone: done };
   } finally {
     for (const ws of sockets) ws.terminate();
-    watcher.stop();
-    await server.close();
-    store.close();
+    await studio.close({ edges: [server] });
   }
 }
 

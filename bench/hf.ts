@@ -38,15 +38,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs-core';
-import { hfParameterCount } from '../engine/hf/config';
-import type { HfModel } from '../engine/hf/model';
-import type { RandomHfModelOptions } from '../engine/hf/random-model';
-import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../engine/model/backend';
-import { Rng } from '../engine/util/rng';
+import { hfParameterCount } from '../src-main/engine/hf/config';
+import type { HfModel } from '../src-main/engine/hf/model';
+import type { RandomHfModelOptions } from '../src-main/engine/hf/random-model';
+import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../src-main/engine/model/backend';
+import { Rng } from '../src-main/engine/util/rng';
 import type { RlStepResult } from './hf-rl-step';
+import { summarize, type Timing } from './timing';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
+const ROOT = path.resolve(HERE, '..');
 /**
  * The real Qwen tokenizer files (Qwen2.5 and Qwen3 share the vocabulary): from the package here,
  * or beside the bundled bench on a machine without node_modules (scripts/device-bench.sh).
@@ -55,9 +56,10 @@ const QWEN3_TOKENIZER = [path.join(HERE, 'tokenizer-qwen3'), path.join(ROOT, 'no
 
 /**
  * How this bench starts itself in a child process (load and RL-step measurements): through the
- * CLI here; the bundled device bench (device-entry.ts) points it at its own file.
+ * bench runner here (bench/run.js, what `npm run bench` starts); the bundled device bench
+ * (device-entry.ts) points it at its own file.
  */
-export const HF_BENCH_CHILD: { args: string[] } = { args: [path.join(ROOT, 'bin/marsrl.js'), 'bench', 'hf'] };
+export const HF_BENCH_CHILD: { args: string[] } = { args: [path.join(ROOT, 'bench/run.js'), 'hf'] };
 
 export const BENCH_HF: Omit<RandomHfModelOptions, 'tokenizerDir'> = {
   arch: 'qwen3',
@@ -101,28 +103,16 @@ export async function benchFolder(shape: HfBenchShape, withGguf: boolean): Promi
   const done = path.join(dir, '.complete');
   if (!fs.existsSync(done)) {
     fs.rmSync(dir, { recursive: true, force: true });
-    const { writeRandomHfModel } = await import('../engine/hf/random-model');
+    const { writeRandomHfModel } = await import('../src-main/engine/hf/random-model');
     writeRandomHfModel(dir, { ...HF_BENCH_SHAPES[shape], tokenizerDir: QWEN3_TOKENIZER });
     fs.writeFileSync(done, '');
   }
   if (withGguf && !fs.existsSync(`${gguf}.complete`)) {
-    const { hfFolderSource, exportGguf } = await import('../engine/hf/export');
+    const { hfFolderSource, exportGguf } = await import('../src-main/engine/hf/export');
     exportGguf(gguf, { ...hfFolderSource(dir), dtype: 'f32', name: `marsrl-bench-${shape}` });
     fs.writeFileSync(`${gguf}.complete`, '');
   }
   return { dir, gguf };
-}
-
-interface Timing {
-  bestMs: number;
-  medianMs: number;
-  calls: number;
-  tokensPerS: number;
-}
-
-function summarize(times: number[], tokens: number): Timing {
-  const s = times.slice().sort((a, b) => a - b);
-  return { bestMs: s[0], medianMs: s[Math.floor(s.length / 2)], calls: s.length, tokensPerS: (tokens / s[0]) * 1000 };
 }
 
 async function timeCalls(fn: () => Promise<number> | number, seconds: number, minCalls: number): Promise<number[]> {
@@ -301,8 +291,8 @@ function vmKb(field: 'VmHWM' | 'VmRSS'): number {
 /** The child side of measureLoad: prints {baseline, peak} in bytes. */
 async function loadChild(dir: string, what: string, backend: BackendPreference): Promise<void> {
   await initBackend(backend);
-  const { HfTokenizer } = await import('../engine/hf/tokenizer');
-  const { loadHfModel, loadHfWeights, readHfConfig } = await import('../engine/hf/load');
+  const { HfTokenizer } = await import('../src-main/engine/hf/tokenizer');
+  const { loadHfModel, loadHfWeights, readHfConfig } = await import('../src-main/engine/hf/load');
   const { config } = readHfConfig(dir);
   const baseline = vmKb('VmRSS');
   fs.writeFileSync('/proc/self/clear_refs', '5'); // resets VmHWM (peak RSS) to the current RSS
@@ -396,7 +386,7 @@ export async function run(argv: string[]): Promise<void> {
   if (software && values.shape === undefined) out('shape: tiny, the default on a software adapter (pass --shape to choose)');
   if (software && softwareDefaults) out('prompt 32, new 8: the defaults on a software adapter (pass --prompt and --new to choose)');
   const { dir, gguf } = await benchFolder(shape, !values['no-llama']);
-  const { readHfConfig, loadHfWeights } = await import('../engine/hf/load');
+  const { readHfConfig, loadHfWeights } = await import('../src-main/engine/hf/load');
   const { config } = readHfConfig(dir);
   const f32Bytes = hfParameterCount(config) * 4;
 
