@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
 import { openStore, type Store } from '../../src-main/engine/store';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
 import { tempDir } from '../helpers/tmp';
 import { tinyConfig } from './tiny';

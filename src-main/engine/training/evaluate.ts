@@ -24,7 +24,8 @@ import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
-import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps, type ServedRole } from './rollout';
+import type { ServedRole } from '../served/roles';
+import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
 import { maxOf } from '../util/arrays';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
