@@ -32,7 +32,7 @@ import { servedRoles } from '../served/roles';
 import { createOptimizer } from '../model/optim';
 import type { TimelineRow } from '../store/types';
 import { syncWhereReadable } from '../model/readback';
-import { evaluatePartAsync, fixedSetMetricsAsync, type EvalChain, type EvalPart } from './evaluate';
+import { evaluatePartAsync, fixedSetMetrics, type EvalChain, type EvalPart } from './evaluate';
 import { Inbox, type PolicyWeights, type RolloutEndpoint, type TrainerToRollout } from './pipeline-protocol';
 import { buildPolicyModel, PolicyRuntime, rolePolicies } from './policies';
 import { flattenGradients, flattenGradientsAsync, ppoPartGradients, ppoPartGradientsAsync } from './ppo';
@@ -204,7 +204,7 @@ class RolloutLoop {
       const startedAt = Date.now();
       const chains: Partial<Record<EvalPart, EvalChain[]>> = {};
       for (const part of request.parts) chains[part] = await evaluatePartAsync(ctx, evalSet.problems, evalSet.seed, part);
-      const fixedMetrics = request.fixed ? await fixedSetMetricsAsync(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
+      const fixedMetrics = request.fixed ? await fixedSetMetrics(ctx, evalSet.problems, request.fixed, evalSet.seed) : undefined;
       this.evalMs += Date.now() - startedAt;
       this.options.timeline?.({ kind: 'eval', agent: 'system', worker: this.options.worker, step: request.at, policyVersion: ctx.policies.solver?.version ?? 0, startedAt, endedAt: Date.now(), tokens: 0 });
       endpoint.send({ type: 'evaluated', at: request.at, chains, fixedMetrics });

@@ -5,7 +5,7 @@
  * and the time this process spent as 'eval' spans of the timeline.
  */
 import type { Role } from '#shared/agents';
-import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetricsAsync, type EvalChain, type EvalPart, type EvaluationResult, type FixedSolution } from './evaluate';
+import { evaluateAsync, evaluatePartAsync, fixedSetFrom, fixedSetMetrics, type EvalChain, type EvalPart, type EvaluationResult, type FixedSolution } from './evaluate';
 import type { PolicyRuntime } from './policies';
 import { logEvalEpisodes, type ProblemIds } from './records';
 import type { ServedRole } from '../served/roles';
@@ -51,7 +51,7 @@ export function runEvaluations(
         store.events.log(runId, 'info', FIXED_SET_EVENT, `fixed judged set: the Solver's ${fixedSet.length} sampled answers to the held-out problems at step ${at}`, { solutions: fixedSet }, at);
       }
       const fixedStart = Date.now();
-      Object.assign(result.metrics, await fixedSetMetricsAsync(evalContext, evalSet.problems, fixedSet, evalSet.seed));
+      Object.assign(result.metrics, await fixedSetMetrics(evalContext, evalSet.problems, fixedSet, evalSet.seed));
       // Evaluation time like the rest (the pipeline bench's RL clock starts after it).
       evalSpan(at, fixedStart, Date.now());
     }

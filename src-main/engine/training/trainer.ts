@@ -28,7 +28,7 @@ import { answerCheckerVersion } from '../tasks/registry';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { createPolicy, rolePolicies, trainedPolicyIds, type PolicyRuntime } from './policies';
-import { assertStartFromSolverFits, pretrainPolicy, sampleSolverSolutionsAsync, startFromSolverWeights } from './pretrain';
+import { assertStartFromSolverFits, pretrainPolicy, sampleSolverSolutions, startFromSolverWeights } from './pretrain';
 import { ProblemIds } from './records';
 import { loadNewestUsableCheckpoint } from './resume';
 import { FIXED_SET_EVENT, runEvaluations } from './run-evaluation';
@@ -209,7 +209,7 @@ async function warmStart(shell: RunShell, options: TrainOptions, data: TaskData,
   for (const policy of ordered) {
     if (roles.solver && policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
       const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
-      const texts = await sampleSolverSolutionsAsync(roles.solver, sampleProblems, config, config.seed + 3, data.family);
+      const texts = await sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3, data.family);
       solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
     }
     await yieldToEventLoop();
