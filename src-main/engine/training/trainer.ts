@@ -4,16 +4,15 @@
  * PPO update per agent, with held-out evaluation and checkpoints. Every turn, segment, reward,
  * advantage and metric goes into the store through the batched writer.
  *
- * Two modes (`pipeline.mode`):
- * - `sync`: each step generates every agent's outputs, then trains (the baseline; this file).
+ * This file is the setup inside the run shell (run-shell.ts): backend, task data, the served
+ * pool, the policies (resumed, from init checkpoints, or warm-started), the memory budget; then
+ * one of the two loops (`pipeline.mode`):
+ * - `sync`: each step generates every agent's outputs, then trains (the baseline; sync-trainer.ts).
  * - `pipeline`: the rollout runs beside the trainer (in its own process when the run manager
  *   starts the run, else in this one) and each agent's outputs are trained as soon as that agent
  *   finishes (pipeline-trainer.ts, pipeline-rollout.ts, queues.ts).
- * Setup, warm start, evaluation, checkpoints and everything a step writes are shared.
- *
- * Why one update per agent: the per-agent gradient norm before clipping is the Dr. MAS
- * diagnostic, and updating each agent's turns as its own minibatch measures it exactly; agents
- * sharing a policy (Verifier1/Verifier2, or one shared policy) update it in turn.
+ * Both score (scoring.ts), update (update.ts), write (records.ts) and end a step (steps.ts) with
+ * the same functions, and record evaluations the same way (run-evaluation.ts).
  */
 import path from 'node:path';
 import type { RunConfig } from '../config/schema';
