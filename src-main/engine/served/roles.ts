@@ -6,21 +6,17 @@
 import { chatMessagesOf } from '../agents/prompts';
 import type { RunConfig } from '../config/schema';
 import type { Role } from '#shared/agents';
+import type { Segment } from '#shared/contract';
 import type { EndpointSampling } from './client';
 import type { EndpointPool } from './pool';
 import { usedEndpoints } from './config';
 
-/** A piece of a turn's text as it was decoded or streamed, with the policy version that wrote it. */
-export interface SegmentRecord {
-  index: number;
-  tokenStart: number;
-  tokenEnd: number;
-  text: string;
-  finished: boolean;
-  policyVersion: number;
-  startedAt: number;
-  endedAt: number;
-}
+/**
+ * A piece of a turn's text as it was decoded or streamed, with the policy version that wrote it:
+ * the stored segment (the contract's Segment) before it belongs to a turn of a worker; the
+ * trajectory rows write `index` as its `segIndex` (training/records.ts).
+ */
+export type SegmentRecord = Omit<Segment, 'segIndex' | 'worker'> & { index: number };
 
 /**
  * A role played by a served model (issue #16): frozen, inference only. `generate` answers every
