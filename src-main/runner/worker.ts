@@ -18,7 +18,7 @@ import { initBackend } from '../engine/model/backend';
 import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
 import { runRolloutLoop } from '../engine/training/pipeline-rollout';
-import { systemRun } from '../engine/served/system-run';
+import { systemRun } from '../engine/system/system-run';
 import { trainRun, type TrainProgress } from '../engine/training/trainer';
 import { onCheckerIncident } from '../engine/tasks/math-answer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';

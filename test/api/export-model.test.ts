@@ -12,7 +12,7 @@ import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safeten
 import { initBackend } from '../../src-main/engine/model/backend';
 import { type Store } from '../../src-main/engine/store';
 import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '#shared/contract';
 import { refusal as refusalOf } from '../helpers/errors';

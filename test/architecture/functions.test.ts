@@ -12,10 +12,6 @@ const BUDGET = 150;
 
 /** `file name`, as function-length.ts names them. */
 const KNOWN_LONG: Record<string, string> = {
-  'src-main/engine/served/system-run.ts systemRun': 'phase B: one run shell for training and system runs',
-  'src-main/engine/training/pipeline-trainer.ts trainPipelined': 'phase B: training split by what it does',
-  'src-main/engine/training/pipeline-rollout.ts runRolloutLoop': 'phase B: training split by what it does',
-  'src-main/engine/training/trainer.ts trainRun': 'phase B: one run shell for training and system runs',
   'src-main/engine/tasks/math.ts createMathFamily': 'phase B: the vocabulary leaf and a pure schema',
   'src-main/engine/export/index.ts runExport': 'phase B: the engine split',
   'src-main/api/service.ts createStudioService': 'phase B: the service split by area',

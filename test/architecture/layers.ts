@@ -78,6 +78,7 @@ export const ENGINE_TIERS: Tiers = {
     ['hf'],
     ['served', 'compare', 'export', 'rejudge'],
     ['training', 'study'],
+    ['system'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
 };
@@ -106,7 +107,6 @@ export interface KnownViolation {
 const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and problem types) and a pure schema';
 const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
 const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
-const B_RUN_SHELL = 'phase B: training split, one run shell; endpoint clients apart from the system run';
 
 export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
@@ -128,13 +128,6 @@ export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/tokenizer.ts', removedBy: B_CHECKPOINTS },
   { from: 'src-main/engine/model/gpu-memory.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
   { from: 'src-main/engine/model/size-limits.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/served/config.ts', to: 'src-main/engine/training/run-support.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/roles.ts', to: 'src-main/engine/training/rollout.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/evaluate.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/policies.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/rollout.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/run-support.ts', removedBy: B_RUN_SHELL },
-  { from: 'src-main/engine/served/system-run.ts', to: 'src-main/engine/training/trainer.ts', removedBy: B_RUN_SHELL },
 ];
 
 /** Today's known import cycles (the files of each strongly connected component, sorted), with what removes them. */

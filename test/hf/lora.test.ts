@@ -34,7 +34,7 @@ import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { sample } from '../../src-main/engine/model/sampling';
 import { createPolicy } from '../../src-main/engine/training/policies';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
 import { logSoftmax, makeCheckpoint, maxAbs, randomPrompts, torchLogProbs, type Checkpoint } from './fixtures';

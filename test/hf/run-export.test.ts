@@ -17,7 +17,7 @@ import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safeten
 import { initBackend } from '../../src-main/engine/model/backend';
 import { OutputExistsError } from '../../src-main/engine/hf/export';
 import { createPolicy, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { Rng } from '../../src-main/engine/util/rng';
 import { createRunManager } from '../../src-main/runner/manager';
 import { marsrl } from '../helpers/cli';

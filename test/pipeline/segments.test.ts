@@ -4,7 +4,8 @@ import { evaluate, evaluatePart, evaluationMetrics, evaluationParts, type EvalCh
 import { createPolicy, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { ppoStep, responseLogProbs } from '../../src-main/engine/training/ppo';
 import { decodeInSegmentsSteps, drain, rolloutEpisodes, type RolloutPause } from '../../src-main/engine/training/rollout';
-import { loadTaskData, scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
+import { scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/scoring';
 import { promptTokens } from '../../src-main/engine/training/sequences';
 import { solverPrompt } from '../../src-main/engine/agents';
 import { tinyConfig } from '../training/tiny';

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import { classBalanceWeights } from '../../src-main/engine/rl';
 import type { RolloutEpisode, RolloutTurn } from '../../src-main/engine/training/rollout';
-import { rolloutMetrics, scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/run-support';
+import { rolloutMetrics } from '../../src-main/engine/training/step-metrics';
+import { scoreAgentTurns, scoreEpisodes, type ScoredEpisode } from '../../src-main/engine/training/scoring';
 import type { Verdict } from '../../src-main/engine/agents';
 
 describe('classBalanceWeights', () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configToYaml } from '../../src-main/engine/config/load';
 import { openStore, type Store } from '../../src-main/engine/store';
-import { loadTaskData, stepProblems } from '../../src-main/engine/training/run-support';
+import { loadTaskData, stepProblems } from '../../src-main/engine/training/task-data';
 import { startServe, type ServeProcess } from '../helpers/serve-process';
 import { MARSRL_BIN, marsrl, REPO_ROOT } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';

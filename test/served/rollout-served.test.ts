@@ -16,8 +16,11 @@ import { poolFromConfig } from '../../src-main/engine/served/config';
 import type { EndpointPool } from '../../src-main/engine/served/pool';
 import { servedRole } from '../../src-main/engine/served/roles';
 import { createPolicy, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { drain, drive, rolloutSteps, type RolloutContext, type ServedRole } from '../../src-main/engine/training/rollout';
-import { loadTaskData, rolloutMetrics, scoreEpisodes, type TaskData } from '../../src-main/engine/training/run-support';
+import type { ServedRole } from '../../src-main/engine/served/roles';
+import { drain, drive, rolloutSteps, type RolloutContext } from '../../src-main/engine/training/rollout';
+import { loadTaskData, type TaskData } from '../../src-main/engine/training/task-data';
+import { rolloutMetrics } from '../../src-main/engine/training/step-metrics';
+import { scoreEpisodes } from '../../src-main/engine/training/scoring';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { loadRunConfig } from '../../src-main/engine/config/load';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { systemRun } from '../../src-main/engine/served/system-run';
+import { systemRun } from '../../src-main/engine/system/system-run';
 import { openStore } from '../../src-main/engine/store';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
 import type { RunConfig } from '../../src-main/engine/config/schema';
-import { CHAIN_FAILED_EVENT, systemRun } from '../../src-main/engine/served/system-run';
+import { CHAIN_FAILED_EVENT, systemRun } from '../../src-main/engine/system/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { approvals } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';

@@ -12,11 +12,11 @@ import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/
 import { initBackend } from '../../src-main/engine/model/backend';
 import { resourcesDir } from '../../src-main/engine/resources';
 import { callSampling } from '../../src-main/engine/served/roles';
-import { systemRun } from '../../src-main/engine/served/system-run';
+import { systemRun } from '../../src-main/engine/system/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { evaluate } from '../../src-main/engine/training/evaluate';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { evaluationSet, loadTaskData } from '../../src-main/engine/training/run-support';
+import { evaluationSet, loadTaskData } from '../../src-main/engine/training/task-data';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { tempDir } from '../helpers/tmp';

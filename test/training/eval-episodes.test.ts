@@ -1,5 +1,5 @@
 /**
- * The held-out chains a run stores for the trajectory browser (run-support.ts logEvalEpisodes):
+ * The held-out chains a run stores for the trajectory browser (records.ts logEvalEpisodes):
  * each turn's token count is the number of tokens its policy generated, and its format flag is
  * its text's parse, as for training turns. With a byte-level BPE model (the tiny-qwen preset's
  * Qwen3 folders) a count of characters would be several times too large, and a flag fixed at
@@ -14,7 +14,8 @@ import { sample } from '../../src-main/engine/model/sampling';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { evaluate, type EvalContext } from '../../src-main/engine/training/evaluate';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { evaluationSet, loadTaskData, logEvalEpisodes, ProblemIds } from '../../src-main/engine/training/run-support';
+import { evaluationSet, loadTaskData } from '../../src-main/engine/training/task-data';
+import { logEvalEpisodes, ProblemIds } from '../../src-main/engine/training/records';
 import { tempDir } from '../helpers/tmp';
 
 const { config } = loadRunConfig({ preset: 'tiny-qwen', overrides: ['eval.problems=6', 'eval.k=1'] });

@@ -12,7 +12,7 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import { buildPolicyModel, createPolicy, DEFAULT_SYSTEM_PROMPTS, savePolicyCheckpoint, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { responseLogProbs } from '../../src-main/engine/training/ppo';
 import { decodeInSegments } from '../../src-main/engine/training/rollout';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from './hf-tiny';
 import { tinyConfig } from './tiny';

@@ -19,7 +19,7 @@ import { loraBaseFromFolder, readAnyCheckpointManifest, type HfCheckpointManifes
 import type { Store } from '../../src-main/engine/store';
 import { responseLogProbs, ppoStep, type PolicySample } from '../../src-main/engine/training/ppo';
 import { createPolicy, loadPolicies, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { exportPolicyModel } from '../../src-main/engine/hf/run-export';
 import { createRunManager } from '../../src-main/runner/manager';
 import { Rng } from '../../src-main/engine/util/rng';

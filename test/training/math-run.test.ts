@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
 import type { Store } from '../../src-main/engine/store';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import type { TrainOutcome } from '../../src-main/engine/training/trainer';
 import { trainedRun } from '../helpers/trained-run';
 import { tinyConfig } from './tiny';

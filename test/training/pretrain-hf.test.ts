@@ -12,7 +12,7 @@ import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createPolicy } from '../../src-main/engine/training/policies';
 import { prepareHfScratch, pretrainPolicy, PRETRAIN_INFO_FILE, saveHfWarmStart } from '../../src-main/engine/training/pretrain';
-import { loadTaskData } from '../../src-main/engine/training/run-support';
+import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { tempDir } from '../helpers/tmp';
 
 const tmp = tempDir('marsrl-pretrain-hf-');

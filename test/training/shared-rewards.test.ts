@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src-main/engine/config/load';
 import type { RolloutEpisode, RolloutTurn } from '../../src-main/engine/training/rollout';
-import { scoreEpisodes, trajectoryOutcomes } from '../../src-main/engine/training/run-support';
+import { scoreEpisodes, trajectoryOutcomes } from '../../src-main/engine/training/scoring';
 
 function turn(index: number, agent: string, correct: boolean, parent: number | null): RolloutTurn {
   const role = agent.startsWith('verifier') ? 'verifier' : agent.startsWith('corrector') ? 'corrector' : 'solver';

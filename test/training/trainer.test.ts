@@ -2,7 +2,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src-main/engine/store';
 import { FIXED_SET_EVENT, trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
-import { evaluationSet, loadTaskData } from '../../src-main/engine/training/run-support';
+import { evaluationSet, loadTaskData } from '../../src-main/engine/training/task-data';
 import { parseSolution } from '../../src-main/engine/agents';
 import { trainedRun } from '../helpers/trained-run';
 import { tinyConfig } from './tiny';

@@ -1,5 +1,6 @@
 import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
-import { endpointEnvIssues, poolFromConfig, probeIssues, runProbePrompt } from '../../engine/served/config';
+import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
+import { runProbePrompt } from '../../engine/training/task-data';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';

@@ -6,7 +6,7 @@ import type { Role } from '#shared/agents';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, trainedPolicyIds, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
-import { prepareHfScratch, pretrainPolicy, sampleSolverSolutionsAsync, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
+import { prepareHfScratch, pretrainPolicy, sampleSolverSolutions, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
@@ -122,7 +122,7 @@ export const pretrainCommand: Command = {
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
         const problems = data.train.slice(0, Math.min(1024, data.train.length));
-        const texts = await sampleSolverSolutionsAsync(roles.solver, problems, config, config.seed + 3, data.family);
+        const texts = await sampleSolverSolutions(roles.solver, problems, config, config.seed + 3, data.family);
         solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
       }
       const policyRoles = rolesOf(config, policy.id);

@@ -11,19 +11,6 @@ import type { ServedEventSink } from './events';
 import { EndpointPool, type PoolEndpointSpec, type PoolOptions } from './pool';
 import type { ProbeReport } from './client';
 import { loadKeyApprovals, type KeyApprovals } from './key-approvals';
-import { textFormatOf } from '../agents/prompts';
-import { loadTaskData } from '../training/run-support';
-
-/**
- * The probe's user message for a run: the Solver's prompt of the run's first held-out problem.
- * Any policy trained on the task can encode it (the Studio's GPT has a character vocabulary of
- * its task, which "Say hi." leaves), and a general model reads it as the run will ask.
- */
-export function runProbePrompt(config: RunConfig): string {
-  const data = loadTaskData(config);
-  const problem = data.test[0] ?? data.train[0];
-  return problem ? textFormatOf(data.family).solverPrompt(problem) : 'Say hi.';
-}
 
 /** The endpoints some role's policy points at, by name. */
 export function usedEndpoints(config: RunConfig): Map<string, Array<(typeof ROLES)[number]>> {

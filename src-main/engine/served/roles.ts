@@ -6,9 +6,29 @@
 import { chatMessagesOf } from '../agents/prompts';
 import type { RunConfig } from '../config/schema';
 import type { Role } from '#shared/agents';
-import type { SegmentRecord, ServedRole } from '../training/rollout';
+import type { Segment } from '#shared/contract';
 import type { EndpointSampling } from './client';
 import type { EndpointPool } from './pool';
+import { usedEndpoints } from './config';
+
+/**
+ * A piece of a turn's text as it was decoded or streamed, with the policy version that wrote it:
+ * the stored segment (the contract's Segment) before it belongs to a turn of a worker; the
+ * trajectory rows write `index` as its `segIndex` (training/records.ts).
+ */
+export type SegmentRecord = Omit<Segment, 'segIndex' | 'worker'> & { index: number };
+
+/**
+ * A role played by a served model (issue #16): frozen, inference only. `generate` answers every
+ * request, in order, with the reply's text (and its segments as they streamed); the turns are
+ * parsed, judged and rewarded like the others, carry no tokens of a local tokenizer, and are not
+ * trained.
+ */
+export interface ServedRole {
+  /** The policy id its turns record (the config's policy that names the endpoint). */
+  policyId: string;
+  generate(agent: string, requests: readonly { promptText: string; seed: number; temperature: number }[]): Promise<Array<{ text: string; segments: SegmentRecord[]; tokens: number }>>;
+}
 
 /**
  * What one call sends: temperature 0 is greedy whatever the endpoint says; otherwise the
@@ -76,9 +96,16 @@ export function servedRole(pool: EndpointPool, config: RunConfig, role: Role): S
           if (segments.length === 0 && text === '') text = reply;
           close(true);
           // The server's own count where it reports usage (n is 1 here); else one per streamed delta,
-          // as a reasoning-system run counts (system-run.ts).
+          // as a reasoning-system run counts (system/chains.ts).
           return { text: reply, segments, tokens: result.usage?.completionTokens ?? segments.at(-1)!.tokenEnd };
         }),
       ),
   };
+}
+
+/** The run's served, frozen roles (issue #16): played through the pool, never built, trained or saved. */
+export function servedRoles(pool: EndpointPool | null, config: RunConfig): Partial<Record<Role, ServedRole>> {
+  const served: Partial<Record<Role, ServedRole>> = {};
+  if (pool) for (const roles of usedEndpoints(config).values()) for (const role of roles) served[role] = servedRole(pool, config, role);
+  return served;
 }

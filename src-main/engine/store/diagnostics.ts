@@ -67,7 +67,7 @@ export class DiagnosticsRepo {
       )
       .get(turnId) as (Omit<AdvantageGroupRows, 'members'> & { episodeId: number | null; supersededBy: number | null }) | undefined;
     if (!turn || turn.episodeId === null) return null;
-    // A group is one prompt's turns of one step (run-support.ts: the key is per episode), so the
+    // A group is one prompt's turns of one step (training/scoring.ts: the key is per episode), so the
     // episode index finds them; the attempt that wrote them is the turn's own.
     const members = this.db
       .prepare(

@@ -24,7 +24,8 @@ import { textFormatOf } from '../agents/prompts';
 import { avgAtK, correctorFixRate, passAtK, verifierPrecisionRecall, type CorrectorRepair, type VerifierJudgement } from '../agents/outcome';
 import type { Problem, TaskFamily } from '../tasks/types';
 import type { PolicyRuntime } from './policies';
-import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps, type ServedRole } from './rollout';
+import type { ServedRole } from '../served/roles';
+import { awaitIn, decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
 import { maxOf } from '../util/arrays';
 
 export type VerifierMode = 'model' | 'oracle' | 'corrector-always';
@@ -229,12 +230,7 @@ export function fixedSetFrom(problems: readonly Problem[], sampledChains: readon
  * every answer of the fixed set, greedily. Verifier precision/recall/verdict accuracy and Corrector
  * fix/break rates on the same inputs at every evaluation of a run.
  */
-export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Record<string, number> {
-  return drain(fixedSetMetricsSteps(ctx, problems, solutions, evalSeed));
-}
-
-/** `fixedSetMetrics` on every backend, WebGPU included. */
-export function fixedSetMetricsAsync(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Promise<Record<string, number>> {
+export function fixedSetMetrics(ctx: EvalContext, problems: readonly Problem[], solutions: readonly FixedSolution[], evalSeed: number): Promise<Record<string, number>> {
   return settle(fixedSetMetricsSteps(ctx, problems, solutions, evalSeed));
 }
 

@@ -32,7 +32,7 @@ import { supervisedStep, supervisedStepAsync } from '../model/train';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
 import { DEFAULT_SYSTEM_PROMPTS, rolesOf, usedPolicyIds, type PolicyRuntime } from './policies';
-import { decodeInSegmentsSteps, drain, drive, type RolloutSteps } from './rollout';
+import { decodeInSegmentsSteps, drive, type RolloutSteps } from './rollout';
 import { padBatch, type TrainingSequence } from './sequences';
 
 export interface WarmStartExample {
@@ -47,12 +47,8 @@ type PretrainConfig = z.infer<typeof PretrainSchema>;
  * Solver samples used as Verifier/Corrector inputs: what the Solver really writes. `family` gives
  * the prompt format (the character format when absent).
  */
-export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): string[] {
-  return drain(sampleSolverSolutionsSteps(policy, problems, config, seed, family));
-}
-
-/** `sampleSolverSolutions` on every backend, WebGPU included (issue #15). */
-export function sampleSolverSolutionsAsync(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): Promise<string[]> {
+export function sampleSolverSolutions(policy: PolicyRuntime, problems: readonly Problem[], config: RunConfig, seed: number, family: Pick<TaskFamily, 'format'> = {}): Promise<string[]> {
+  // On every backend: the decode reads back synchronously where it can, asynchronously on webgpu (readback.ts; issue #15).
   return drive(sampleSolverSolutionsSteps(policy, problems, config, seed, family), () => undefined);
 }
 
@@ -138,12 +134,7 @@ export interface PretrainEval {
  * default; at the rollout temperature it says what RL will see (a Solver whose samples are all
  * wrong gives RL no signal, whatever its greedy accuracy).
  */
-export function roleScore(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): number {
-  return drain(roleScoreSteps(policy, family, role, problems, config, seed, temperature));
-}
-
-/** `roleScore` on every backend, WebGPU included. */
-export function roleScoreAsync(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): Promise<number> {
+export function roleScore(policy: PolicyRuntime, family: TaskFamily, role: Role, problems: readonly Problem[], config: RunConfig, seed: number, temperature = 0): Promise<number> {
   return drive(roleScoreSteps(policy, family, role, problems, config, seed, temperature), () => undefined);
 }
 
@@ -208,9 +199,9 @@ export async function pretrainPolicy(
   const history: PretrainEval[] = [];
   const evaluateNow = async (step: number) => {
     const scores: Partial<Record<Role, number>> = {};
-    for (const role of roles) scores[role] = await roleScoreAsync(policy, args.family, role, args.heldOut, args.config, args.seed + 17);
+    for (const role of roles) scores[role] = await roleScore(policy, args.family, role, args.heldOut, args.config, args.seed + 17);
     const e: PretrainEval = { policyId: policy.id, step, scores };
-    if (roles.includes('solver')) e.sampledSolver = await roleScoreAsync(policy, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
+    if (roles.includes('solver')) e.sampledSolver = await roleScore(policy, args.family, 'solver', args.heldOut, args.config, args.seed + 19, args.config.rollout.temperature);
     history.push(e);
     await args.onEval?.(e);
   };

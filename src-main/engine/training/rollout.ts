@@ -24,19 +24,9 @@ import { assertAsyncReadable, canReadSync } from '../model/readback';
 import { decodeSegment, decodeSegmentAsync, disposeDecodeState, startDecode } from '../model/sampling';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';
+import type { SegmentRecord, ServedRole } from '../served/roles';
 import type { PolicyRuntime } from './policies';
 import { maxOf, minOf } from '../util/arrays';
-
-export interface SegmentRecord {
-  index: number;
-  tokenStart: number;
-  tokenEnd: number;
-  text: string;
-  finished: boolean;
-  policyVersion: number;
-  startedAt: number;
-  endedAt: number;
-}
 
 export interface RolloutTurn {
   /** Position of this turn in its episode's list (parents come first). */
@@ -91,18 +81,6 @@ export interface RolloutEpisode {
   rounds: number;
   /** Chains from a verified Solver turn to a leaf, as turn indices. */
   chains: number[][];
-}
-
-/**
- * A role played by a served model (issue #16): frozen, inference only. `generate` answers every
- * request, in order, with the reply's text (and its segments as they streamed); the turns are
- * parsed, judged and rewarded like the others, carry no tokens of a local tokenizer, and are not
- * trained.
- */
-export interface ServedRole {
-  /** The policy id its turns record (the config's policy that names the endpoint). */
-  policyId: string;
-  generate(agent: string, requests: readonly { promptText: string; seed: number; temperature: number }[]): Promise<Array<{ text: string; segments: SegmentRecord[]; tokens: number }>>;
 }
 
 export interface RolloutContext {
