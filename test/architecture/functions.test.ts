@@ -18,7 +18,6 @@ const KNOWN_LONG: Record<string, string> = {
   'src-main/engine/training/trainer.ts trainRun': 'phase B: one run shell for training and system runs',
   'src-main/engine/tasks/math.ts createMathFamily': 'phase B: the vocabulary leaf and a pure schema',
   'src-main/engine/export/index.ts runExport': 'phase B: the engine split',
-  'src-main/server/server.ts createStudioServer': 'phase B: the server split by route family',
   'src-main/server/openai/server.ts createModelServer': 'phase B: the server split by route family',
   'src-main/runner/manager.ts createRunManager': 'phase B: the run manager split',
   'src-main/bench/hf.ts run': 'phase A2: benchmarks out of the shipped tree',
