@@ -82,11 +82,11 @@ export const ENGINE_TIERS: Tiers = {
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
 };
 
-/** The renderer's folders: pure helpers, then state (stores, the router), then components, views, the app. */
+/** The renderer's folders: pure helpers, then state (stores, the router), composables (view logic over the stores), then components, views, the app. */
 export const RENDERER_TIERS: Tiers = {
   layer: 'renderer',
   root: 'src-renderer/src/',
-  tiers: [['util', 'charts', 'api', 'styles', 'env'], ['stores', 'router'], ['components'], ['views'], ['App'], ['main']],
+  tiers: [['util', 'charts', 'api', 'styles', 'env'], ['stores', 'router'], ['composables'], ['components'], ['views'], ['App'], ['main']],
   why: 'renderer folders import only folders of a lower tier (test/architecture/layers.ts, RENDERER_TIERS)',
 };
 
