@@ -69,6 +69,23 @@ function toTurn(r: TurnRecord): TurnRow {
   };
 }
 
+/** An episodes row (from `SELECT e.*` or by id) as the API shows it, with the attempt that wrote it. */
+function toEpisode(r: Record<string, unknown>): EpisodeRow & { attempt: number; supersededBy: number | null } {
+  return {
+    id: r.id as number,
+    runId: r.run_id as number,
+    step: r.step as number,
+    problemId: r.problem_id as number | null,
+    split: r.split as Split,
+    finalAnswer: r.final_answer as string | null,
+    correct: boolColumn(r.correct as number | null),
+    rounds: r.rounds as number,
+    meta: parseJsonColumn(r.meta_json as string | null, null),
+    attempt: (r.attempt as number | undefined) ?? 1,
+    supersededBy: (r.superseded_by as number | null | undefined) ?? null,
+  };
+}
+
 /** What a turn written before its reply was complete gets once it is (`updateTurnResult`). */
 export interface TurnResult {
   id: number;
@@ -295,19 +312,7 @@ export class TrajectoriesRepo {
   getEpisode(id: number): (EpisodeRow & { attempt: number; supersededBy: number | null }) | null {
     const r = this.episodeById.get(id) as Record<string, unknown> | undefined;
     if (!r) return null;
-    return {
-      id: r.id as number,
-      runId: r.run_id as number,
-      step: r.step as number,
-      problemId: r.problem_id as number | null,
-      split: r.split as Split,
-      finalAnswer: r.final_answer as string | null,
-      correct: boolColumn(r.correct as number | null),
-      rounds: r.rounds as number,
-      meta: parseJsonColumn(r.meta_json as string | null, null),
-      attempt: (r.attempt as number | undefined) ?? 1,
-      supersededBy: (r.superseded_by as number | null | undefined) ?? null,
-    };
+    return toEpisode(r);
   }
 
   getProblem(id: number): ProblemRow | null {
@@ -337,17 +342,7 @@ export class TrajectoriesRepo {
       FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(
       (r): EpisodeListItem => ({
-        id: r.id as number,
-        runId: r.run_id as number,
-        step: r.step as number,
-        problemId: r.problem_id as number | null,
-        split: r.split as Split,
-        finalAnswer: r.final_answer as string | null,
-        correct: boolColumn(r.correct as number | null),
-        rounds: r.rounds as number,
-        meta: parseJsonColumn(r.meta_json as string | null, null),
-        attempt: (r.attempt as number | undefined) ?? 1,
-        supersededBy: (r.superseded_by as number | null | undefined) ?? null,
+        ...toEpisode(r),
         question: r.question as string | null,
         reference: r.reference as string | null,
         turnCount: r.turn_count as number,
