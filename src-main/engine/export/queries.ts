@@ -13,6 +13,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { Store } from '../store';
 import type { TurnRecord as StoredTurnRecord } from '../store';
+import { equalityFilters, rangeFilters } from '../store/keyset';
 import type { RunRow, Split } from '../store/types';
 import { ExportError, type ResolvedFilters } from './options';
 
@@ -177,34 +178,13 @@ function turnFilterSql(filters: ResolvedFilters): { clauses: string[]; params: R
     clauses.push('+t.agent IN (SELECT value FROM json_each(@agents))');
     params.agents = JSON.stringify(filters.agents);
   }
-  if (filters.stepFrom !== null) {
-    clauses.push('+t.step >= @stepFrom');
-    params.stepFrom = filters.stepFrom;
-  }
-  if (filters.stepTo !== null) {
-    clauses.push('+t.step <= @stepTo');
-    params.stepTo = filters.stepTo;
-  }
-  if (filters.correct !== 'any') {
-    clauses.push('+t.correct = @correct');
-    params.correct = filters.correct ? 1 : 0;
-  }
-  if (filters.formatValid !== 'any') {
-    clauses.push('+t.format_valid = @formatValid');
-    params.formatValid = filters.formatValid ? 1 : 0;
-  }
-  if (filters.split !== null) {
-    clauses.push('e.split = @split');
-    params.split = filters.split;
-  }
-  if (filters.minReward !== null) {
-    clauses.push('r.value >= @minReward');
-    params.minReward = filters.minReward;
-  }
-  if (filters.maxReward !== null) {
-    clauses.push('r.value <= @maxReward');
-    params.maxReward = filters.maxReward;
-  }
+  rangeFilters(clauses, params, { stepFrom: { column: '+t.step', op: '>=', value: filters.stepFrom }, stepTo: { column: '+t.step', op: '<=', value: filters.stepTo } });
+  equalityFilters(clauses, params, {
+    correct: { column: '+t.correct', value: filters.correct === 'any' ? undefined : filters.correct },
+    formatValid: { column: '+t.format_valid', value: filters.formatValid === 'any' ? undefined : filters.formatValid },
+    split: { column: 'e.split', value: filters.split ?? undefined },
+  });
+  rangeFilters(clauses, params, { minReward: { column: 'r.value', op: '>=', value: filters.minReward }, maxReward: { column: 'r.value', op: '<=', value: filters.maxReward } });
   return {
     clauses,
     params,
