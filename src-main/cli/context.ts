@@ -60,3 +60,15 @@ export function findRunOrSay(store: Store, ref: string, databasePath: string, ct
   if (!run) ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
   return run ?? null;
 }
+
+/**
+ * What a command on one stored run works on: the store (the caller closes it), the service and
+ * the run `ref` names; null, with the store closed, after saying there is no such run.
+ */
+export function openCliRun(dbFlag: string | undefined, ctx: CommandContext, ref: string): { store: Store; service: StudioApi; databasePath: string; run: RunRow } | null {
+  const studio = openCliStudio(dbFlag, ctx.env);
+  const run = findRunOrSay(studio.store, ref, studio.databasePath, ctx);
+  if (run) return { ...studio, run };
+  studio.store.close();
+  return null;
+}

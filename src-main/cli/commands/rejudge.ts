@@ -1,7 +1,7 @@
 import { rejudgeRun, RejudgeError, type RejudgeReport } from '../../engine/rejudge';
 import { stopCheckerThread } from '../../engine/tasks/math-answer';
 import { parseCommand, printedHelp } from '../args';
-import { findRunOrSay, openCliStudio, runArgument, type Command } from '../context';
+import { openCliRun, runArgument, type Command } from '../context';
 import { printJson, table } from '../format';
 
 const usage = `Usage: marsrl rejudge RUN [--dry-run] [--db PATH] [--json]
@@ -51,10 +51,10 @@ export const rejudgeCommand: Command = {
     const { values, positionals } = parseCommand(argv, { 'dry-run': { type: 'boolean', default: false } }, usage, 1);
     if (printedHelp(values, usage, ctx)) return 0;
     const ref = runArgument(positionals, 'rejudge', usage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = findRunOrSay(store, ref, databasePath, ctx);
-      if (!run) return 1;
       const dryRun = values['dry-run'] === true;
       const report = rejudgeRun(store, run.id, { write: !dryRun });
       if (values.json) printJson({ ...report, dryRun });

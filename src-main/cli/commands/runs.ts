@@ -4,7 +4,7 @@ import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
 import type { RunDetail } from '#shared/contract';
 import { choiceFlag, intFlag, parseCommand, printedHelp } from '../args';
-import { findRunOrSay, openCliStudio, runArgument, type Command } from '../context';
+import { openCliRun, openCliStudio, runArgument, type Command } from '../context';
 import { inertLine } from '../../engine/util/inert';
 import { formatAge, formatDuration } from '#shared/format';
 import { number, printJson, table } from '../format';
@@ -84,10 +84,10 @@ export const showCommand: Command = {
     const { values, positionals } = parseCommand(argv, {}, showUsage, 1);
     if (printedHelp(values, showUsage, ctx)) return 0;
     const ref = runArgument(positionals, 'show', showUsage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = findRunOrSay(store, ref, databasePath, ctx);
-      if (!run) return 1;
       const detail = toRunDetail(store, run);
       const latest = store.metrics.latest(run.id, store.metrics.keys(run.id));
       const events = store.events.events(run.id, 0, 1000).items.slice(-10);

@@ -3,7 +3,7 @@ import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
 import { requestRunStop, waitUntilStopped } from '../../runner/stop';
 import { intFlag, parseCommand, printedHelp } from '../args';
-import { findRunOrSay, openCliStudio, runArgument, type Command } from '../context';
+import { openCliRun, runArgument, type Command } from '../context';
 import { printJson } from '../format';
 
 const stopUsage = `Usage: marsrl stop RUN [--no-wait] [--timeout SECONDS] [--db PATH] [--json]
@@ -23,10 +23,10 @@ export const stopCommand: Command = {
     if (printedHelp(values, stopUsage, ctx)) return 0;
     const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = findRunOrSay(store, ref, databasePath, ctx);
-      if (!run) return 1;
       let outcome;
       try {
         outcome = requestRunStop(store, run.id, `marsrl stop (pid ${process.pid})`);
