@@ -66,6 +66,13 @@ export function parseCommand<O extends OptionSpec>(argv: string[], options: O, u
   return parsed;
 }
 
+/** `--help` prints the command's usage on stdout, and the command exits 0 without doing anything else. */
+export function printedHelp(values: { help?: boolean }, usage: string, ctx: { out: (text: string) => void }): boolean {
+  if (!values.help) return false;
+  ctx.out(usage);
+  return true;
+}
+
 /**
  * A run given by id or name: a number must be a positive id (`show -1` or `show 0` is a mistake,
  * not a name to look up).
@@ -74,6 +81,12 @@ export function runRef(raw: string, what: string, usage: string): string {
   if (/^[-+]?\d+(\.\d+)?$/.test(raw) && !(Number.isInteger(Number(raw)) && Number(raw) >= 1 && !raw.startsWith('+'))) {
     throw new UsageError(`${what} must be a run id (a whole number from 1) or a run name (got ${JSON.stringify(raw)})`, usage);
   }
+  return raw;
+}
+
+/** A flag that must be one of `choices` when given, e.g. --backend wasm. */
+export function choiceFlag(name: string, raw: string | undefined, choices: readonly string[], usage: string): string | undefined {
+  if (raw !== undefined && !choices.includes(raw)) throw new UsageError(`--${name} must be one of ${choices.join(', ')} (got ${JSON.stringify(raw)})`, usage);
   return raw;
 }
 

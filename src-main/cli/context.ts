@@ -3,6 +3,8 @@ import { resolveDatabasePath } from '../engine/paths';
 import { openStore, type Store } from '../engine/store';
 import { createStudioService } from '../api/service';
 import type { StudioApi } from '#shared/contract';
+import type { RunRow } from '../engine/store/types';
+import { runRef, UsageError } from './args';
 
 export interface CommandContext {
   env: NodeJS.ProcessEnv;
@@ -43,4 +45,30 @@ export function openCliStudio(dbFlag: string | undefined, env: NodeJS.ProcessEnv
   assertDatabaseExists(databasePath, Boolean(dbFlag || env.MARSRL_DB));
   const store = openStore(databasePath);
   return { store, service: createStudioService({ store, databasePath, transport: 'direct' }), databasePath };
+}
+
+/** The RUN a command takes as its one positional: given, and an id or a name, else a UsageError. */
+export function runArgument(positionals: string[], command: string, usage: string): string {
+  const ref = positionals[0];
+  if (!ref) throw new UsageError(`${command} needs a RUN (id or name)`, usage);
+  return runRef(ref, 'RUN', usage);
+}
+
+/** The run `ref` names; null after saying where runs are listed when there is none (the command exits 1). */
+export function findRunOrSay(store: Store, ref: string, databasePath: string, ctx: Pick<CommandContext, 'err'>): RunRow | null {
+  const run = store.runs.find(ref);
+  if (!run) ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
+  return run ?? null;
+}
+
+/**
+ * What a command on one stored run works on: the store (the caller closes it), the service and
+ * the run `ref` names; null, with the store closed, after saying there is no such run.
+ */
+export function openCliRun(dbFlag: string | undefined, ctx: CommandContext, ref: string): { store: Store; service: StudioApi; databasePath: string; run: RunRow } | null {
+  const studio = openCliStudio(dbFlag, ctx.env);
+  const run = findRunOrSay(studio.store, ref, studio.databasePath, ctx);
+  if (run) return { ...studio, run };
+  studio.store.close();
+  return null;
 }

@@ -3,8 +3,23 @@
  * Ctrl-C: the same security story (loopback by default, a token otherwise) told the same way.
  */
 import os from 'node:os';
-import { isLoopbackHost } from '../server/security';
+import { checkTokenStrength, generateToken, isLoopbackHost } from '../server/security';
+import { UsageError } from './args';
 import type { CommandContext } from './context';
+
+/**
+ * The token a server requires: --token, else MARSRL_TOKEN (either refused when weak), else one
+ * generated for this session when the server is bound off loopback; null on loopback without one.
+ */
+export function serverToken(host: string, flag: string | undefined, env: NodeJS.ProcessEnv, usage: string): { token: string | null; generated: boolean } {
+  const given = flag ?? env.MARSRL_TOKEN ?? null;
+  if (given !== null) {
+    const weakness = checkTokenStrength(given);
+    if (weakness) throw new UsageError(`--token: ${weakness}`, usage);
+  }
+  const generated = given === null && !isLoopbackHost(host);
+  return { token: generated ? generateToken() : given, generated };
+}
 
 /** The access lines under a server's banner: the token when one is required, else the SSH tunnel. */
 export function accessLines(opts: { host: string; port: number; token: string | null; generated: boolean; tokenLine: (token: string, generated: boolean) => string }): string[] {

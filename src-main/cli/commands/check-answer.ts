@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread, type MathJudgement } from '../../engine/tasks/math-answer';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { Command, CommandContext } from '../context';
 import { printJson } from '../format';
 
@@ -85,10 +85,7 @@ export const checkAnswerCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, { explain: { type: 'boolean', default: false }, jsonl: { type: 'string' }, out: { type: 'string' } }, usage, 2);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     try {
       if (values.jsonl !== undefined) {
         if (positionals.length > 0) throw new UsageError('--jsonl FILE takes its pairs from the file; give no REFERENCE or RESPONSE with it', usage);

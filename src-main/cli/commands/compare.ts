@@ -1,5 +1,5 @@
 import { collapseFlags, compareRuns, compareWarnings, groupTable, loadRuns, runTable, UnknownRunError, DEFAULT_SPIKE_THRESHOLD } from '../../engine/compare';
-import { parseCommand, runRef, UsageError } from '../args';
+import { parseCommand, printedHelp, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { printJson, table } from '../format';
 
@@ -27,10 +27,7 @@ export const compareCommand: Command = {
       { 'group-by': { type: 'string' }, baseline: { type: 'string' }, 'baseline-group': { type: 'string' }, 'spike-threshold': { type: 'string' }, study: { type: 'string' } },
       compareUsage,
     );
-    if (values.help) {
-      ctx.out(compareUsage);
-      return 0;
-    }
+    if (printedHelp(values, compareUsage, ctx)) return 0;
     if (values.study === undefined && positionals.length === 0) throw new UsageError('compare needs at least one RUN (id or name), or --study STUDY', compareUsage);
     if (values.study !== undefined && positionals.length > 0) throw new UsageError('give RUNs or --study, not both', compareUsage);
     for (const ref of positionals) runRef(ref, 'each RUN', compareUsage);

@@ -1,7 +1,7 @@
 import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
 import { runProbePrompt } from '../../engine/training/task-data';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';
 
@@ -30,10 +30,7 @@ export const configCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, options, usage, 2);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     const [sub, file] = positionals;
     if (sub === 'validate') {
       if (!file && !values.preset) throw new UsageError('config validate needs a FILE or --preset NAME', usage);

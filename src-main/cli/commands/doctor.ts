@@ -1,6 +1,6 @@
 import { BACKENDS } from '../../engine/config/schema';
 import { doctorReport, formatDoctorReport } from '../../engine/model/doctor';
-import { parseCommand, UsageError } from '../args';
+import { choiceFlag, parseCommand, printedHelp } from '../args';
 import type { Command } from '../context';
 import { printJson } from '../format';
 
@@ -17,13 +17,8 @@ export const doctorCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' } }, usage, 0);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
-    if (!(BACKENDS as readonly string[]).includes(values.backend)) {
-      throw new UsageError(`--backend must be one of ${BACKENDS.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
+    choiceFlag('backend', values.backend, BACKENDS, usage);
     const report = await doctorReport(values.backend as (typeof BACKENDS)[number]);
     if (values.json) printJson(report);
     else ctx.out(formatDoctorReport(report));

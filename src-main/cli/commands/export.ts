@@ -1,7 +1,7 @@
 import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult } from '../../engine/export';
 import { validateOptions } from '../../engine/export/options';
 import type { Split } from '../../engine/store/types';
-import { parseCommand, runRef, UsageError } from '../args';
+import { parseCommand, printedHelp, runRef, UsageError } from '../args';
 import { openCliStudio, type Command } from '../context';
 import { formatDuration } from '#shared/format';
 import { printJson } from '../format';
@@ -132,10 +132,7 @@ export const exportCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, OPTIONS, usage);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     if (positionals.length === 0) throw new UsageError('export needs at least one RUN (id or name); list runs with: marsrl runs', usage);
     for (const ref of positionals) runRef(ref, 'each RUN', usage);
     if (values.format === undefined) throw new UsageError(`export needs --format, one of ${EXPORT_FORMATS.join(', ')}`, usage);

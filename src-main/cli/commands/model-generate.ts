@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ChatMessage } from '../../engine/model/policy-model';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { CommandContext } from '../context';
 import { printJson } from '../format';
 import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
@@ -74,10 +74,7 @@ function readChat(file: string): ChatMessage[] {
 /** `marsrl model generate …` (called by the `marsrl model` router). Returns the exit code. */
 export async function generateCommand(argv: string[], ctx: CommandContext): Promise<number> {
   const { values, positionals } = parseCommand(argv, OPTIONS, generateUsage, 1);
-  if (values.help) {
-    ctx.out(generateUsage);
-    return 0;
-  }
+  if (printedHelp(values, generateUsage, ctx)) return 0;
   const src = positionals[0];
   if (!src) throw new UsageError('generate needs the model: marsrl model generate DIR|CHECKPOINT --prompt TEXT', generateUsage);
   const given = (['prompt', 'chat', 'prompt-ids'] as const).filter((k) => values[k] !== undefined);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { HfArchConfig } from '../../engine/hf/config';
 import type { HfExportSource } from '../../engine/hf/export';
 import type { SafetensorsDtype } from '../../engine/hf/safetensors';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { Command, CommandContext } from '../context';
 import { printJson } from '../format';
 import { formatBytes, formatDuration } from '#shared/format';
@@ -56,10 +56,7 @@ const EXPORT_OPTIONS = {
 
 async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
   const { values, positionals } = parseCommand(argv, INSPECT_OPTIONS, usage, 1);
-  if (values.help) {
-    ctx.out(usage);
-    return 0;
-  }
+  if (printedHelp(values, usage, ctx)) return 0;
   const dir = positionals[0];
   if (!dir) throw new UsageError('inspect needs the model folder: marsrl model inspect DIR', usage);
   const { inspectHfFolder, formatInspectReport } = await import('../../engine/hf/inspect');
@@ -145,10 +142,7 @@ async function adapterSource(src: string, baseFlag: string | undefined): Promise
 
 async function exportCommand(argv: string[], ctx: CommandContext): Promise<number> {
   const { values, positionals } = parseCommand(argv, EXPORT_OPTIONS, usage, 1);
-  if (values.help) {
-    ctx.out(usage);
-    return 0;
-  }
+  if (printedHelp(values, usage, ctx)) return 0;
   const src = positionals[0];
   if (!src) throw new UsageError('export needs the source: marsrl model export SRC --format hf|gguf --out PATH', usage);
   if (values.format !== 'hf' && values.format !== 'gguf' && values.format !== 'peft') throw new UsageError(`--format must be hf, gguf or peft (got ${JSON.stringify(values.format ?? null)})`, usage);

@@ -1,5 +1,5 @@
 import { listPresets } from '../../engine/config/load';
-import { parseCommand } from '../args';
+import { parseCommand, printedHelp } from '../args';
 import type { Command } from '../context';
 import { printJson, table } from '../format';
 
@@ -14,10 +14,7 @@ export const presetsCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values } = parseCommand(argv, {}, usage, 0);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     const presets = listPresets().map(({ name, description }) => ({ name, description }));
     if (values.json) printJson(presets);
     else ctx.out(table(['preset', 'description'], presets.map((p) => [p.name, p.description])));

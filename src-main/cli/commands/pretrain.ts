@@ -8,7 +8,7 @@ import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, roles
 import { readWeights, withReadAhead } from '../../engine/model/readback';
 import { prepareHfScratch, pretrainPolicy, sampleSolverSolutions, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { Command } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
@@ -78,10 +78,7 @@ export const pretrainCommand: Command = {
       usage,
       0,
     );
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     if (!values.preset && !values.config) throw new UsageError('pretrain needs --preset NAME or --config FILE', usage);
     if (!values.out) throw new UsageError('pretrain needs --out DIR (where the checkpoints go)', usage);
     const target = values['target-solver-accuracy'] === undefined ? null : Number(values['target-solver-accuracy']);

@@ -1,7 +1,7 @@
 import { rejudgeRun, RejudgeError, type RejudgeReport } from '../../engine/rejudge';
 import { stopCheckerThread } from '../../engine/tasks/math-answer';
-import { parseCommand, runRef, UsageError } from '../args';
-import { openCliStudio, type Command } from '../context';
+import { parseCommand, printedHelp } from '../args';
+import { openCliRun, runArgument, type Command } from '../context';
 import { printJson, table } from '../format';
 
 const usage = `Usage: marsrl rejudge RUN [--dry-run] [--db PATH] [--json]
@@ -49,20 +49,12 @@ export const rejudgeCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, { 'dry-run': { type: 'boolean', default: false } }, usage, 1);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
-    const ref = positionals[0];
-    if (!ref) throw new UsageError('rejudge needs a RUN (id or name)', usage);
-    runRef(ref, 'RUN', usage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    if (printedHelp(values, usage, ctx)) return 0;
+    const ref = runArgument(positionals, 'rejudge', usage);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = store.runs.find(ref);
-      if (!run) {
-        ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
-        return 1;
-      }
       const dryRun = values['dry-run'] === true;
       const report = rejudgeRun(store, run.id, { write: !dryRun });
       if (values.json) printJson({ ...report, dryRun });

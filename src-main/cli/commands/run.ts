@@ -7,8 +7,8 @@ import { staleRunReason } from '../../engine/store/liveness';
 import { runActions, runAgainRequest } from '../../engine/training/advice';
 import { createRunManager, type RunManager } from '../../runner/manager';
 import type { WorkerToManager } from '../../runner/messages';
-import { parseCommand, runRef, UsageError } from '../args';
-import type { Command, CommandContext } from '../context';
+import { parseCommand, printedHelp, runRef, UsageError } from '../args';
+import { findRunOrSay, type Command, type CommandContext } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
 
@@ -99,10 +99,7 @@ export const runCommand: Command = {
   usage: runUsage,
   async run(argv, ctx) {
     const { values } = parseCommand(argv, { preset: { type: 'string' }, config: { type: 'string' }, like: { type: 'string' }, set: { type: 'string', multiple: true } }, runUsage, 0);
-    if (values.help) {
-      ctx.out(runUsage);
-      return 0;
-    }
+    if (printedHelp(values, runUsage, ctx)) return 0;
     const sources = [values.preset, values.config, values.like].filter((v) => v !== undefined).length;
     if (sources !== 1) throw new UsageError(`run needs one of --preset NAME, --config FILE or --like RUN${sources > 1 ? ' (not several)' : ' (see `marsrl presets`)'}`, runUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
@@ -154,19 +151,13 @@ export const resumeCommand: Command = {
   usage: resumeUsage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, {}, resumeUsage, 1);
-    if (values.help) {
-      ctx.out(resumeUsage);
-      return 0;
-    }
+    if (printedHelp(values, resumeUsage, ctx)) return 0;
     if (!positionals[0]) throw new UsageError('resume needs a RUN (id or name)', resumeUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
     const store = openStore(databasePath);
     try {
-      const run = store.runs.find(positionals[0]);
-      if (!run) {
-        ctx.err(`No run ${JSON.stringify(positionals[0])} in ${databasePath}. List runs with: marsrl runs`);
-        return 1;
-      }
+      const run = findRunOrSay(store, positionals[0], databasePath, ctx);
+      if (!run) return 1;
       const bar = new ProgressLine();
       const manager = createRunManager({ store, databasePath, onWorkerMessage: progressPrinter(bar) });
       manager.recoverStaleRuns();

@@ -3,8 +3,8 @@ import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
 import type { RunDetail } from '#shared/contract';
-import { intFlag, parseCommand, runRef, UsageError } from '../args';
-import { openCliStudio, type Command } from '../context';
+import { choiceFlag, intFlag, parseCommand, printedHelp } from '../args';
+import { openCliRun, openCliStudio, runArgument, type Command } from '../context';
 import { inertLine } from '../../engine/util/inert';
 import { formatAge, formatDuration } from '#shared/format';
 import { number, printJson, table } from '../format';
@@ -19,13 +19,8 @@ export const runsCommand: Command = {
   usage: runsUsage,
   async run(argv, ctx) {
     const { values } = parseCommand(argv, { status: { type: 'string' }, search: { type: 'string' }, limit: { type: 'string' } }, runsUsage, 0);
-    if (values.help) {
-      ctx.out(runsUsage);
-      return 0;
-    }
-    if (values.status !== undefined && !RUN_STATUSES.includes(values.status as RunStatus)) {
-      throw new UsageError(`--status must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(values.status)})`, runsUsage);
-    }
+    if (printedHelp(values, runsUsage, ctx)) return 0;
+    choiceFlag('status', values.status, RUN_STATUSES, runsUsage);
     const limit = intFlag('limit', values.limit, 1, 500, runsUsage) ?? 50;
     const { store, service, databasePath } = openCliStudio(values.db, ctx.env);
     try {
@@ -87,20 +82,12 @@ export const showCommand: Command = {
   usage: showUsage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, {}, showUsage, 1);
-    if (values.help) {
-      ctx.out(showUsage);
-      return 0;
-    }
-    const ref = positionals[0];
-    if (!ref) throw new UsageError('show needs a RUN (id or name)', showUsage);
-    runRef(ref, 'RUN', showUsage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    if (printedHelp(values, showUsage, ctx)) return 0;
+    const ref = runArgument(positionals, 'show', showUsage);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = store.runs.find(ref);
-      if (!run) {
-        ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
-        return 1;
-      }
       const detail = toRunDetail(store, run);
       const latest = store.metrics.latest(run.id, store.metrics.keys(run.id));
       const events = store.events.events(run.id, 0, 1000).items.slice(-10);

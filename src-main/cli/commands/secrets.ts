@@ -4,7 +4,7 @@
  * variable and a URL, and only an approval made here lets the variable's value go there.
  */
 import { allowKey, keyApprovalsFile, loadKeyApprovals, revokeKey } from '../../engine/served/key-approvals';
-import { parseCommand, UsageError } from '../args';
+import { parseCommand, printedHelp, UsageError } from '../args';
 import type { Command } from '../context';
 import { printJson, table } from '../format';
 
@@ -30,10 +30,7 @@ export const secretsCommand: Command = {
   usage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, { host: { type: 'string', multiple: true } }, usage, 2);
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     const [sub, variable] = positionals;
     const hosts = values.host ?? [];
     if (sub === 'list') {

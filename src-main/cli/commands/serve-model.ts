@@ -8,10 +8,9 @@ import { openStore } from '../../engine/store';
 import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy, type ServedPolicyInfo } from '../../server/openai/policy';
 import { ThreadEngine } from '../../server/openai/engine';
 import { createModelServer } from '../../server/openai/server';
-import { checkTokenStrength, generateToken, isLoopbackHost } from '../../server/security';
-import { intFlag, parseCommand, UsageError } from '../args';
+import { choiceFlag, intFlag, parseCommand, printedHelp, UsageError } from '../args';
 import type { Command } from '../context';
-import { accessLines, untilStopped } from '../serving';
+import { accessLines, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 8000;
 
@@ -75,31 +74,20 @@ export const serveModelCommand: Command = {
       },
       usage,
     );
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
     const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 0;
     const joinWaitMs = intFlag('join-wait', values['join-wait'], 0, 10_000, usage) ?? 0;
-    if (values.role !== undefined && !ROLES.includes(values.role as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`, usage);
-    const backends = ['auto', 'tensorflow', 'wasm', 'cpu'];
-    if (values.backend !== undefined && !backends.includes(values.backend)) throw new UsageError(`--backend must be one of ${backends.join(', ')} (got ${JSON.stringify(values.backend)})`, usage);
-    const engineModes = ['auto', 'thread', 'inline'];
-    if (values.engine !== undefined && !engineModes.includes(values.engine)) throw new UsageError(`--engine must be one of ${engineModes.join(', ')} (got ${JSON.stringify(values.engine)})`, usage);
+    choiceFlag('role', values.role, ROLES, usage);
+    choiceFlag('backend', values.backend, ['auto', 'tensorflow', 'wasm', 'cpu'], usage);
+    choiceFlag('engine', values.engine, ['auto', 'thread', 'inline'], usage);
     if (values['engine-thread'] && values.engine !== undefined && values.engine !== 'thread') throw new UsageError(`--engine-thread is --engine thread; it contradicts --engine ${values.engine}`, usage);
     const engineMode = values['engine-thread'] ? 'thread' : (values.engine ?? 'auto');
     // On one core a second thread only adds hand-offs; from two up, decoding gets a core of its
     // own (npm run bench -- serve on 2 cores, 8 clients: tiny-qwen's overhead 5.5% vs 18.6% inline).
     const engineThread = engineMode === 'thread' || (engineMode === 'auto' && os.availableParallelism() >= 2);
-    let token = values.token ?? ctx.env.MARSRL_TOKEN ?? null;
-    if (token !== null) {
-      const weakness = checkTokenStrength(token);
-      if (weakness) throw new UsageError(`--token: ${weakness}`, usage);
-    }
-    const generated = token === null && !isLoopbackHost(host);
-    if (generated) token = generateToken();
+    const { token, generated } = serverToken(host, values.token, ctx.env, usage);
 
     const sources: Array<{ dir: string; id?: string }> = positionals.map((arg) => {
       const eq = arg.lastIndexOf('=');

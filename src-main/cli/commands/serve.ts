@@ -2,12 +2,11 @@ import path from 'node:path';
 import { openStudio } from '../../app/studio';
 import { resolveDatabasePath } from '../../engine/paths';
 import { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
-import { isLoopbackHost, generateToken, checkTokenStrength } from '../../server/security';
 import { createStudioServer } from '../../server/server';
 import { rendererBuilt } from '../../server/static-files';
-import { intFlag, parseCommand, UsageError } from '../args';
+import { intFlag, parseCommand, printedHelp, UsageError } from '../args';
 import type { Command } from '../context';
-import { accessLines, untilStopped } from '../serving';
+import { accessLines, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 7878;
 
@@ -48,19 +47,10 @@ export const serveCommand: Command = {
       usage,
       0,
     );
-    if (values.help) {
-      ctx.out(usage);
-      return 0;
-    }
+    if (printedHelp(values, usage, ctx)) return 0;
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
-    let token = values.token ?? ctx.env.MARSRL_TOKEN ?? null;
-    if (token !== null) {
-      const weakness = checkTokenStrength(token);
-      if (weakness) throw new UsageError(`--token: ${weakness}`, usage);
-    }
-    const generated = token === null && !isLoopbackHost(host);
-    if (generated) token = generateToken();
+    const { token, generated } = serverToken(host, values.token, ctx.env, usage);
 
     let rendererDir = values.renderer ? path.resolve(values.renderer) : defaultRendererDir(ctx.env);
     if (!rendererBuilt(rendererDir)) {

@@ -2,8 +2,8 @@ import { StudioError } from '#shared/errors';
 import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
 import { requestRunStop, waitUntilStopped } from '../../runner/stop';
-import { intFlag, parseCommand, runRef, UsageError } from '../args';
-import { openCliStudio, type Command } from '../context';
+import { intFlag, parseCommand, printedHelp } from '../args';
+import { openCliRun, runArgument, type Command } from '../context';
 import { printJson } from '../format';
 
 const stopUsage = `Usage: marsrl stop RUN [--no-wait] [--timeout SECONDS] [--db PATH] [--json]
@@ -20,21 +20,13 @@ export const stopCommand: Command = {
   usage: stopUsage,
   async run(argv, ctx) {
     const { values, positionals } = parseCommand(argv, { 'no-wait': { type: 'boolean', default: false }, timeout: { type: 'string' } }, stopUsage, 1);
-    if (values.help) {
-      ctx.out(stopUsage);
-      return 0;
-    }
-    const ref = positionals[0];
-    if (!ref) throw new UsageError('stop needs a RUN (id or name)', stopUsage);
-    runRef(ref, 'RUN', stopUsage);
+    if (printedHelp(values, stopUsage, ctx)) return 0;
+    const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
-    const { store, databasePath } = openCliStudio(values.db, ctx.env);
+    const opened = openCliRun(values.db, ctx, ref);
+    if (!opened) return 1;
+    const { store, run } = opened;
     try {
-      const run = store.runs.find(ref);
-      if (!run) {
-        ctx.err(`No run ${JSON.stringify(ref)} in ${databasePath}. List runs with: marsrl runs`);
-        return 1;
-      }
       let outcome;
       try {
         outcome = requestRunStop(store, run.id, `marsrl stop (pid ${process.pid})`);

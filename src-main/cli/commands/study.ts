@@ -6,7 +6,7 @@ import { likeRunsMatrix } from '../../engine/study/like';
 import { expandMatrix, MatrixError, parseMatrix, parseMatrixText } from '../../engine/study/matrix';
 import { createStudy, runStudy, studyProgress, type StudyProgress } from '../../engine/study/runner';
 import { createRunManager } from '../../runner/manager';
-import { intFlag, parseCommand, runRef, UsageError } from '../args';
+import { intFlag, parseCommand, printedHelp, runRef, UsageError } from '../args';
 import { assertDatabaseExists, type Command, type CommandContext } from '../context';
 import { printJson, table } from '../format';
 import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
@@ -98,10 +98,7 @@ export const studyCommand: Command = {
       studyUsage,
       0,
     );
-    if (values.help) {
-      ctx.out(studyUsage);
-      return 0;
-    }
+    if (printedHelp(values, studyUsage, ctx)) return 0;
     const modes = [values.matrix !== undefined, values.like !== undefined, values.resume !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
     if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --like RUNS, --resume STUDY, --report STUDY or --list', studyUsage);
     if (values.seeds !== undefined && values.like === undefined) throw new UsageError('--seeds goes with --like (a matrix file names its own seeds)', studyUsage);

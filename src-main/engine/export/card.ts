@@ -9,18 +9,24 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { RunRow } from '../store/types';
+import type { PairStats } from './formats';
 import type { ExportContainer, ExportFormat, ResolvedFilters } from './options';
 import type { ColumnSpec } from './schema';
 
+/** What an export read and wrote: the card's counts, and the same in the export's result. */
 export interface CardCounts {
+  /** Rows written. */
   rows: number;
+  /** Source rows read after filters: turns, or problems for veRL. */
   sourceRows: number;
   sourceUnit: 'turns' | 'problems';
   duplicatesDropped: number;
   byRun: Record<string, number>;
   byAgent: Record<string, number>;
   bySplit: Record<string, number>;
-  pairs?: Record<string, number>;
+  /** Pairs only: how the turns read were used. */
+  pairs?: PairStats & { pairs: number };
+  /** Pairs only: filtered turns outside any episode (no group to compare in). */
   turnsWithoutEpisode?: number;
 }
 

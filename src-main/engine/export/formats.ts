@@ -55,14 +55,24 @@ function parseComponents(json: string | null): Record<string, number> | null {
   }
 }
 
+/** Which attempt of its run wrote a turn (issue #17), in the trajectory and SFT tables alike. */
+const TURN_ATTEMPT_COLUMNS: ColumnSpec[] = [
+  i32('attempt', false, 'Run attempt that wrote the turn: 1, then one more per `marsrl resume` (a resume redoes the steps after its checkpoint).'),
+  i32('superseded_by', true, 'The attempt that redid this turn\'s step after a resume; null for the live attempt (set only in exports that include superseded attempts).'),
+];
+
+/** The values of TURN_ATTEMPT_COLUMNS (and of the pairs' attempt columns) for a turn. */
+function attemptOf(t: TurnRecord): { attempt: number; superseded_by: number | null } {
+  return { attempt: t.attempt ?? 1, superseded_by: t.superseded_by ?? null };
+}
+
 // ── trajectories ───────────────────────────────────────────────────────────────────────────────
 
 export const TRAJECTORY_COLUMNS: ColumnSpec[] = [
   i64('run_id', false, 'Run id in the store.'),
   str('run_name', false, 'Run name.'),
   i32('step', false, 'RL step the turn was generated in.'),
-  i32('attempt', false, 'Run attempt that wrote the turn: 1, then one more per `marsrl resume` (a resume redoes the steps after its checkpoint).'),
-  i32('superseded_by', true, 'The attempt that redid this turn\'s step after a resume; null for the live attempt (set only in exports that include superseded attempts).'),
+  ...TURN_ATTEMPT_COLUMNS,
   i64('episode_id', true, 'Episode (one problem, one unrolled Solver → Verifier → Corrector chain).'),
   i64('problem_id', true, 'Problem id in the store (per run).'),
   str('problem_key', true, 'Stable key of the problem within its run and split.'),
@@ -101,8 +111,7 @@ export function trajectoryRow(t: TurnRecord, runName: string): Row {
     run_id: t.run_id,
     run_name: runName,
     step: t.step,
-    attempt: t.attempt ?? 1,
-    superseded_by: t.superseded_by ?? null,
+    ...attemptOf(t),
     episode_id: t.episode_id,
     problem_id: t.problem_id,
     problem_key: t.problem_key,
@@ -148,8 +157,7 @@ export const SFT_COLUMNS: ColumnSpec[] = [
   i64('turn_id', false, 'Source turn id.'),
   i64('episode_id', true, 'Source episode id.'),
   i32('step', false, 'RL step.'),
-  i32('attempt', false, 'Run attempt that wrote the turn: 1, then one more per `marsrl resume` (a resume redoes the steps after its checkpoint).'),
-  i32('superseded_by', true, 'The attempt that redid this turn\'s step after a resume; null for the live attempt (set only in exports that include superseded attempts).'),
+  ...TURN_ATTEMPT_COLUMNS,
   str('split', true, 'train or test.'),
   str('problem_key', true, 'Problem key within the run.'),
   bool('correct', true, 'Correctness of the turn.'),
@@ -167,8 +175,7 @@ export function sftRow(t: TurnRecord, system: boolean): Row {
     turn_id: t.id,
     episode_id: t.episode_id,
     step: t.step,
-    attempt: t.attempt ?? 1,
-    superseded_by: t.superseded_by ?? null,
+    ...attemptOf(t),
     split: t.split,
     problem_key: t.problem_key,
     correct: toBool(t.correct),
@@ -258,8 +265,7 @@ export function pairRow(chosen: TurnRecord, rejected: TurnRecord, system: boolea
     episode_id: chosen.episode_id,
     group_id: chosen.group_id,
     step: chosen.step,
-    attempt: chosen.attempt ?? 1,
-    superseded_by: chosen.superseded_by ?? null,
+    ...attemptOf(chosen),
     split: chosen.split,
     problem_key: chosen.problem_key,
     chosen_turn_id: chosen.id,

@@ -25,7 +25,6 @@ import {
   sftRow,
   trajectoryRow,
   verlRow,
-  type PairStats,
   type Row,
 } from './formats';
 import { ExportError, validateOptions, type ExportOptions, type ValidatedOptions } from './options';
@@ -42,7 +41,7 @@ export interface ExportHandlers {
   signal?: AbortSignal;
 }
 
-export interface ExportResult {
+export interface ExportResult extends CardCounts {
   format: ValidatedOptions['format'];
   container: ValidatedOptions['container'];
   /** Absolute path of the dataset file. */
@@ -50,19 +49,6 @@ export interface ExportResult {
   /** Absolute path of the dataset card beside it. */
   card: string;
   runs: { id: number; name: string }[];
-  /** Rows written. */
-  rows: number;
-  /** Source rows read after filters: turns, or problems for veRL. */
-  sourceRows: number;
-  sourceUnit: 'turns' | 'problems';
-  duplicatesDropped: number;
-  byRun: Record<string, number>;
-  byAgent: Record<string, number>;
-  bySplit: Record<string, number>;
-  /** Pairs only: how the turns read were used. */
-  pairs?: PairStats & { pairs: number };
-  /** Pairs only: filtered turns outside any episode (no group to compare in). */
-  turnsWithoutEpisode?: number;
   filters: ValidatedOptions['filters'];
   bytes: number;
   seconds: number;
@@ -108,37 +94,11 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
   const started = performance.now();
   const { onProgress, signal } = handlers;
   const opts = validateOptions(options);
-  const database = path.resolve(store.path);
-  if ([database, `${database}-wal`, `${database}-shm`].includes(opts.out)) {
-    // --force would otherwise replace the experiment store with its own export.
-    throw new ExportError('output_unwritable', 'out', `out: ${opts.out} is the experiment database (or its journal); choose another path`);
-  }
+  refuseTheDatabase(store, opts);
   throwIfAborted(signal);
   const sources = resolveRuns(store, opts.runs);
   checkAgents(store.db, sources, opts.filters.agents);
-
-  const sourceUnit = opts.format === 'verl' ? 'problems' : 'turns';
-  const columns = COLUMNS[opts.format];
-  const runName = new Map(sources.map((s) => [s.run.id, s.run.name]));
-
-  // Readers per run, and the totals that drive progress and the empty-result check.
-  const readers = sources.map((source) => {
-    if (opts.format === 'verl') return new ProblemPages(store.db, source, opts.filters);
-    if (opts.format === 'pairs') return new EpisodeTurnPages(store.db, source, opts.filters);
-    return new TurnPages(store.db, source, opts.filters);
-  });
-  const totals = readers.map((r) => r.count());
-  const total = totals.reduce((a, b) => a + b, 0);
-  const turnsWithoutEpisode =
-    opts.format === 'pairs' ? readers.reduce((n, r) => n + (r as EpisodeTurnPages).countWithoutEpisode(), 0) : undefined;
-  if (total === 0) {
-    const extra = turnsWithoutEpisode ? ` (${turnsWithoutEpisode} matching turns have no episode, so no group to pair in)` : '';
-    throw new ExportError(
-      'empty_result',
-      'filters',
-      `empty result: no ${sourceUnit} of run${sources.length > 1 ? 's' : ''} ${runList(sources)} match (${describeFilters(opts)})${extra}; widen the filters or choose other runs`,
-    );
-  }
+  const plan = planReads(store, opts, sources);
 
   sweepStaleTemps(opts.out);
   sweepStaleTemps(opts.card);
@@ -147,103 +107,21 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
   let sink: RowSink | null = null;
   const deduper = opts.dedupe ? new Deduper() : null;
   try {
-    sink =
-      opts.container === 'parquet'
-        ? new ParquetSink(tempData, columns, opts.rowGroupRows, opts.rowGroupBytes, [
-            { key: 'marsrl.format', value: opts.format },
-            { key: 'marsrl.runs', value: JSON.stringify(sources.map((s) => s.run.id)) },
-          ])
-        : new JsonlSink(tempData);
-    const out = sink;
-    let rows = 0;
-    let done = 0;
-    const byRun: Record<string, number> = {};
-    const byAgent: Record<string, number> = {};
-    const bySplit: Record<string, number> = {};
-    const pairStats = emptyPairStats();
-    const emit = (row: Row, bytes: number, runId: number, agent: string | null, split: string | null) => {
-      out.write(row, bytes);
-      rows++;
-      bump(byRun, String(runId));
-      if (agent !== null) bump(byAgent, agent);
-      bump(bySplit, split);
-    };
-    const progress = async () => {
-      onProgress?.(done, total);
+    sink = openSink(opts, tempData, sources);
+    const tally = new Tally(sink, deduper);
+    const progressed = async (read: number) => {
+      tally.done += read;
+      onProgress?.(tally.done, plan.total);
       await yieldToEventLoop();
       throwIfAborted(signal);
     };
+    onProgress?.(0, plan.total);
+    const runName = new Map(sources.map((s) => [s.run.id, s.run.name]));
+    for (const reader of plan.readers) await writeRows(reader, opts, tally, runName, progressed);
+    if (tally.rows === 0) throw emptyAfterReading(opts, sources, plan.sourceUnit, tally);
 
-    onProgress?.(0, total);
-    for (const reader of readers) {
-      if (reader instanceof TurnPages) {
-        let after = 0;
-        for (;;) {
-          const page = reader.next(after);
-          if (page.length === 0) break;
-          for (const t of page) {
-            if (deduper === null || deduper.firstTime([t.agent, t.prompt, t.text])) {
-              const row = opts.format === 'sft' ? sftRow(t, opts.systemPrompt) : trajectoryRow(t, runName.get(t.run_id) ?? '');
-              emit(row, t.prompt.length + t.text.length, t.run_id, t.agent, t.split);
-            }
-          }
-          after = page[page.length - 1].id;
-          done += page.length;
-          await progress();
-        }
-      } else if (reader instanceof EpisodeTurnPages) {
-        let after = 0;
-        for (;;) {
-          const { lastEpisode, turns } = reader.next(after);
-          if (lastEpisode === null) break;
-          forEachGroup(turns, (group) => {
-            for (const [chosen, rejected] of pairsOfGroup(group, pairStats)) {
-              if (deduper === null || deduper.firstTime([chosen.agent, chosen.prompt, chosen.text, rejected.text])) {
-                emit(pairRow(chosen, rejected, opts.systemPrompt), chosen.prompt.length + chosen.text.length + rejected.text.length, chosen.run_id, chosen.agent, chosen.split);
-              }
-            }
-          });
-          after = lastEpisode;
-          done += turns.length;
-          await progress();
-        }
-      } else {
-        let after = 0;
-        for (;;) {
-          const page = reader.next(after);
-          if (page.length === 0) break;
-          for (const p of page) {
-            if (deduper === null || deduper.firstTime([p.split, p.question, p.answer])) {
-              emit(verlRow(p, rows, opts.systemPrompt), p.question.length * 2 + p.answer.length, p.run_id, null, p.split);
-            }
-          }
-          after = page[page.length - 1].id;
-          done += page.length;
-          await progress();
-        }
-      }
-    }
-
-    if (rows === 0) {
-      const why =
-        opts.format === 'pairs'
-          ? `no preference pairs: the ${done} matching turns form ${pairStats.groups} rewarded groups, ${pairStats.singletonGroups} of a single turn and ${pairStats.tiedGroups} where every reward ties (${pairStats.unrewardedTurns} turns have no reward)`
-          : `no rows from ${done} matching ${sourceUnit}`;
-      throw new ExportError('empty_result', 'filters', `empty result: ${why}, in run${sources.length > 1 ? 's' : ''} ${runList(sources)} (${describeFilters(opts)}); widen the filters or choose other runs`);
-    }
-
-    const bytes = out.finish();
-    const seconds = (performance.now() - started) / 1000;
-    const counts: CardCounts = {
-      rows,
-      sourceRows: done,
-      sourceUnit,
-      duplicatesDropped: deduper?.dropped ?? 0,
-      byRun,
-      byAgent,
-      bySplit,
-      ...(opts.format === 'pairs' ? { pairs: { pairs: rows + (deduper?.dropped ?? 0), ...pairStats }, turnsWithoutEpisode } : {}),
-    };
+    const bytes = sink.finish();
+    const counts = countsOf(opts, plan, tally, deduper);
     const card = renderCard({
       format: opts.format,
       container: opts.container,
@@ -256,36 +134,21 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
       systemPrompt: opts.systemPrompt,
       counts,
       bytes,
-      seconds,
-      columns,
+      seconds: (performance.now() - started) / 1000,
+      columns: COLUMNS[opts.format],
       rowGroupRows: opts.rowGroupRows,
     });
     fs.writeFileSync(tempCard, card, { flag: 'wx' });
     throwIfAborted(signal);
-
-    publish(tempData, opts.out, opts.force);
-    try {
-      publish(tempCard, opts.card, opts.force);
-    } catch (error) {
-      // A dataset without its card is not a complete export.
-      removeQuietly(opts.out);
-      throw error;
-    }
-    onProgress?.(done, total);
+    publishDataAndCard(tempData, tempCard, opts);
+    onProgress?.(tally.done, plan.total);
     return {
       format: opts.format,
       container: opts.container,
       out: opts.out,
       card: opts.card,
       runs: sources.map((s) => ({ id: s.run.id, name: s.run.name })),
-      rows,
-      sourceRows: done,
-      sourceUnit,
-      duplicatesDropped: counts.duplicatesDropped,
-      byRun,
-      byAgent,
-      bySplit,
-      ...(opts.format === 'pairs' ? { pairs: { pairs: rows + (deduper?.dropped ?? 0), ...pairStats }, turnsWithoutEpisode } : {}),
+      ...counts,
       filters: opts.filters,
       bytes,
       seconds: (performance.now() - started) / 1000,
@@ -294,15 +157,190 @@ export async function runExport(store: Store, options: ExportOptions, handlers: 
     sink?.abandon();
     removeQuietly(tempData);
     removeQuietly(tempCard);
-    // A full disk is not a store failure to `resume` from: an export is written to a temporary
-    // file and published whole, so it is redone from the start (issue #36).
-    if ((error as NodeJS.ErrnoException | null)?.code === 'ENOSPC' || (error as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
-      throw new ExportError('disk_full', 'out', `out: the disk filled up while ${opts.out} was being written (${(error as Error).message}); the partial file was removed and nothing else changed: free some space, then run the export again (an export is redone from the start, not resumed)`);
-    }
-    throw error;
+    throw asExportFailure(error, opts);
   } finally {
     deduper?.close();
   }
+}
+
+/** --force would otherwise replace the experiment store with its own export. */
+function refuseTheDatabase(store: Store, opts: ValidatedOptions): void {
+  const database = path.resolve(store.path);
+  if ([database, `${database}-wal`, `${database}-shm`].includes(opts.out)) {
+    throw new ExportError('output_unwritable', 'out', `out: ${opts.out} is the experiment database (or its journal); choose another path`);
+  }
+}
+
+type Reader = TurnPages | EpisodeTurnPages | ProblemPages;
+
+/** Readers per run, and the totals that drive progress and the empty-result check. */
+interface ReadPlan {
+  readers: Reader[];
+  total: number;
+  sourceUnit: 'turns' | 'problems';
+  /** Pairs only: filtered turns outside any episode. */
+  turnsWithoutEpisode: number | undefined;
+}
+
+/** The readers of the export's runs; nothing to read is an error before any file is opened. */
+function planReads(store: Store, opts: ValidatedOptions, sources: SourceRun[]): ReadPlan {
+  const sourceUnit = opts.format === 'verl' ? 'problems' : 'turns';
+  const readers = sources.map((source): Reader => {
+    if (opts.format === 'verl') return new ProblemPages(store.db, source, opts.filters);
+    if (opts.format === 'pairs') return new EpisodeTurnPages(store.db, source, opts.filters);
+    return new TurnPages(store.db, source, opts.filters);
+  });
+  const total = readers.map((r) => r.count()).reduce((a, b) => a + b, 0);
+  const turnsWithoutEpisode =
+    opts.format === 'pairs' ? readers.reduce((n, r) => n + (r as EpisodeTurnPages).countWithoutEpisode(), 0) : undefined;
+  if (total === 0) {
+    const extra = turnsWithoutEpisode ? ` (${turnsWithoutEpisode} matching turns have no episode, so no group to pair in)` : '';
+    throw new ExportError(
+      'empty_result',
+      'filters',
+      `empty result: no ${sourceUnit} of run${sources.length > 1 ? 's' : ''} ${runList(sources)} match (${describeFilters(opts)})${extra}; widen the filters or choose other runs`,
+    );
+  }
+  return { readers, total, sourceUnit, turnsWithoutEpisode };
+}
+
+function openSink(opts: ValidatedOptions, tempData: string, sources: SourceRun[]): RowSink {
+  if (opts.container !== 'parquet') return new JsonlSink(tempData);
+  return new ParquetSink(tempData, COLUMNS[opts.format], opts.rowGroupRows, opts.rowGroupBytes, [
+    { key: 'marsrl.format', value: opts.format },
+    { key: 'marsrl.runs', value: JSON.stringify(sources.map((s) => s.run.id)) },
+  ]);
+}
+
+/** The rows written so far and how they spread over runs, agents and splits. */
+class Tally {
+  rows = 0;
+  /** Source rows read (turns, or problems for veRL). */
+  done = 0;
+  readonly byRun: Record<string, number> = {};
+  readonly byAgent: Record<string, number> = {};
+  readonly bySplit: Record<string, number> = {};
+  readonly pairStats = emptyPairStats();
+
+  constructor(
+    private readonly sink: RowSink,
+    private readonly deduper: Deduper | null,
+  ) {}
+
+  /** False for a row whose key an earlier row had (it is counted as dropped) when deduplicating. */
+  isNew(key: readonly (string | null)[]): boolean {
+    return this.deduper === null || this.deduper.firstTime(key);
+  }
+
+  emit(row: Row, bytes: number, runId: number, agent: string | null, split: string | null): void {
+    this.sink.write(row, bytes);
+    this.rows++;
+    bump(this.byRun, String(runId));
+    if (agent !== null) bump(this.byAgent, agent);
+    bump(this.bySplit, split);
+  }
+}
+
+/** Writes every row of one run's reader, page by page. */
+async function writeRows(reader: Reader, opts: ValidatedOptions, tally: Tally, runName: Map<number, string>, progressed: (read: number) => Promise<void>): Promise<void> {
+  if (reader instanceof TurnPages) {
+    await forEachPage(idPages(reader), progressed, (page) => {
+      for (const t of page) {
+        if (!tally.isNew([t.agent, t.prompt, t.text])) continue;
+        const row = opts.format === 'sft' ? sftRow(t, opts.systemPrompt) : trajectoryRow(t, runName.get(t.run_id) ?? '');
+        tally.emit(row, t.prompt.length + t.text.length, t.run_id, t.agent, t.split);
+      }
+    });
+  } else if (reader instanceof EpisodeTurnPages) {
+    const episodes = (after: number) => {
+      const { lastEpisode, turns } = reader.next(after);
+      return { last: lastEpisode, items: turns };
+    };
+    await forEachPage(episodes, progressed, (turns) =>
+      forEachGroup(turns, (group) => {
+        for (const [chosen, rejected] of pairsOfGroup(group, tally.pairStats)) {
+          if (!tally.isNew([chosen.agent, chosen.prompt, chosen.text, rejected.text])) continue;
+          tally.emit(pairRow(chosen, rejected, opts.systemPrompt), chosen.prompt.length + chosen.text.length + rejected.text.length, chosen.run_id, chosen.agent, chosen.split);
+        }
+      }),
+    );
+  } else {
+    await forEachPage(idPages(reader), progressed, (page) => {
+      for (const p of page) {
+        if (!tally.isNew([p.split, p.question, p.answer])) continue;
+        tally.emit(verlRow(p, tally.rows, opts.systemPrompt), p.question.length * 2 + p.answer.length, p.run_id, null, p.split);
+      }
+    });
+  }
+}
+
+/** One keyset page: its items, and the key to read after (null: the end). */
+type Page<T> = (after: number) => { last: number | null; items: T[] };
+
+/** Pages keyed by row id: an empty page is the end. */
+function idPages<T extends { id: number }>(reader: { next(after: number): T[] }): Page<T> {
+  return (after) => {
+    const items = reader.next(after);
+    return { last: items.length === 0 ? null : items[items.length - 1].id, items };
+  };
+}
+
+/** Reads pages from the start, writing each and reporting progress (an abort arrives there). */
+async function forEachPage<T>(page: Page<T>, progressed: (read: number) => Promise<void>, write: (items: T[]) => void): Promise<void> {
+  let after = 0;
+  for (;;) {
+    const { last, items } = page(after);
+    if (last === null) break;
+    write(items);
+    after = last;
+    await progressed(items.length);
+  }
+}
+
+/** Rows were read but none written (all deduplicated, or no pair in any group). */
+function emptyAfterReading(opts: ValidatedOptions, sources: SourceRun[], sourceUnit: ReadPlan['sourceUnit'], tally: Tally): ExportError {
+  const { done, pairStats } = tally;
+  const why =
+    opts.format === 'pairs'
+      ? `no preference pairs: the ${done} matching turns form ${pairStats.groups} rewarded groups, ${pairStats.singletonGroups} of a single turn and ${pairStats.tiedGroups} where every reward ties (${pairStats.unrewardedTurns} turns have no reward)`
+      : `no rows from ${done} matching ${sourceUnit}`;
+  return new ExportError('empty_result', 'filters', `empty result: ${why}, in run${sources.length > 1 ? 's' : ''} ${runList(sources)} (${describeFilters(opts)}); widen the filters or choose other runs`);
+}
+
+function countsOf(opts: ValidatedOptions, plan: ReadPlan, tally: Tally, deduper: Deduper | null): CardCounts {
+  const { rows, done, byRun, byAgent, bySplit, pairStats } = tally;
+  return {
+    rows,
+    sourceRows: done,
+    sourceUnit: plan.sourceUnit,
+    duplicatesDropped: deduper?.dropped ?? 0,
+    byRun,
+    byAgent,
+    bySplit,
+    ...(opts.format === 'pairs' ? { pairs: { pairs: rows + (deduper?.dropped ?? 0), ...pairStats }, turnsWithoutEpisode: plan.turnsWithoutEpisode } : {}),
+  };
+}
+
+/** The dataset, then its card; a dataset without its card is not a complete export. */
+function publishDataAndCard(tempData: string, tempCard: string, opts: ValidatedOptions): void {
+  publish(tempData, opts.out, opts.force);
+  try {
+    publish(tempCard, opts.card, opts.force);
+  } catch (error) {
+    removeQuietly(opts.out);
+    throw error;
+  }
+}
+
+/**
+ * A full disk is not a store failure to `resume` from: an export is written to a temporary file
+ * and published whole, so it is redone from the start (issue #36).
+ */
+function asExportFailure(error: unknown, opts: ValidatedOptions): unknown {
+  if ((error as NodeJS.ErrnoException | null)?.code === 'ENOSPC' || (error as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
+    return new ExportError('disk_full', 'out', `out: the disk filled up while ${opts.out} was being written (${(error as Error).message}); the partial file was removed and nothing else changed: free some space, then run the export again (an export is redone from the start, not resumed)`);
+  }
+  return error;
 }
 
 /**

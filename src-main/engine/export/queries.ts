@@ -13,6 +13,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { Store } from '../store';
 import type { TurnRecord as StoredTurnRecord } from '../store';
+import { equalityFilters, rangeFilters } from '../store/keyset';
 import type { RunRow, Split } from '../store/types';
 import { ExportError, type ResolvedFilters } from './options';
 
@@ -177,34 +178,13 @@ function turnFilterSql(filters: ResolvedFilters): { clauses: string[]; params: R
     clauses.push('+t.agent IN (SELECT value FROM json_each(@agents))');
     params.agents = JSON.stringify(filters.agents);
   }
-  if (filters.stepFrom !== null) {
-    clauses.push('+t.step >= @stepFrom');
-    params.stepFrom = filters.stepFrom;
-  }
-  if (filters.stepTo !== null) {
-    clauses.push('+t.step <= @stepTo');
-    params.stepTo = filters.stepTo;
-  }
-  if (filters.correct !== 'any') {
-    clauses.push('+t.correct = @correct');
-    params.correct = filters.correct ? 1 : 0;
-  }
-  if (filters.formatValid !== 'any') {
-    clauses.push('+t.format_valid = @formatValid');
-    params.formatValid = filters.formatValid ? 1 : 0;
-  }
-  if (filters.split !== null) {
-    clauses.push('e.split = @split');
-    params.split = filters.split;
-  }
-  if (filters.minReward !== null) {
-    clauses.push('r.value >= @minReward');
-    params.minReward = filters.minReward;
-  }
-  if (filters.maxReward !== null) {
-    clauses.push('r.value <= @maxReward');
-    params.maxReward = filters.maxReward;
-  }
+  rangeFilters(clauses, params, { stepFrom: { column: '+t.step', op: '>=', value: filters.stepFrom }, stepTo: { column: '+t.step', op: '<=', value: filters.stepTo } });
+  equalityFilters(clauses, params, {
+    correct: { column: '+t.correct', value: filters.correct === 'any' ? undefined : filters.correct },
+    formatValid: { column: '+t.format_valid', value: filters.formatValid === 'any' ? undefined : filters.formatValid },
+    split: { column: 'e.split', value: filters.split ?? undefined },
+  });
+  rangeFilters(clauses, params, { minReward: { column: 'r.value', op: '>=', value: filters.minReward }, maxReward: { column: 'r.value', op: '<=', value: filters.maxReward } });
   return {
     clauses,
     params,
@@ -216,27 +196,43 @@ function countJoins(needs: { episode: boolean; reward: boolean }): string {
   return `${needs.episode ? 'JOIN episodes e ON e.id = t.episode_id' : ''} ${needs.reward ? 'JOIN rewards r ON r.turn_id = t.id' : ''}`;
 }
 
+/**
+ * What every reader of one run shares: its query parameters, the count of what passes the filters
+ * (the progress total), and the run it reads.
+ */
+abstract class RunPages {
+  protected abstract readonly countStmt: Statement;
+  protected abstract readonly params: Record<string, unknown>;
+
+  constructor(protected readonly source: SourceRun) {}
+
+  count(): number {
+    return (this.countStmt.get(this.params) as { n: number }).n;
+  }
+
+  get runId(): number {
+    return this.source.run.id;
+  }
+}
+
 /** Keyset pages of filtered turns of one run, in id order. */
-export class TurnPages {
+export class TurnPages extends RunPages {
   private readonly page: Statement;
-  private readonly countStmt: Statement;
-  private readonly params: Record<string, unknown>;
+  protected readonly countStmt: Statement;
+  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
-    private readonly source: SourceRun,
+    source: SourceRun,
     filters: ResolvedFilters,
     private readonly limit = 1000,
   ) {
+    super(source);
     const { clauses, params, needs } = turnFilterSql(filters);
     const where = ['t.run_id = @runId', 't.id <= @maxId', ...clauses];
     this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId };
     this.page = db.prepare(`SELECT ${TURN_COLUMNS} FROM turns t ${TURN_JOINS} WHERE ${where.join(' AND ')} AND t.id > @after ORDER BY t.id LIMIT @limit`).raw(true);
     this.countStmt = db.prepare(`SELECT COUNT(*) AS n FROM turns t ${countJoins(needs)} WHERE ${where.join(' AND ')}`);
-  }
-
-  count(): number {
-    return (this.countStmt.get(this.params) as { n: number }).n;
   }
 
   /** The page query and its parameters, for EXPLAIN QUERY PLAN in tests and benchmarks. */
@@ -248,10 +244,6 @@ export class TurnPages {
   next(after: number): TurnRecord[] {
     return (this.page.all({ ...this.params, after, limit: this.limit }) as unknown[][]).map(toTurnRecord);
   }
-
-  get runId(): number {
-    return this.source.run.id;
-  }
 }
 
 /**
@@ -259,19 +251,20 @@ export class TurnPages {
  * episodes ordered by (episode, group, agent, id), so each (episode, group, agent) group arrives
  * whole within one page.
  */
-export class EpisodeTurnPages {
+export class EpisodeTurnPages extends RunPages {
   private readonly episodes: Statement;
   private readonly turns: Statement;
-  private readonly countStmt: Statement;
+  protected readonly countStmt: Statement;
   private readonly noEpisodeStmt: Statement | null;
-  private readonly params: Record<string, unknown>;
+  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
-    private readonly source: SourceRun,
+    source: SourceRun,
     filters: ResolvedFilters,
     private readonly episodeLimit = 50,
   ) {
+    super(source);
     const { clauses, params, needs } = turnFilterSql(filters);
     this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId, maxEpisode: source.maxEpisodeId };
     const episodeWhere = ['run_id = @runId', 'id <= @maxEpisode', 'id > @after'];
@@ -290,11 +283,6 @@ export class EpisodeTurnPages {
       : db.prepare(`SELECT COUNT(*) AS n FROM turns t ${countJoins({ ...needs, episode: false })} WHERE ${noEpisodeWhere.join(' AND ')}`);
   }
 
-  /** Filtered turns that belong to an episode (the progress total). */
-  count(): number {
-    return (this.countStmt.get(this.params) as { n: number }).n;
-  }
-
   /** Filtered turns without an episode; always 0 when a split filter is set (split lives on episodes). */
   countWithoutEpisode(): number {
     return this.noEpisodeStmt === null ? 0 : (this.noEpisodeStmt.get(this.params) as { n: number }).n;
@@ -307,27 +295,24 @@ export class EpisodeTurnPages {
     const turns = (this.turns.all({ ...this.params, episodes: JSON.stringify(ids) }) as unknown[][]).map(toTurnRecord);
     return { lastEpisode: ids[ids.length - 1], turns };
   }
-
-  get runId(): number {
-    return this.source.run.id;
-  }
 }
 
 /**
  * Keyset pages of the problems of one run that at least one filtered turn worked on, with the
  * prompt the Solver read for it (the first Solver turn's, else the question).
  */
-export class ProblemPages {
+export class ProblemPages extends RunPages {
   private readonly page: Statement;
-  private readonly countStmt: Statement;
-  private readonly params: Record<string, unknown>;
+  protected readonly countStmt: Statement;
+  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
-    private readonly source: SourceRun,
+    source: SourceRun,
     filters: ResolvedFilters,
     private readonly limit = 500,
   ) {
+    super(source);
     const { clauses, params } = turnFilterSql({ ...filters, split: null });
     this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId };
     const exists = `EXISTS (SELECT 1 FROM episodes e JOIN turns t ON t.episode_id = e.id
@@ -347,15 +332,7 @@ export class ProblemPages {
     this.countStmt = db.prepare(`SELECT COUNT(*) AS n FROM problems p WHERE ${where.join(' AND ')}`);
   }
 
-  count(): number {
-    return (this.countStmt.get(this.params) as { n: number }).n;
-  }
-
   next(after: number): ProblemRecord[] {
     return this.page.all({ ...this.params, after, limit: this.limit }) as ProblemRecord[];
-  }
-
-  get runId(): number {
-    return this.source.run.id;
   }
 }

@@ -107,17 +107,47 @@ function openTemp(file: string): number {
 
 const JSONL_BUFFER = 1 << 20;
 
-/** One JSON object per line, keys in column order, written in ~1 MB chunks. */
-export class JsonlSink implements RowSink {
-  private readonly fd: number;
-  private chunks: string[] = [];
-  private pending = 0;
-  private bytes = 0;
+/** A sink's temporary file: created exclusively, written whole and synced before it is published, closed once. */
+abstract class TempFileSink implements RowSink {
+  protected readonly fd: number;
   private closed = false;
 
   constructor(file: string) {
     this.fd = openTemp(file);
   }
+
+  abstract write(row: Row, bytes: number): void;
+
+  /** Writes everything still buffered; returns the file's size. */
+  protected abstract flushAll(): number;
+
+  /** Drops everything still buffered. */
+  protected abstract drop(): void;
+
+  finish(): number {
+    const size = this.flushAll();
+    fs.fsyncSync(this.fd);
+    this.close();
+    return size;
+  }
+
+  abandon(): void {
+    this.drop();
+    this.close();
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    fs.closeSync(this.fd);
+  }
+}
+
+/** One JSON object per line, keys in column order, written in ~1 MB chunks. */
+export class JsonlSink extends TempFileSink {
+  private chunks: string[] = [];
+  private pending = 0;
+  private bytes = 0;
 
   write(row: Row): void {
     const line = `${JSON.stringify(row)}\n`;
@@ -135,22 +165,13 @@ export class JsonlSink implements RowSink {
     this.pending = 0;
   }
 
-  finish(): number {
+  protected flushAll(): number {
     this.flush();
-    fs.fsyncSync(this.fd);
-    this.close();
     return this.bytes;
   }
 
-  abandon(): void {
+  protected drop(): void {
     this.chunks = [];
-    this.close();
-  }
-
-  private close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    fs.closeSync(this.fd);
   }
 }
 
@@ -179,15 +200,13 @@ function fdWriter(fd: number): ByteWriter {
  * group is full (by rows, or by text bytes so long texts cannot blow memory), then transposed into
  * columns and encoded; the footer is written at the end. Snappy compression, statistics on.
  */
-export class ParquetSink implements RowSink {
-  private readonly fd: number;
+export class ParquetSink extends TempFileSink {
   private readonly writer: ByteWriter;
   private readonly pq: ParquetWriter;
   /** The row group being filled, already transposed: one array per column. */
   private data: unknown[][];
   private count = 0;
   private bufferedBytes = 0;
-  private closed = false;
 
   constructor(
     file: string,
@@ -196,7 +215,7 @@ export class ParquetSink implements RowSink {
     private readonly groupBytes: number,
     metadata: { key: string; value: string }[],
   ) {
-    this.fd = openTemp(file);
+    super(file);
     this.writer = fdWriter(this.fd);
     this.pq = new ParquetWriter({ writer: this.writer, schema: parquetSchema(columns), kvMetadata: metadata, createdBy: 'MarsRL Studio export (hyparquet-writer)' });
     this.data = columns.map(() => []);
@@ -223,24 +242,14 @@ export class ParquetSink implements RowSink {
     void this.pq.write({ columnData, rowGroupSize: n });
   }
 
-  finish(): number {
+  protected flushAll(): number {
     this.flushGroup();
     void this.pq.finish();
-    const size = this.writer.offset;
-    fs.fsyncSync(this.fd);
-    this.close();
-    return size;
+    return this.writer.offset;
   }
 
-  abandon(): void {
+  protected drop(): void {
     this.data = [];
-    this.close();
-  }
-
-  private close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    fs.closeSync(this.fd);
   }
 }
 

@@ -27,3 +27,15 @@ export function equalityFilters(where: string[], params: Record<string, unknown>
     params[name] = typeof value === 'boolean' ? (value ? 1 : 0) : value;
   }
 }
+
+/**
+ * Adds `column op @name` (a lower or upper bound, `>=` or `<=`) for each bound that is set; null or
+ * undefined means "no bound". Values go through as bound parameters, never into the SQL.
+ */
+export function rangeFilters(where: string[], params: Record<string, unknown>, bounds: Record<string, { column: string; op: '>=' | '<='; value: number | null | undefined }>): void {
+  for (const [name, { column, op, value }] of Object.entries(bounds)) {
+    if (value === null || value === undefined) continue;
+    where.push(`${column} ${op} @${name}`);
+    params[name] = value;
+  }
+}

@@ -3,7 +3,7 @@
  * advantage). Inserts are prepared here and driven by the BatchWriter; reads are keyset pages
  * so a run with millions of turns pages in constant time.
  */
-import { equalityFilters, keysetPage, pageLimit } from './keyset';
+import { equalityFilters, keysetPage, pageLimit, rangeFilters } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
@@ -66,6 +66,23 @@ function toTurn(r: TurnRecord): TurnRow {
     policyVersionMin: r.policy_version_min,
     policyVersionMax: r.policy_version_max,
     createdAt: r.created_at,
+  };
+}
+
+/** An episodes row (from `SELECT e.*` or by id) as the API shows it, with the attempt that wrote it. */
+function toEpisode(r: Record<string, unknown>): EpisodeRow & { attempt: number; supersededBy: number | null } {
+  return {
+    id: r.id as number,
+    runId: r.run_id as number,
+    step: r.step as number,
+    problemId: r.problem_id as number | null,
+    split: r.split as Split,
+    finalAnswer: r.final_answer as string | null,
+    correct: boolColumn(r.correct as number | null),
+    rounds: r.rounds as number,
+    meta: parseJsonColumn(r.meta_json as string | null, null),
+    attempt: (r.attempt as number | undefined) ?? 1,
+    supersededBy: (r.superseded_by as number | null | undefined) ?? null,
   };
 }
 
@@ -132,14 +149,7 @@ export function correctorFilterTurns(kind: NonNullable<EpisodePageQuery['correct
  * Corrector turn reads a rejecting verdict, whose parent is the answer judged: its input.
  */
 function episodeFilterSql(query: EpisodePageQuery, where: string[], params: Record<string, unknown>): void {
-  if (query.stepFrom !== undefined) {
-    where.push('e.step >= @stepFrom');
-    params.stepFrom = query.stepFrom;
-  }
-  if (query.stepTo !== undefined) {
-    where.push('e.step <= @stepTo');
-    params.stepTo = query.stepTo;
-  }
+  rangeFilters(where, params, { stepFrom: { column: 'e.step', op: '>=', value: query.stepFrom }, stepTo: { column: 'e.step', op: '<=', value: query.stepTo } });
   if (query.latestStep) where.push(`e.step = (SELECT MAX(x.step) FROM episodes x WHERE x.run_id = @runId${query.split !== undefined ? ' AND x.split = @split' : ''})`);
   if (query.outcome !== undefined) where.push(query.outcome === 'solved' ? 'e.correct = 1' : 'e.correct = 0');
   if (query.verifier !== undefined) where.push(`EXISTS (SELECT 1 FROM turns v WHERE v.episode_id = e.id AND ${verifierFilterTurn(query.verifier, 'v')})`);
@@ -295,19 +305,7 @@ export class TrajectoriesRepo {
   getEpisode(id: number): (EpisodeRow & { attempt: number; supersededBy: number | null }) | null {
     const r = this.episodeById.get(id) as Record<string, unknown> | undefined;
     if (!r) return null;
-    return {
-      id: r.id as number,
-      runId: r.run_id as number,
-      step: r.step as number,
-      problemId: r.problem_id as number | null,
-      split: r.split as Split,
-      finalAnswer: r.final_answer as string | null,
-      correct: boolColumn(r.correct as number | null),
-      rounds: r.rounds as number,
-      meta: parseJsonColumn(r.meta_json as string | null, null),
-      attempt: (r.attempt as number | undefined) ?? 1,
-      supersededBy: (r.superseded_by as number | null | undefined) ?? null,
-    };
+    return toEpisode(r);
   }
 
   getProblem(id: number): ProblemRow | null {
@@ -337,17 +335,7 @@ export class TrajectoriesRepo {
       FROM episodes e LEFT JOIN problems p ON p.id = e.problem_id WHERE ${where.join(' AND ')} ORDER BY e.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as Record<string, unknown>[]).map(
       (r): EpisodeListItem => ({
-        id: r.id as number,
-        runId: r.run_id as number,
-        step: r.step as number,
-        problemId: r.problem_id as number | null,
-        split: r.split as Split,
-        finalAnswer: r.final_answer as string | null,
-        correct: boolColumn(r.correct as number | null),
-        rounds: r.rounds as number,
-        meta: parseJsonColumn(r.meta_json as string | null, null),
-        attempt: (r.attempt as number | undefined) ?? 1,
-        supersededBy: (r.superseded_by as number | null | undefined) ?? null,
+        ...toEpisode(r),
         question: r.question as string | null,
         reference: r.reference as string | null,
         turnCount: r.turn_count as number,
@@ -372,14 +360,7 @@ export class TrajectoriesRepo {
       correct: { column: 't.correct', value: query.correct },
     });
     if (!query.includeSuperseded) where.push('t.superseded_by IS NULL');
-    if (query.minReward !== undefined) {
-      where.push('r.value >= @minReward');
-      params.minReward = query.minReward;
-    }
-    if (query.maxReward !== undefined) {
-      where.push('r.value <= @maxReward');
-      params.maxReward = query.maxReward;
-    }
+    rangeFilters(where, params, { minReward: { column: 'r.value', op: '>=', value: query.minReward }, maxReward: { column: 'r.value', op: '<=', value: query.maxReward } });
     const sql = `${TURN_VIEW_SELECT} WHERE ${where.join(' AND ')} ORDER BY t.id LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as TurnViewRecord[]).map(toTurnView);
     return keysetPage(rows, limit, (row) => row.id);

@@ -65,25 +65,8 @@ interface Served {
 export async function createModelServer(opts: ModelServerOptions): Promise<ModelServer> {
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? null;
-  if (!isLoopbackHost(host) && token === null) throw new Error(`serving on ${host} (not loopback) requires a token: pass --token or set MARSRL_TOKEN`);
-  if (token !== null) {
-    const weak = checkTokenStrength(token);
-    if (weak) throw new Error(`token: ${weak}`);
-  }
-  if (opts.policies.length === 0) throw new Error('no policy to serve');
-  const ids = new Set<string>();
-  for (const p of opts.policies) {
-    if (ids.has(p.id)) throw new Error(`two policies are served as ${JSON.stringify(p.id)}; give them distinct ids`);
-    ids.add(p.id);
-  }
-  const served = new Map<string, Served>(
-    opts.policies.map((policy) => {
-      const engine = opts.engines?.get(policy.id);
-      if (engine) return [policy.id, { policy, batcher: engine }];
-      if (!('model' in policy)) throw new Error(`policy ${JSON.stringify(policy.id)} has neither weights in this thread nor a decode engine`);
-      return [policy.id, { policy, batcher: new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows, joinWaitMs: opts.joinWaitMs }) }];
-    }),
-  );
+  checkServeOptions(opts, host, token);
+  const served = servedPolicies(opts);
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const maxBody = opts.maxBodyBytes ?? 4 * 1024 * 1024;
   let port = opts.port ?? 0;
@@ -196,16 +179,8 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
     res.end('data: [DONE]\n\n');
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
-  const shownHost = isWildcardHost(host) ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  const url = `http://${shownHost}:${port}`;
+  port = await listen(server, port, host);
+  const url = serverUrl(host, port);
   return {
     url,
     baseUrl: `${url}/v1`,
@@ -217,6 +192,51 @@ export async function createModelServer(opts: ModelServerOptions): Promise<Model
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A server off loopback needs a strong token; every policy id is served once. */
+function checkServeOptions(opts: ModelServerOptions, host: string, token: string | null): void {
+  if (!isLoopbackHost(host) && token === null) throw new Error(`serving on ${host} (not loopback) requires a token: pass --token or set MARSRL_TOKEN`);
+  if (token !== null) {
+    const weak = checkTokenStrength(token);
+    if (weak) throw new Error(`token: ${weak}`);
+  }
+  if (opts.policies.length === 0) throw new Error('no policy to serve');
+  const ids = new Set<string>();
+  for (const p of opts.policies) {
+    if (ids.has(p.id)) throw new Error(`two policies are served as ${JSON.stringify(p.id)}; give them distinct ids`);
+    ids.add(p.id);
+  }
+}
+
+/** Each policy with its decoder: the engine given for it, else a batcher in this thread. */
+function servedPolicies(opts: ModelServerOptions): Map<string, Served> {
+  return new Map<string, Served>(
+    opts.policies.map((policy) => {
+      const engine = opts.engines?.get(policy.id);
+      if (engine) return [policy.id, { policy, batcher: engine }];
+      if (!('model' in policy)) throw new Error(`policy ${JSON.stringify(policy.id)} has neither weights in this thread nor a decode engine`);
+      return [policy.id, { policy, batcher: new RequestBatcher(policy.model, policy.tokenizer, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows, joinWaitMs: opts.joinWaitMs }) }];
+    }),
+  );
+}
+
+/** Listens on `host:port` (0: any free port) and resolves to the port bound. */
+async function listen(server: http.Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** The URL a client uses: a wildcard bind is reached on loopback, an IPv6 host in brackets. */
+function serverUrl(host: string, port: number): string {
+  const shownHost = isWildcardHost(host) ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shownHost}:${port}`;
 }
 
 function unknownModel(model: string): ApiError {
