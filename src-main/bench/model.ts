@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../engine/model/backend';
-import { createModel, type GPTConfig } from '../engine/model/gpt';
+import { createModel, type GPTConfig } from '../engine/gpt/model';
 import { PLAIN_STRATEGY, type KernelStrategy } from '../engine/model/ops';
 import { createOptimizer } from '../engine/model/optim';
 import { canReadSync } from '../engine/model/readback';

@@ -78,7 +78,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, type BackendPreference } from '../engine/model/backend';
-import type { GPT } from '../engine/model/gpt';
+import type { GPT } from '../engine/gpt/model';
 import { sample } from '../engine/model/sampling';
 import { projectRoot, resourcesDir } from '../engine/resources';
 import { median } from '../engine/compare/stats';

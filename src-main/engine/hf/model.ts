@@ -21,7 +21,7 @@
  * embedding is kept as [D, V], the layout the (tied) LM head multiplies by, and looked up by
  * columns. `specs` give these storage shapes; `hfNamedTensors` (load.ts) turns them back.
  *
- * Decoding has two cache modes, as the GPT's (gpt.ts): 'js' (wasm, cpu) keeps keys and values in
+ * Decoding has two cache modes, as the GPT's (gpt/model.ts): 'js' (wasm, cpu) keeps keys and values in
  * JavaScript arrays and computes attention, RoPE and the Qwen3 q/k norm of the new positions in
  * plain loops between the tensor matMuls; 'concat' (other backends) keeps them as tensors grown
  * by concatenation and runs the same tensor forward pass as training. On webgpu (issue #15) only

@@ -1,5 +1,5 @@
 /**
- * How both model families lay a token batch out (the GPT in gpt.ts and the Hugging Face family
+ * How both model families lay a token batch out (the GPT in gpt/model.ts and the Hugging Face family
  * in hf/model.ts compute on time-major 2-D activations; see ops.ts for why). One definition, so
  * the two families validate batches and count positions the same way.
  */

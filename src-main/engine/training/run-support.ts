@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RunConfig } from '../config/schema';
 import { agentName } from '#shared/agents';
-import { Tokenizer } from '../model/tokenizer';
+import { Tokenizer } from '../gpt/tokenizer';
 import { classBalanceWeights, computeAdvantages, computeRewards, meanInflationFactors, type RewardOptions, type TurnAdvantage } from '../rl';
 import type { BatchWriter, Store } from '../store';
 import { getTaskFamily } from '../tasks';

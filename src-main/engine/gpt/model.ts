@@ -17,14 +17,14 @@
  * token per step (see DecodeWeights) and a key/value cache (see KVCache); sampling.ts drives it.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { batchMajorStats, timeMajorBatch } from './batch-layout';
-import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from './flat-weights';
-import type { ModelConfig } from '../config/schema';
+import { batchMajorStats, timeMajorBatch } from '../model/batch-layout';
+import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
 import { Rng } from '../util/rng';
-import type { ParamSpec, PolicyModel } from './policy-model';
-import { registerMissingGradients } from './gradients';
-import { joinModelCaches } from './kv-join';
-import { readSync, takeAsync, takeSync } from './readback';
+import type { ParamSpec, PolicyModel } from '../model/policy-model';
+import { registerMissingGradients } from '../model/gradients';
+import { joinModelCaches } from '../model/kv-join';
+import { readSync, takeAsync, takeSync } from '../model/readback';
+import { paramSpecs, validateConfig, type GPTConfig } from './config';
 import {
   attentionDecodeStep,
   attentionMask,
@@ -40,61 +40,19 @@ import {
   tokenLogProbsAndEntropy,
   type KernelStrategy,
   type KVPair,
-} from './ops';
+} from '../model/ops';
 
 // ---------------------------------------------------------------------------------------------
-// Configuration
+// Configuration and parameters (config.ts)
 
-/** The run config's model block plus the vocabulary size (which comes from the tokenizer). */
-export interface GPTConfig extends ModelConfig {
-  vocabSize: number;
-}
+export { paramSpecs, validateConfig, type GPTConfig } from './config';
+export type { ParamSpec } from '../model/policy-model';
 
 export interface CreateModelOptions {
   /** Override the kernel strategy chosen from the backend (tests use this to compare both). */
   kernels?: KernelStrategy;
   /** Initialisation scale of the weights (GPT-2 uses 0.02). */
   initStd?: number;
-}
-
-export function validateConfig(c: GPTConfig): void {
-  const ints: Array<keyof GPTConfig> = ['vocabSize', 'd_model', 'n_layers', 'n_heads', 'context', 'mlp_ratio'];
-  for (const k of ints) {
-    if (!Number.isInteger(c[k]) || (c[k] as number) < 1) throw new Error(`model config: ${k} must be a positive integer, got ${c[k]}`);
-  }
-  if (c.d_model % c.n_heads !== 0) throw new Error(`model config: n_heads (${c.n_heads}) must divide d_model (${c.d_model})`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Parameters
-
-export type { ParamSpec } from './policy-model';
-
-/** Parameter names and shapes in their fixed order (the order of the flat weight buffer). */
-export function paramSpecs(c: GPTConfig): ParamSpec[] {
-  const D = c.d_model;
-  const list: Array<[string, number[]]> = [
-    ['wte', [c.vocabSize, D]],
-    ['wpe', [c.context, D]],
-  ];
-  for (let i = 0; i < c.n_layers; i++) {
-    list.push(
-      [`h${i}.ln1.g`, [D]],
-      [`h${i}.attn.wqkv`, [D, 3 * D]],
-      [`h${i}.attn.wproj`, [D, D]],
-      [`h${i}.ln2.g`, [D]],
-      [`h${i}.mlp.wfc`, [D, c.mlp_ratio * D]],
-      [`h${i}.mlp.wproj`, [c.mlp_ratio * D, D]],
-    );
-  }
-  list.push(['lnf.g', [D]], ['head', [D, c.vocabSize]]);
-  let offset = 0;
-  return list.map(([name, shape]) => {
-    const size = shape.reduce((a, b) => a * b, 1);
-    const spec = { name, shape, offset, size, decay: shape.length > 1 };
-    offset += size;
-    return spec;
-  });
 }
 
 /**
