@@ -17,13 +17,14 @@
  * token per step (see DecodeWeights) and a key/value cache (see KVCache); sampling.ts drives it.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { batchMajorStats, timeMajorBatch } from '../model/batch-layout';
-import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { batchMajorLogits, batchMajorStats, timeMajorBatch } from '../model/batch-layout';
+import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import { registerMissingGradients } from '../model/gradients';
 import { joinModelCaches } from '../model/kv-join';
-import { readSync, takeAsync, takeSync } from '../model/readback';
+import { finishAsync, finishSync, readSync, takeAsync, takeSync, type Staged } from '../model/readback';
 import { paramSpecs, validateConfig, type GPTConfig } from './config';
 import {
   attentionDecodeStep,
@@ -81,8 +82,8 @@ function initialWeights(c: GPTConfig, seed: number, std: number): Float32Array {
 const LN_EPS_DECODE = LN_EPS;
 
 let modelCounter = 0;
-/** Source of weights versions, shared by all models of the process. */
-let weightsVersionSeq = 0;
+/** The GPT family's weights versions (weights-version.ts). */
+const GPT_VERSIONS = new VersionSequence(0);
 
 interface LayerWeights {
   ln1: tf.Variable;
@@ -152,8 +153,7 @@ export class GPT implements PolicyModel<KVCache> {
   readonly lnf: tf.Variable;
   readonly head: tf.Variable;
   private readonly kernelsOverride?: KernelStrategy;
-  private versionValue = ++weightsVersionSeq;
-  private lastDataIds: unknown[];
+  private readonly weightsVersion = new WeightsVersion(GPT_VERSIONS, () => this.variables.map((v) => v.dataId));
   private decodeCache: { version: number; weights: DecodeWeights } | null = null;
   private disposed = false;
 
@@ -186,7 +186,7 @@ export class GPT implements PolicyModel<KVCache> {
     }
     this.lnf = get('lnf.g');
     this.head = get('head');
-    this.lastDataIds = this.variables.map((v) => v.dataId);
+    this.weightsVersion.watch();
   }
 
   get vocabSize(): number {
@@ -198,8 +198,7 @@ export class GPT implements PolicyModel<KVCache> {
   }
 
   get numParams(): number {
-    const last = this.specs[this.specs.length - 1];
-    return last.offset + last.size;
+    return flatLength(this.specs);
   }
 
   /** The kernel strategy in use (from the active backend unless overridden). */
@@ -214,14 +213,7 @@ export class GPT implements PolicyModel<KVCache> {
    * know when its cache is stale.
    */
   get version(): number {
-    for (let i = 0; i < this.variables.length; i++) {
-      if (this.variables[i].dataId !== this.lastDataIds[i]) {
-        this.lastDataIds = this.variables.map((v) => v.dataId);
-        this.versionValue = ++weightsVersionSeq;
-        break;
-      }
-    }
-    return this.versionValue;
+    return this.weightsVersion.current();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -258,10 +250,7 @@ export class GPT implements PolicyModel<KVCache> {
    */
   logits(tokens: number[][], opts: { leftPad?: number[] } = {}): tf.Tensor3D {
     const { tm, pos, T, B } = this.timeMajor(tokens, opts.leftPad);
-    return tf.tidy(() => {
-      const lg = this.headLogits(this.hidden(tm, pos, T, B, opts.leftPad));
-      return tf.transpose(tf.reshape(lg, [T, B, this.config.vocabSize]), [1, 0, 2]) as tf.Tensor3D;
-    });
+    return tf.tidy(() => batchMajorLogits(this.headLogits(this.hidden(tm, pos, T, B, opts.leftPad)), T, B));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -379,18 +368,16 @@ export class GPT implements PolicyModel<KVCache> {
    * cache and the next-token logits of each row [B·V].
    */
   prefill(rows: number[][], leftPad: number[], capacity: number): { cache: KVCache; logits: Float32Array } {
-    const run = this.prefillTensors(rows, leftPad, capacity);
-    return run.finish(takeSync(run.logits, 'prefillAsync'));
+    return finishSync(this.prefillTensors(rows, leftPad, capacity), 'prefillAsync');
   }
 
   /** `prefill` for every backend, WebGPU included (its readback is asynchronous). */
   async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: KVCache; logits: Float32Array }> {
-    const run = this.prefillTensors(rows, leftPad, capacity);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.prefillTensors(rows, leftPad, capacity));
   }
 
   /** The prefill's logits tensor, and the rest of the work once its values are read. */
-  private prefillTensors(rows: number[][], leftPad: number[], capacity: number): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
+  private prefillTensors(rows: number[][], leftPad: number[], capacity: number): Staged<{ cache: KVCache; logits: Float32Array }> {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const capture: KVPair[] = [];
     const version = this.version;
@@ -441,8 +428,7 @@ export class GPT implements PolicyModel<KVCache> {
    * computed. Returns the extended cache (the old one is consumed) and next-token logits [B·V].
    */
   decodeStep(tokens: Int32Array, positions: Int32Array, cache: KVCache, live?: boolean[]): { cache: KVCache; logits: Float32Array } {
-    const run = this.decodeStepTensors(tokens, positions, cache, live);
-    return run.finish(takeSync(run.logits, 'decodeStepAsync'));
+    return finishSync(this.decodeStepTensors(tokens, positions, cache, live), 'decodeStepAsync');
   }
 
   /** `decodeStep` for every backend, WebGPU included (its readback is asynchronous). */
@@ -450,8 +436,7 @@ export class GPT implements PolicyModel<KVCache> {
     // The 'js' cache reads every layer's projections back mid-step: only where that is synchronous.
     if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
     await this.prepareDecodeWeights();
-    const run = this.decodeStepTensors(tokens, positions, cache, live);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.decodeStepTensors(tokens, positions, cache, live));
   }
 
   /** The decoding step's logits tensor, and the cache bookkeeping once its values are read. */
@@ -460,7 +445,7 @@ export class GPT implements PolicyModel<KVCache> {
     positions: Int32Array,
     cache: KVCache,
     live?: boolean[],
-  ): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
+  ): Staged<{ cache: KVCache; logits: Float32Array }> {
     const B = tokens.length;
     const { d_model: D, n_heads: H, context } = this.config;
     const w = this.decodeWeights();

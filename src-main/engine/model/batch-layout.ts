@@ -46,3 +46,8 @@ export function batchMajorStats({ stats, T, B }: { stats: tf.Tensor2D; T: number
     };
   });
 }
+
+/** Time-major logits [T·B, V] (row t·B + b scores the token after tokens[b][t]) as [B, T, V]. */
+export function batchMajorLogits(logits: tf.Tensor2D, T: number, B: number): tf.Tensor3D {
+  return tf.transpose(tf.reshape(logits, [T, B, logits.shape[1]]), [1, 0, 2]);
+}
