@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { activateBackend, adapterLabel, initBackend, type BackendPreference } from '../src-main/engine/model/backend';
-import { createModel, type GPTConfig } from '../src-main/engine/model/gpt';
+import { createModel, type GPTConfig } from '../src-main/engine/gpt/model';
 import { PLAIN_STRATEGY, type KernelStrategy } from '../src-main/engine/model/ops';
 import { createOptimizer } from '../src-main/engine/model/optim';
 import { canReadSync } from '../src-main/engine/model/readback';

@@ -78,7 +78,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, type BackendPreference } from '../src-main/engine/model/backend';
-import type { GPT } from '../src-main/engine/model/gpt';
+import type { GPT } from '../src-main/engine/gpt/model';
 import { sample } from '../src-main/engine/model/sampling';
 import { projectRoot, resourcesDir } from '../src-main/engine/resources';
 import { median } from '../src-main/engine/compare/stats';

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer of the MarsRL Studio policy model, for `npm run bench -- model` only.
 
-The same decoder-only transformer as src-main/engine/model/gpt.ts (pre-norm blocks, bias-free
+The same decoder-only transformer as src-main/engine/gpt/model.ts (pre-norm blocks, bias-free
 linears, LayerNorm with gain only, ReLU MLP, untied LM head, learned positions), the same batch
 and the same optimizer step (Adam + global-norm clipping), measured on CPU with a fixed thread
 count, or on a GPU with --device cuda (PyTorch eager, FP32; each timed call ends with

@@ -27,7 +27,7 @@ export function createModelsApi(context: ServiceContext): ModelsApi {
 
     async exportModel(request) {
       // Loaded on first use, like the dataset export: the model writers are not needed to browse.
-      const { exportPolicyModel, PolicyExportError } = await import('../engine/hf/run-export');
+      const { exportPolicyModel, PolicyExportError } = await import('../engine/checkpoint/run-export');
       const { OutputExistsError } = await import('../engine/hf/export');
       requireRun(request.runId);
       // A relative folder is under the exports folder, as a dataset export's file is.

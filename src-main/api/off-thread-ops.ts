@@ -8,7 +8,7 @@ import type { ConfigIssue, ConfigValidation, ModelInspection } from '#shared/con
 import { resolveModelFolder } from '../engine/config/hf-folder';
 import { taskFileIssues, validateConfig } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';
-import { inspectHfFolder } from '../engine/hf/inspect';
+import { inspectHfFolder } from '../engine/checkpoint/inspect';
 import { endpointEnvIssues } from '../engine/served/config';
 import { toModelInspection } from './views';
 

@@ -1,6 +1,6 @@
 /** Store rows → the shapes the StudioApi promises (shared by the service and the CLI). */
 import type { ModelInspection, ResumeReport, RunDetail, RunStudyCell, RunSummary } from '#shared/contract';
-import type { HfInspectReport } from '../engine/hf/inspect';
+import type { HfInspectReport } from '../engine/checkpoint/inspect';
 import { loraModuleShapes } from '../engine/hf/lora-settings';
 import type { RunRow, Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';

@@ -18,7 +18,7 @@ import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, tas
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import { getTaskFamily } from '../engine/tasks/registry';
-import { readCheckpointManifest } from '../engine/model/checkpoint';
+import { readCheckpointManifest } from '../engine/checkpoint/checkpoint';
 import { resolveInitPath } from '../engine/training/policies';
 import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';

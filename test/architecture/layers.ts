@@ -61,8 +61,9 @@ export interface Tiers {
 /**
  * The engine's folders for the target layout of issue 37: leaves at the bottom (utilities, the
  * store), the schema's config type low enough that every part may read it, the model families
- * above the model seam, training above everything it drives. Phase B of the issue adds its new
- * folders (the vocabulary leaf, preflight, the run shell, checkpoints above the model families)
+ * (gpt, hf: one folder each) above the model seam, checkpoints and the family registry above
+ * both families, training above everything it drives. Phase B of the issue adds its new
+ * folders (the vocabulary leaf, preflight, the run shell)
  * here when it makes them.
  */
 export const ENGINE_TIERS: Tiers = {
@@ -75,7 +76,8 @@ export const ENGINE_TIERS: Tiers = {
     ['model', 'rl'],
     ['agents'],
     ['tasks'],
-    ['hf'],
+    ['gpt', 'hf'],
+    ['checkpoint'],
     ['served', 'compare', 'export', 'rejudge'],
     ['training', 'study'],
     ['system'],
@@ -106,7 +108,6 @@ export interface KnownViolation {
 
 const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and problem types) and a pure schema';
 const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
-const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
 
 export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
@@ -120,14 +121,6 @@ export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/tasks/math-data.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/model/size-limits.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/load.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/lora.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/model.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/safetensors.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/tokenizer.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/gpu-memory.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
-  { from: 'src-main/engine/model/size-limits.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
 ];
 
 /** Today's known import cycles (the files of each strongly connected component, sorted), with what removes them. */

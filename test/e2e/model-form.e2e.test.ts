@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { inspectHfFolder } from '../../src-main/engine/hf/inspect';
+import { inspectHfFolder } from '../../src-main/engine/checkpoint/inspect';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { screenshot } from './browser';
 import { seedStudio } from '../helpers/seed';

@@ -12,7 +12,7 @@ import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
 import { openSafetensors, readTensorBytes } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { saveHfCheckpoint } from '../../src-main/engine/model/checkpoint';
+import { saveHfCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { marsrl } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 import { QWEN3_TOKENIZER } from './corpus';

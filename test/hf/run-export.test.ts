@@ -12,7 +12,7 @@ import { resolveConfig } from '../../src-main/engine/config/load';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import { loadHfModel } from '../../src-main/engine/hf/load';
 import { LoraHfModel, PEFT_CONFIG, PEFT_WEIGHTS, readPeftAdapter } from '../../src-main/engine/hf/lora';
-import { exportPolicyModel, PolicyExportError } from '../../src-main/engine/hf/run-export';
+import { exportPolicyModel, PolicyExportError } from '../../src-main/engine/checkpoint/run-export';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { OutputExistsError } from '../../src-main/engine/hf/export';

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { createModel, disposeCache, type GPT } from '../../src-main/engine/model/gpt';
+import { createModel, disposeCache, type GPT } from '../../src-main/engine/gpt/model';
 import { Rng } from '../../src-main/engine/util/rng';
 import { maxAbsDiff, randomArray, randomTokens, scalar, TINY, worstDirectionalError } from './helpers';
 

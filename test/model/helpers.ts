@@ -1,6 +1,6 @@
 /** Shared helpers for the model tests: finite differences and tiny models. */
 import * as tf from '@tensorflow/tfjs-core';
-import type { GPTConfig } from '../../src-main/engine/model/gpt';
+import type { GPTConfig } from '../../src-main/engine/gpt/model';
 import { Rng } from '../../src-main/engine/util/rng';
 
 export const TINY: GPTConfig = { vocabSize: 7, d_model: 8, n_layers: 2, n_heads: 2, context: 16, mlp_ratio: 2 };

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { createModel, type GPT } from '../../src-main/engine/model/gpt';
+import { createModel, type GPT } from '../../src-main/engine/gpt/model';
 import { decodeSegment, disposeDecodeState, sample, sampleFromLogits, startDecode } from '../../src-main/engine/model/sampling';
 import { Rng } from '../../src-main/engine/util/rng';
 import { maxAbsDiff, TINY } from './helpers';

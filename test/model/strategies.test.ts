@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { createModel } from '../../src-main/engine/model/gpt';
+import { createModel } from '../../src-main/engine/gpt/model';
 import { PLAIN_STRATEGY, strategyForBackend, WASM_STRATEGY } from '../../src-main/engine/model/ops';
 import { sample } from '../../src-main/engine/model/sampling';
 import { Rng } from '../../src-main/engine/util/rng';

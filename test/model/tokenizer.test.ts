@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CHARSET, Tokenizer } from '../../src-main/engine/model/tokenizer';
+import { DEFAULT_CHARSET, Tokenizer } from '../../src-main/engine/gpt/tokenizer';
 
 describe('Tokenizer', () => {
   const tok = new Tokenizer();

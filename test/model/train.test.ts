@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { createModel } from '../../src-main/engine/model/gpt';
+import { createModel } from '../../src-main/engine/gpt/model';
 import { Adam, createOptimizer, scheduledLr } from '../../src-main/engine/model/optim';
 import { supervisedLoss, supervisedStep, type SupervisedBatch } from '../../src-main/engine/model/train';
 import { Rng } from '../../src-main/engine/util/rng';

@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunConfig } from '../../src-main/engine/config/schema';
-import { loadCheckpoint } from '../../src-main/engine/model/checkpoint';
+import { loadCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
 import { createRunManager } from '../../src-main/runner/manager';

@@ -16,7 +16,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { existsSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { BackendInfo } from '../../src-main/engine/model/backend';
-import { createModel, type GPT, type GPTConfig } from '../../src-main/engine/model/gpt';
+import { createModel, type GPT, type GPTConfig } from '../../src-main/engine/gpt/model';
 import { PLAIN_STRATEGY, strategyForBackend } from '../../src-main/engine/model/ops';
 import { createOptimizer } from '../../src-main/engine/model/optim';
 import { sample, sampleAsync, type SampledSequence } from '../../src-main/engine/model/sampling';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfModel } from '../../src-main/engine/hf/load';
 import type { HfDecodeMode } from '../../src-main/engine/hf/model';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { createModel } from '../../src-main/engine/model/gpt';
+import { createModel } from '../../src-main/engine/gpt/model';
 import { joinJsLayers, joinLayout } from '../../src-main/engine/model/kv-join';
 import { PLAIN_STRATEGY, WASM_STRATEGY } from '../../src-main/engine/model/ops';
 import type { DecodeCache, PolicyModel } from '../../src-main/engine/model/policy-model';

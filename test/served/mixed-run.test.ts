@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
 import { runExport } from '../../src-main/engine/export';
-import { loadCheckpoint } from '../../src-main/engine/model/checkpoint';
+import { loadCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createRunManager } from '../../src-main/runner/manager';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';

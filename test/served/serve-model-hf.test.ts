@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfModel } from '../../src-main/engine/hf/load';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { saveHfCheckpoint } from '../../src-main/engine/model/checkpoint';
+import { saveHfCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { sample } from '../../src-main/engine/model/sampling';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
-import type { GPT } from '../../src-main/engine/model/gpt';
+import type { GPT } from '../../src-main/engine/gpt/model';
 import { sample } from '../../src-main/engine/model/sampling';
 import { EndpointClient } from '../../src-main/engine/served/client';
 import { EndpointPool } from '../../src-main/engine/served/pool';

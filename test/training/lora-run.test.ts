@@ -15,12 +15,12 @@ import { heldHfBaseCount, LoraHfModel, peftTensorNames, PEFT_CONFIG, PEFT_WEIGHT
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { MemoryBudget } from '../../src-main/engine/model/gpu-memory';
-import { loraBaseFromFolder, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/model/checkpoint';
+import { loraBaseFromFolder, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/checkpoint/checkpoint';
 import type { Store } from '../../src-main/engine/store';
 import { responseLogProbs, ppoStep, type PolicySample } from '../../src-main/engine/training/ppo';
 import { createPolicy, loadPolicies, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/task-data';
-import { exportPolicyModel } from '../../src-main/engine/hf/run-export';
+import { exportPolicyModel } from '../../src-main/engine/checkpoint/run-export';
 import { createRunManager } from '../../src-main/runner/manager';
 import { Rng } from '../../src-main/engine/util/rng';
 import { runsDatabase } from '../helpers/runs-db';

@@ -59,7 +59,7 @@ async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
   if (printedHelp(values, usage, ctx)) return 0;
   const dir = positionals[0];
   if (!dir) throw new UsageError('inspect needs the model folder: marsrl model inspect DIR', usage);
-  const { inspectHfFolder, formatInspectReport } = await import('../../engine/hf/inspect');
+  const { inspectHfFolder, formatInspectReport } = await import('../../engine/checkpoint/inspect');
   const report = inspectHfFolder(dir);
   if (values.json) printJson(report);
   else ctx.out(formatInspectReport(report));
@@ -82,13 +82,13 @@ async function exportSource(src: string, baseFlag: string | undefined): Promise<
   const lora = await import('../../engine/hf/lora');
   if (lora.isPeftAdapterFolder(src)) return adapterSource(src, baseFlag);
   if (baseFlag !== undefined) throw new UsageError(`--base is for a LoRA adapter SRC (a folder with ${lora.PEFT_CONFIG}); ${src} is a full model`, usage);
-  const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/model/checkpoint');
+  const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/checkpoint/checkpoint');
   if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
     const family = checkpointFamily(src);
     if (family !== 'hf') throw new Error(`${path.join(src, CHECKPOINT_MANIFEST)}: family ${family}: a checkpoint of the Studio's own GPT has no Hugging Face architecture to export to (only Llama / Qwen2 / Qwen3 policies export as hf or gguf)`);
     const { initBackend } = await import('../../engine/model/backend');
     await initBackend('auto');
-    const { loadHfCheckpoint } = await import('../../engine/model/checkpoint');
+    const { loadHfCheckpoint } = await import('../../engine/checkpoint/checkpoint');
     const { hfNamedTensors } = await import('../../engine/hf/load');
     const { hfConfigJson } = await import('../../engine/hf/config');
     const loaded = loadHfCheckpoint(src);
@@ -160,13 +160,13 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
     if (!/^\d+$/.test(values.step) || !Number.isSafeInteger(step)) throw new UsageError(`--step must be an RL step, a whole number from 0 (got ${JSON.stringify(values.step)})`, usage);
   }
 
-  // A run or a run's checkpoint (issue #14): engine/hf/run-export.ts, shared with the API.
+  // A run or a run's checkpoint (issue #14): engine/checkpoint/run-export.ts, shared with the API.
   const fromRun = /^\d+$/.test(src) && !fs.existsSync(src);
-  const { CHECKPOINT_MANIFEST } = await import('../../engine/model/checkpoint');
+  const { CHECKPOINT_MANIFEST } = await import('../../engine/checkpoint/checkpoint');
   const isStudioCheckpoint = (dir: string) => fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST)) || (fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true && fs.readdirSync(dir).some((d) => fs.existsSync(path.join(dir, d, CHECKPOINT_MANIFEST))));
   if (fromRun || isStudioCheckpoint(src)) {
     if (values.base !== undefined) throw new UsageError('--base is for a PEFT adapter folder SRC; a run\'s checkpoint names its own base', usage);
-    const runExport = await import('../../engine/hf/run-export');
+    const runExport = await import('../../engine/checkpoint/run-export');
     const opened = fromRun ? (await import('../context')).openCliStudio(values.db, ctx.env) : null;
     try {
       const source = opened ? { runId: Number(src), store: opened.store } : { checkpoint: src };

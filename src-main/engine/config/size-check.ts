@@ -4,8 +4,8 @@
  * config asking for more is refused on the field to shrink, with the figure and the limit.
  */
 import type { HfArchConfig } from '../hf/config';
-import { hfParameterCount } from '../hf/config';
-import { gptParameterCount, hfWeightsProblem, machineMemoryBytes, runSizeIssues, type DecodeBatch, type PolicyShape, type SizeIssue } from '../model/size-limits';
+import { hfParameterCount, hfWeightsProblem } from '../hf/config';
+import { gptParameterCount, machineMemoryBytes, runSizeIssues, type DecodeBatch, type PolicyShape, type SizeIssue } from '../model/size-limits';
 import type { RunConfig } from './schema';
 
 /** A policy's shape from its model block (`hf`: the folder's parsed config.json); null when served. */

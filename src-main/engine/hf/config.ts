@@ -8,6 +8,8 @@
  * configuration_qwen2.py and configuration_qwen3.py (read, not copied); rope scaling from
  * transformers' modeling_rope_utils.py (`linear`, `llama3`).
  */
+import { BYTES_PER_FLOAT, formatCount, machineLimitText, machineMemoryBytes } from '../model/size-limits';
+import { formatBytes } from '#shared/format';
 
 export type HfArchitecture = 'LlamaForCausalLM' | 'Qwen2ForCausalLM' | 'Qwen3ForCausalLM';
 export type HfModelType = 'llama' | 'qwen2' | 'qwen3';
@@ -283,4 +285,21 @@ export function hfParameterCount(c: HfArchConfig): number {
 export function hfTensorCount(c: HfArchConfig): number {
   const perLayer = 9 + (c.attentionBias ? 3 : 0) + (c.qkNorm ? 2 : 0);
   return 2 + (c.tieWordEmbeddings ? 0 : 1) + c.numLayers * perLayer;
+}
+
+/**
+ * Why a Hugging Face architecture cannot be loaded here (its float32 weights alone exceed the
+ * machine's memory), naming the config.json key that makes it large; null when it fits.
+ */
+export function hfWeightsProblem(c: HfArchConfig, memory = machineMemoryBytes()): { key: string; message: string } | null {
+  const params = hfParameterCount(c);
+  const bytes = params * BYTES_PER_FLOAT;
+  if (bytes <= memory && Number.isFinite(bytes)) return null;
+  const embedding = c.vocabSize * c.hiddenSize * (c.tieWordEmbeddings ? 1 : 2);
+  const key = embedding > params / 2 ? 'vocab_size' : 'num_hidden_layers';
+  const figure = key === 'vocab_size' ? `vocab_size ${formatCount(c.vocabSize)} × hidden_size ${formatCount(c.hiddenSize)}` : `num_hidden_layers ${formatCount(c.numLayers)} (hidden_size ${formatCount(c.hiddenSize)}, intermediate_size ${formatCount(c.intermediateSize)})`;
+  return {
+    key,
+    message: `${figure} gives ${formatCount(params)} parameters: ${formatBytes(bytes)} as float32 (the Studio computes in float32) before anything else is held, and ${machineLimitText(memory)}; nothing was loaded`,
+  };
 }

@@ -21,7 +21,7 @@
 import fs from 'node:fs';
 import type { HfArchConfig } from './config';
 import { hfTensorShapes } from './config';
-import { f32ToF16Bits, HfFormatError } from './safetensors';
+import { f32ToF16Bits, HfFormatError, writeFileAtomically, writeFully } from './safetensors';
 import type { HfNamedTensors } from './load';
 import { HfTokenizer } from './tokenizer';
 import { pushAll } from '../util/arrays';
@@ -76,29 +76,24 @@ class ByteSink {
     this.current = Buffer.alloc(Math.max(1 << 16, n));
     this.at = 0;
   }
+  /** One little-endian value of `bytes` bytes, written by `write` at the current position. */
+  private fixed(bytes: number, write: (buf: Buffer, at: number) => void): void {
+    this.room(bytes);
+    write(this.current, this.at);
+    this.at += bytes;
+    this.length += bytes;
+  }
   u32(v: number): void {
-    this.room(4);
-    this.current.writeUInt32LE(v, this.at);
-    this.at += 4;
-    this.length += 4;
+    this.fixed(4, (buf, at) => buf.writeUInt32LE(v, at));
   }
   i32(v: number): void {
-    this.room(4);
-    this.current.writeInt32LE(v, this.at);
-    this.at += 4;
-    this.length += 4;
+    this.fixed(4, (buf, at) => buf.writeInt32LE(v, at));
   }
   u64(v: number): void {
-    this.room(8);
-    this.current.writeBigUInt64LE(BigInt(v), this.at);
-    this.at += 8;
-    this.length += 8;
+    this.fixed(8, (buf, at) => buf.writeBigUInt64LE(BigInt(v), at));
   }
   f32(v: number): void {
-    this.room(4);
-    this.current.writeFloatLE(v, this.at);
-    this.at += 4;
-    this.length += 4;
+    this.fixed(4, (buf, at) => buf.writeFloatLE(v, at));
   }
   u8(v: number): void {
     this.room(1);
@@ -398,9 +393,7 @@ export function writeGguf(file: string, args: { config: HfArchConfig; tensors: H
   }
   head.zeros(align(head.length) - head.length);
 
-  const tmp = `${file}.partial-${process.pid}`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
+  writeFileAtomically(file, (fd) => {
     fs.writeSync(fd, head.buffer());
     let written = 0;
     for (const t of planned) {
@@ -417,15 +410,8 @@ export function writeGguf(file: string, args: { config: HfArchConfig; tensors: H
         for (let i = 0; i < values.length; i++) halves[i] = f32ToF16Bits(values[i]);
         bytes = new Uint8Array(halves.buffer);
       }
-      let done = 0;
-      while (done < bytes.length) done += fs.writeSync(fd, bytes, done, Math.min(1 << 24, bytes.length - done));
+      writeFully(fd, bytes);
       written += t.bytes;
     }
-    fs.closeSync(fd);
-  } catch (error) {
-    fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw error;
-  }
-  fs.renameSync(tmp, file);
+  });
 }

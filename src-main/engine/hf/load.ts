@@ -16,13 +16,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { hfTensorShapesLazily, parseHfConfig, type HfArchConfig } from './config';
+import { hfTensorShapesLazily, hfWeightsProblem, parseHfConfig, type HfArchConfig } from './config';
 import { HfModel, hfParamSpecs, type HfModelOptions } from './model';
 import { bf16ArrayToF32, dtypeBytes, f16ArrayToF32, HfFormatError, openSafetensors, readTensorF32, type SafetensorsTensor } from './safetensors';
 import { HfTokenizer } from './tokenizer';
 import { fileSha256 } from '../util/file-hash';
 import { readSync } from '../model/readback';
-import { hfWeightsProblem } from '../model/size-limits';
 import { LIMITS, readTextFile } from '../util/bounded-read';
 
 /** Hugging Face named tensors (for export): HF shapes ([out, in] linears), data on demand. */

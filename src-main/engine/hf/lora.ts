@@ -24,8 +24,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { Rng } from '../util/rng';
-import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
-import { readSync, takeAsync } from '../model/readback';
+import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { VersionSequence, WeightsVersion } from '../model/weights-version';
+import { finishAsync, readSync, takeAsync } from '../model/readback';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import type { HfArchConfig } from './config';
 import { OutputExistsError } from './export';
@@ -101,7 +102,7 @@ export function heldHfBaseCount(): number {
 // The LoRA policy
 
 /** Versions of LoRA models: a range of their own, so a cache never mistakes another model's. */
-let loraVersionSeq = 3 << 29;
+const LORA_VERSIONS = new VersionSequence(3 << 29);
 let loraCounter = 0;
 
 interface AdapterPair {
@@ -138,8 +139,7 @@ export class LoraHfModel implements PolicyModel<HfCache> {
   private readonly scaling: number;
   private readonly hook: HfLinearAdapter;
   private readonly dropoutRng: Rng;
-  private versionValue = ++loraVersionSeq;
-  private lastState: unknown[] = [];
+  private readonly weightsVersion = new WeightsVersion(LORA_VERSIONS, () => [this.adaptersEnabled, ...this.variables.map((v) => v.dataId)]);
   private disposed = false;
   /** Set by withAdapters for the passes that may drop adapter inputs. */
   private dropoutActive = false;
@@ -182,7 +182,7 @@ export class LoraHfModel implements PolicyModel<HfCache> {
         }
       }
     }
-    this.lastState = this.stateIds();
+    this.weightsVersion.watch();
     this.hook = {
       delta: (layer, module, h) => {
         const pair = this.pairs.get(`${layer}/${module}`);
@@ -192,31 +192,22 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     };
   }
 
+  /** The base's: adapters change neither the vocabulary nor the context. */
   get vocabSize(): number {
-    return this.config.vocabSize;
+    return this.base.model.vocabSize;
   }
 
   get context(): number {
-    return this.config.maxPositions;
+    return this.base.model.context;
   }
 
   get numParams(): number {
-    const last = this.specs[this.specs.length - 1];
-    return last ? last.offset + last.size : 0;
-  }
-
-  private stateIds(): unknown[] {
-    return [this.adaptersEnabled, ...this.variables.map((v) => v.dataId)];
+    return flatLength(this.specs);
   }
 
   /** Changes whenever an adapter's value changed or the adapters were switched on or off. */
   get version(): number {
-    const now = this.stateIds();
-    if (now.some((x, i) => x !== this.lastState[i])) {
-      this.lastState = now;
-      this.versionValue = ++loraVersionSeq;
-    }
-    return this.versionValue;
+    return this.weightsVersion.current();
   }
 
   /** The KL reference: the same base with no adapters (a counted reference, no second copy). */
@@ -291,8 +282,7 @@ export class LoraHfModel implements PolicyModel<HfCache> {
 
   /** Build a staged call with the adapters in the hook, then read its logits outside it. */
   private async staged<R>(build: (m: HfModel) => HfStaged<R>): Promise<R> {
-    const run = this.withAdapters(build);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.withAdapters(build));
   }
 
   async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {

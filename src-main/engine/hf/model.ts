@@ -21,7 +21,7 @@
  * embedding is kept as [D, V], the layout the (tied) LM head multiplies by, and looked up by
  * columns. `specs` give these storage shapes; `hfNamedTensors` (load.ts) turns them back.
  *
- * Decoding has two cache modes, as the GPT's (gpt.ts): 'js' (wasm, cpu) keeps keys and values in
+ * Decoding has two cache modes, as the GPT's (gpt/model.ts): 'js' (wasm, cpu) keeps keys and values in
  * JavaScript arrays and computes attention, RoPE and the Qwen3 q/k norm of the new positions in
  * plain loops between the tensor matMuls; 'concat' (other backends) keeps them as tensors grown
  * by concatenation and runs the same tensor forward pass as training. On webgpu (issue #15) only
@@ -34,13 +34,14 @@
  * variables beside these; its KL reference is this forward pass with the adapters off.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { batchMajorStats, timeMajorBatch } from '../model/batch-layout';
-import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { batchMajorLogits, batchMajorStats, timeMajorBatch } from '../model/batch-layout';
+import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
 import type { DecodeCache, ParamSpec, PolicyModel } from '../model/policy-model';
 import { joinModelCaches } from '../model/kv-join';
-import { canReadSync, takeAsync, takeSync } from '../model/readback';
+import { canReadSync, finishAsync, finishSync, takeAsync, takeSync, type Staged } from '../model/readback';
 import type { HfArchConfig } from './config';
 
 // ---------------------------------------------------------------------------------------------
@@ -139,19 +140,14 @@ export interface HfCache extends DecodeCache {
 }
 
 /**
- * A decoding call split at its readback (issue #15): `logits` is the tensor to read (the caller
- * reads and disposes it, synchronously on wasm/cpu, with `await` on webgpu) and `finish` completes
- * the call with its values. No tensor work is left for `finish`, so a LoRA hook set while the
- * staged call is made covers the whole call.
+ * A decoding call split at its readback (model/readback.ts Staged). No tensor work is left for
+ * `finish`, so a LoRA hook set while the staged call is made covers the whole call.
  */
-export interface HfStaged<R> {
-  logits: tf.Tensor;
-  finish: (data: Float32Array) => R;
-}
+export type HfStaged<R> = Staged<R>;
 
 let modelCounter = 0;
 /** Weights versions, shared with no other family: offset so they never collide with the GPT's. */
-let weightsVersionSeq = 1 << 30;
+const HF_VERSIONS = new VersionSequence(1 << 30);
 
 // ---------------------------------------------------------------------------------------------
 // Rotary position embedding (Su et al. 2021, RoFormer), Hugging Face rotate-half convention:
@@ -359,8 +355,7 @@ export class HfModel implements PolicyModel<HfCache> {
   readonly head: tf.Variable;
   private readonly invFreq: Float64Array;
   private readonly opts: HfModelOptions;
-  private versionValue = ++weightsVersionSeq;
-  private lastDataIds: unknown[];
+  private readonly weightsVersion = new WeightsVersion(HF_VERSIONS, () => this.variables.map((v) => v.dataId));
   private disposed = false;
   /** LoRA hook (issue #14): added to every linear of the layers while set; see HfLinearAdapter. */
   adapter: HfLinearAdapter | null = null;
@@ -412,7 +407,7 @@ export class HfModel implements PolicyModel<HfCache> {
     this.finalNorm = get('model.norm.weight');
     this.head = config.tieWordEmbeddings ? this.embed : get('lm_head.weight');
     this.invFreq = ropeInverseFrequencies(config);
-    this.lastDataIds = this.variables.map((v) => v.dataId);
+    this.weightsVersion.watch();
   }
 
   get vocabSize(): number {
@@ -424,8 +419,7 @@ export class HfModel implements PolicyModel<HfCache> {
   }
 
   get numParams(): number {
-    const last = this.specs[this.specs.length - 1];
-    return last.offset + last.size;
+    return flatLength(this.specs);
   }
 
   /** The decode mode in use (from the active backend unless overridden). */
@@ -437,14 +431,7 @@ export class HfModel implements PolicyModel<HfCache> {
 
   /** Changes whenever a variable's value was replaced (optimizer step, setWeights, assign). */
   get version(): number {
-    for (let i = 0; i < this.variables.length; i++) {
-      if (this.variables[i].dataId !== this.lastDataIds[i]) {
-        this.lastDataIds = this.variables.map((v) => v.dataId);
-        this.versionValue = ++weightsVersionSeq;
-        break;
-      }
-    }
-    return this.versionValue;
+    return this.weightsVersion.current();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -541,10 +528,7 @@ export class HfModel implements PolicyModel<HfCache> {
    */
   logits(tokens: number[][], opts: { leftPad?: number[] } = {}): tf.Tensor3D {
     const { tm, pos, T, B } = this.timeMajor(tokens, opts.leftPad);
-    return tf.tidy(() => {
-      const lg = this.headLogits(this.hiddenTensors(tm, pos, T, B, opts.leftPad));
-      return tf.transpose(tf.reshape(lg, [T, B, this.config.vocabSize]), [1, 0, 2]) as tf.Tensor3D;
-    });
+    return tf.tidy(() => batchMajorLogits(this.headLogits(this.hiddenTensors(tm, pos, T, B, opts.leftPad)), T, B));
   }
 
   nextTokenStatsTimeMajor(tokens: number[][], opts: { temperature?: number; entropy?: boolean; leftPad?: number[] } = {}): { stats: tf.Tensor2D; T: number; B: number } {
@@ -578,8 +562,7 @@ export class HfModel implements PolicyModel<HfCache> {
 
   prefill(rows: number[][], leftPad: number[], capacity: number): { cache: HfCache; logits: Float32Array } {
     if (this.decodeMode === 'concat') {
-      const run = this.prefillStaged(rows, leftPad);
-      return run.finish(takeSync(run.logits, 'prefillAsync'));
+      return finishSync(this.prefillStaged(rows, leftPad), 'prefillAsync');
     }
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const cap = Math.max(capacity, T);
@@ -596,8 +579,7 @@ export class HfModel implements PolicyModel<HfCache> {
    */
   async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: HfCache; logits: Float32Array }> {
     if (this.decodeMode === 'js') return this.prefill(rows, leftPad, capacity);
-    const run = this.prefillStaged(rows, leftPad);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.prefillStaged(rows, leftPad));
   }
 
   /**
@@ -623,15 +605,13 @@ export class HfModel implements PolicyModel<HfCache> {
       const logits = this.forwardJs(tokens, positions, 1, tokens.length, cache, live);
       return { cache: { ...cache, length: cache.length + 1 }, logits };
     }
-    const run = this.decodeStepStaged(tokens, positions, cache);
-    return run.finish(takeSync(run.logits, 'decodeStepAsync'));
+    return finishSync(this.decodeStepStaged(tokens, positions, cache), 'decodeStepAsync');
   }
 
   /** `decodeStep` for every backend, WebGPU included (issue #15; see prefillAsync). */
   async decodeStepAsync(tokens: Int32Array, positions: Int32Array, cache: HfCache, live?: boolean[]): Promise<{ cache: HfCache; logits: Float32Array }> {
     if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
-    const run = this.decodeStepStaged(tokens, positions, cache);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.decodeStepStaged(tokens, positions, cache));
   }
 
   /**

@@ -87,9 +87,29 @@ function readFully(fd: number, target: Uint8Array, position: number, file: strin
   }
 }
 
-function writeFully(fd: number, bytes: Uint8Array): void {
+/** Write all of `bytes` at the file's position, in chunks of at most IO_CHUNK. */
+export function writeFully(fd: number, bytes: Uint8Array): void {
   let done = 0;
   while (done < bytes.length) done += fs.writeSync(fd, bytes, done, Math.min(IO_CHUNK, bytes.length - done));
+}
+
+/**
+ * Write a weights file (safetensors, GGUF) through `write` under a temporary name beside it and
+ * rename it into place once complete: a failure or a crash mid-write leaves no partial file
+ * under the real name, and the temporary one is removed on a failure.
+ */
+export function writeFileAtomically(file: string, write: (fd: number) => void): void {
+  const tmp = `${file}.partial-${process.pid}`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    write(fd);
+    fs.closeSync(fd);
+  } catch (error) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw error;
+  }
+  fs.renameSync(tmp, file);
 }
 
 /** Parse and check one safetensors file's header against the file's size. */
@@ -303,19 +323,11 @@ export function writeSafetensors(file: string, tensors: TensorToWrite[], metadat
   const lenBytes = new Uint8Array(8);
   new DataView(lenBytes.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
 
-  const tmp = `${file}.partial-${process.pid}`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
+  writeFileAtomically(file, (fd) => {
     writeFully(fd, lenBytes);
     writeFully(fd, headerBytes);
     for (const t of tensors) writeFully(fd, tensorBytes(t, file));
-    fs.closeSync(fd);
-  } catch (error) {
-    fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw error;
-  }
-  fs.renameSync(tmp, file);
+  });
 }
 
 // ---- dtype conversions (IEEE 754 binary16, bfloat16), round to nearest, ties to even ----------

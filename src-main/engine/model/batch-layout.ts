@@ -1,5 +1,5 @@
 /**
- * How both model families lay a token batch out (the GPT in gpt.ts and the Hugging Face family
+ * How both model families lay a token batch out (the GPT in gpt/model.ts and the Hugging Face family
  * in hf/model.ts compute on time-major 2-D activations; see ops.ts for why). One definition, so
  * the two families validate batches and count positions the same way.
  */
@@ -45,4 +45,9 @@ export function batchMajorStats({ stats, T, B }: { stats: tf.Tensor2D; T: number
       entropy: tf.transpose(tf.reshape(ent, [T - 1, B])) as tf.Tensor2D,
     };
   });
+}
+
+/** Time-major logits [T·B, V] (row t·B + b scores the token after tokens[b][t]) as [B, T, V]. */
+export function batchMajorLogits(logits: tf.Tensor2D, T: number, B: number): tf.Tensor3D {
+  return tf.transpose(tf.reshape(logits, [T, B, logits.shape[1]]), [1, 0, 2]);
 }

@@ -7,6 +7,12 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { ParamSpec } from './policy-model';
 import { readSync } from './readback';
 
+/** Length of the flat buffer of parameters laid out as `specs` (0 for none). */
+export function flatLength(specs: readonly ParamSpec[]): number {
+  const last = specs[specs.length - 1];
+  return last ? last.offset + last.size : 0;
+}
+
 export function readFlatWeights(variables: readonly tf.Variable[], specs: readonly ParamSpec[], numParams: number): Float32Array {
   const flat = new Float32Array(numParams);
   variables.forEach((v, i) => flat.set(readSync(v, 'getWeightsAsync'), specs[i].offset));

@@ -15,9 +15,7 @@
  * batch's cache (keys and values: 2 · layers · rows · width · positions). Not counted:
  * activations of a forward/backward pass, which tfjs frees as it goes.
  */
-import type { GPT } from './gpt';
 import type { PolicyModel } from './policy-model';
-import type { HfArchConfig } from '../hf/config';
 import type { Adam } from './optim';
 
 const BYTES_PER_FLOAT = 4;
@@ -36,23 +34,6 @@ export function weightBytes(model: Pick<PolicyModel, 'numParams'>): number {
 export function optimizerBytes(optimizer: Pick<Adam, 'mode'> | null, numParams: number): number {
   if (!optimizer || optimizer.mode === 'js') return 0;
   return 2 * numParams * BYTES_PER_FLOAT;
-}
-
-/**
- * Bytes of the key/value cache for `rows` sequences of up to `positions` tokens: a key and a value
- * per layer and position, of d_model values for the GPT and of num_kv_heads · head_dim values for
- * the Hugging Face family (grouped-query attention caches only the KV heads).
- */
-export function kvCacheBytes(model: PolicyModel, rows: number, positions: number): number {
-  let perPosition: number;
-  if (model.family === 'hf') {
-    const c = (model as unknown as { config: HfArchConfig }).config;
-    perPosition = c.numLayers * c.numKvHeads * c.headDim;
-  } else {
-    const c = (model as unknown as GPT).config;
-    perPosition = c.n_layers * c.d_model;
-  }
-  return 2 * perPosition * rows * positions * BYTES_PER_FLOAT;
 }
 
 /** A budget or a device allocation was exceeded; the message names what did not fit and the fix. */

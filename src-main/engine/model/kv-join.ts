@@ -88,7 +88,7 @@ export function joinTensorLayers<T extends tf.Tensor>(tensors: readonly T[], lay
   });
 }
 
-/** The cache fields both model families share (gpt.ts KVCache, hf/model.ts HfCache). */
+/** The cache fields both model families share (gpt/model.ts KVCache, hf/model.ts HfCache). */
 export interface JoinableCache extends JoinablePart {
   mode: 'js' | 'concat';
   version: number;

@@ -1,7 +1,7 @@
 /**
  * The policy seam (issue #13): what rollout, evaluation, training, checkpoints, serving and the UI
  * need from a policy's model and its tokenizer, so that no caller knows which family it has.
- * Families behind it: the Studio's own GPT with its character tokenizer (gpt.ts, tokenizer.ts),
+ * Families behind it: the Studio's own GPT with its character tokenizer (engine/gpt),
  * the Hugging Face decoder family (Llama / Qwen2 / Qwen3, engine/hf), and — inference only —
  * a served endpoint (issue #16), which implements `PolicyTokenizer` but decodes remotely.
  *

@@ -51,6 +51,27 @@ export async function takeAsync(t: tf.Tensor): Promise<Float32Array> {
 }
 
 /**
+ * A model call split at its readback (issue #15): all its tensor work is done, `logits` is the
+ * one tensor left to read (read and disposed by `finishSync` / `finishAsync`) and `finish`
+ * completes the call with its values. Both families build each decoding call once in this form,
+ * so the synchronous and the asynchronous call differ only in how the values come back.
+ */
+export interface Staged<R> {
+  logits: tf.Tensor;
+  finish: (data: Float32Array) => R;
+}
+
+/** Complete a staged call reading back synchronously (wasm, cpu); on webgpu the error names `asyncAlternative`. */
+export function finishSync<R>(run: Staged<R>, asyncAlternative: string): R {
+  return run.finish(takeSync(run.logits, asyncAlternative));
+}
+
+/** Complete a staged call on every backend, WebGPU included. */
+export async function finishAsync<R>(run: Staged<R>): Promise<R> {
+  return run.finish(await takeAsync(run.logits));
+}
+
+/**
  * Run synchronous code that reads `tensors` (through `readSync`) on every backend. On a backend
  * with synchronous readback it simply runs; on webgpu the tensors are read asynchronously first
  * and `readSync` serves those values for the duration of `f`. This keeps one synchronous writer

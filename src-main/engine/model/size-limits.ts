@@ -17,11 +17,10 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import type { HfArchConfig } from '../hf/config';
-import { hfParameterCount } from '../hf/config';
 import { formatBytes } from '#shared/format';
 
-const BYTES_PER_FLOAT = 4;
+/** Bytes of one value as the Studio computes (float32). */
+export const BYTES_PER_FLOAT = 4;
 
 /**
  * The memory this process may use: the machine's, or the control group's limit when it is lower
@@ -49,23 +48,6 @@ export function machineLimitText(memory: number): string {
   return `this machine has ${formatBytes(memory)} of memory`;
 }
 
-/**
- * Why a Hugging Face architecture cannot be loaded here (its float32 weights alone exceed the
- * machine's memory), naming the config.json key that makes it large; null when it fits.
- */
-export function hfWeightsProblem(c: HfArchConfig, memory = machineMemoryBytes()): { key: string; message: string } | null {
-  const params = hfParameterCount(c);
-  const bytes = params * BYTES_PER_FLOAT;
-  if (bytes <= memory && Number.isFinite(bytes)) return null;
-  const embedding = c.vocabSize * c.hiddenSize * (c.tieWordEmbeddings ? 1 : 2);
-  const key = embedding > params / 2 ? 'vocab_size' : 'num_hidden_layers';
-  const figure = key === 'vocab_size' ? `vocab_size ${formatCount(c.vocabSize)} × hidden_size ${formatCount(c.hiddenSize)}` : `num_hidden_layers ${formatCount(c.numLayers)} (hidden_size ${formatCount(c.hiddenSize)}, intermediate_size ${formatCount(c.intermediateSize)})`;
-  return {
-    key,
-    message: `${figure} gives ${formatCount(params)} parameters: ${formatBytes(bytes)} as float32 (the Studio computes in float32) before anything else is held, and ${machineLimitText(memory)}; nothing was loaded`,
-  };
-}
-
 /** What the run-size check needs of a policy's architecture (lower bounds where unknown). */
 export interface PolicyShape {
   /** Parameters held in float32. */
@@ -81,7 +63,7 @@ export interface PolicyShape {
 }
 
 /**
- * The parameters of the Studio's GPT (gpt.ts paramSpecs), a vocabulary of `vocab` tokens: token
+ * The parameters of the Studio's GPT (gpt/config.ts paramSpecs), a vocabulary of `vocab` tokens: token
  * and position embeddings, per layer two norm gains, q/k/v/o and the MLP, then the final norm and
  * the untied head.
  */

@@ -59,12 +59,7 @@ export function supervisedLoss(model: PolicyModel, batch: SupervisedBatch): { lo
  * (before the update) and the gradient norm (before clipping). A NaN/Inf gradient skips the update.
  */
 export function supervisedStep(model: PolicyModel, optimizer: Adam, batch: SupervisedBatch): SupervisedStepResult {
-  let count = 0;
-  const { value, grads } = tf.variableGrads(() => {
-    const r = supervisedLoss(model, batch);
-    count = r.count;
-    return r.loss;
-  }, model.variables);
+  const { value, grads, count } = supervisedGrads(model, batch);
   const loss = takeSync(value, 'supervisedStepAsync')[0];
   const result = optimizer.step(grads);
   tf.dispose(grads);
@@ -73,12 +68,7 @@ export function supervisedStep(model: PolicyModel, optimizer: Adam, batch: Super
 
 /** `supervisedStep` for every backend, WebGPU included (the loss and gradient norm are read back asynchronously). */
 export async function supervisedStepAsync(model: PolicyModel, optimizer: Adam, batch: SupervisedBatch): Promise<SupervisedStepResult> {
-  let count = 0;
-  const { value, grads } = tf.variableGrads(() => {
-    const r = supervisedLoss(model, batch);
-    count = r.count;
-    return r.loss;
-  }, model.variables);
+  const { value, grads, count } = supervisedGrads(model, batch);
   const loss = (await takeAsync(value))[0];
   try {
     const result = await optimizer.stepAsync(grads);
@@ -86,4 +76,15 @@ export async function supervisedStepAsync(model: PolicyModel, optimizer: Adam, b
   } finally {
     tf.dispose(grads);
   }
+}
+
+/** The loss (a scalar tensor, not yet read back), its gradients and the target-token count. */
+function supervisedGrads(model: PolicyModel, batch: SupervisedBatch): { value: tf.Scalar; grads: tf.NamedTensorMap; count: number } {
+  let count = 0;
+  const { value, grads } = tf.variableGrads(() => {
+    const r = supervisedLoss(model, batch);
+    count = r.count;
+    return r.loss;
+  }, model.variables);
+  return { value, grads, count };
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { PolicyConfig, RunConfig } from '../config/schema';
 import { ROLES, type Role } from '#shared/agents';
 import { resolveModelFolder } from '../config/hf-folder';
-import { createModel, type GPTConfig } from '../model/gpt';
+import { createModel, type GPTConfig } from '../gpt/model';
 import { createOptimizer, type Adam, type AdamState } from '../model/optim';
 import { readWeights, syncWhereReadable, withReadAhead } from '../model/readback';
 import * as tf from '@tensorflow/tfjs-core';
@@ -29,14 +29,14 @@ import {
   saveLoraCheckpoint,
   type HfPromptSettings,
   type LoraBaseIdentity,
-} from '../model/checkpoint';
+} from '../checkpoint/checkpoint';
 import type { HfArchConfig } from '../hf/config';
 import { loadHfModel, readHfConfig } from '../hf/load';
 import { checkLoraSettings, LoraHfModel, loraSettingsFromBlock, type LoraSettings } from '../hf/lora';
 import { HfModel } from '../hf/model';
 import { hfPolicyTokenizer, HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
-import { Tokenizer, type TokenizerJSON } from '../model/tokenizer';
+import { Tokenizer, type TokenizerJSON } from '../gpt/tokenizer';
 import { hashString } from '../util/rng';
 import { resourcesDir } from '../resources';
 import { CharPolicyTokenizer } from './sequences';

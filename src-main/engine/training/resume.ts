@@ -1,6 +1,6 @@
 /**
  * Which checkpoint a resume loads (issue #17). Checkpoints carry a SHA-256 of every file
- * (model/checkpoint.ts); a file that was truncated or corrupted (a disk that filled up, a copy that
+ * (checkpoint/checkpoint.ts); a file that was truncated or corrupted (a disk that filled up, a copy that
  * stopped half-way) fails that check when loaded. The newest checkpoint that loads wins; each one
  * that does not is named, with why, in the run's events, so the user learns which file was bad.
  * When none loads the resume is refused with the fix, rather than training on from bad weights.

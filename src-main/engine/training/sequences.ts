@@ -10,7 +10,7 @@
  */
 import type { Role } from '#shared/agents';
 import type { PolicyTokenizer } from '../model/policy-model';
-import type { Tokenizer } from '../model/tokenizer';
+import type { Tokenizer } from '../gpt/tokenizer';
 import { maxOf } from '../util/arrays';
 
 export function promptTokens(tokenizer: Tokenizer, role: Role, promptText: string): number[] {

@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../config/schema';
 import { textFormatOf } from '../agents/prompts';
-import { Tokenizer } from '../model/tokenizer';
+import { Tokenizer } from '../gpt/tokenizer';
 import { getTaskFamily } from '../tasks';
 import type { Problem, TaskFamily } from '../tasks/types';
 import { Rng } from '../util/rng';

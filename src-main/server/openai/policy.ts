@@ -9,11 +9,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROLES, type Role } from '#shared/agents';
-import { CHECKPOINT_MANIFEST, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/model/checkpoint';
+import { CHECKPOINT_MANIFEST, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/checkpoint/checkpoint';
 import { loadHfModel, readHfConfig } from '../../engine/hf/load';
 import { HfTokenizer, hfPolicyTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
-import { Tokenizer } from '../../engine/model/tokenizer';
+import { Tokenizer } from '../../engine/gpt/tokenizer';
 import { AppendDecoder, type ResponseDecoder } from '../../engine/model/response-decoder';
 
 /** Why a request cannot be turned into tokens; the server answers 400 naming `param`. */

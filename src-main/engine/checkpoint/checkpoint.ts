@@ -27,18 +27,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { hfConfigJson, parseHfConfig, type HfArchConfig } from '../hf/config';
+import { hfConfigJson, hfWeightsProblem, parseHfConfig, type HfArchConfig } from '../hf/config';
 import { hfModelIdentity, loadHfWeights, readHfConfig } from '../hf/load';
 import { acquireHfBase, LoraHfModel, PEFT_CONFIG, PEFT_WEIGHTS, readPeftAdapter, writePeftAdapterFiles, type HfBaseHandle, type LoraSettings } from '../hf/lora';
 import { HfModel, hfParamSpecs } from '../hf/model';
 import { openSafetensors, readTensorF32, writeSafetensors } from '../hf/safetensors';
 import { GENERATION_CONFIG, HfTokenizer, TOKENIZER_FILES, TOKENIZER_JSON } from '../hf/tokenizer';
-import { GPT, paramSpecs, validateConfig as validateGptConfig, type CreateModelOptions, type GPTConfig } from './gpt';
-import { formatCount, gptParameterCount, hfWeightsProblem, machineLimitText, machineMemoryBytes } from './size-limits';
-import { Adam, createOptimizer, type AdamState, type LrSchedule } from './optim';
-import { readSync } from './readback';
-import type { ParamSpec } from './policy-model';
-import { Tokenizer, type TokenizerJSON } from './tokenizer';
+import { GPT, paramSpecs, validateConfig as validateGptConfig, type CreateModelOptions, type GPTConfig } from '../gpt/model';
+import { formatCount, gptParameterCount, machineLimitText, machineMemoryBytes } from '../model/size-limits';
+import { Adam, createOptimizer, type AdamState, type LrSchedule } from '../model/optim';
+import { readSync } from '../model/readback';
+import type { ParamSpec } from '../model/policy-model';
+import { Tokenizer, type TokenizerJSON } from '../gpt/tokenizer';
 import type { OptimizerConfig } from '../config/schema';
 import { fileSha256 } from '../util/file-hash';
 import { LIMITS, readRegularFile, readTextFile } from '../util/bounded-read';
@@ -127,6 +127,17 @@ function writeAtomic(file: string, data: Uint8Array | string): void {
 }
 
 /** Write optimizer.bin (or remove a stale one) and return its manifest entry. */
+/** The parameter layout a manifest records: each parameter's place in the flat buffer. */
+function paramLayout(specs: readonly ParamSpec[]): Array<Pick<ParamSpec, 'name' | 'shape' | 'offset' | 'size'>> {
+  return specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size }));
+}
+
+/** Write the manifest last (writeAtomic), once every file it names is in place. */
+function writeManifest<M extends CheckpointManifest | HfCheckpointManifest>(dir: string, manifest: M): M {
+  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
+
 function saveOptimizer(dir: string, optimizerIn: Adam | AdamState | null | undefined, files: CheckpointManifest['files']): CheckpointManifest['optimizer'] {
   if (!optimizerIn) {
     if (fs.existsSync(path.join(dir, OPTIMIZER_FILE))) fs.rmSync(path.join(dir, OPTIMIZER_FILE));
@@ -158,7 +169,7 @@ export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): Checkpoin
     savedAt: new Date().toISOString(),
     model: {
       config: { ...args.model.config },
-      params: args.model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
+      params: paramLayout(args.model.specs),
       numParams: args.model.numParams,
       dtype: 'float32',
       byteOrder: 'little',
@@ -169,8 +180,7 @@ export function saveCheckpoint(dir: string, args: SaveCheckpointArgs): Checkpoin
     files,
     extra: args.extra,
   };
-  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
-  return manifest;
+  return writeManifest(dir, manifest);
 }
 
 /** Read and verify a checkpoint's manifest (either family) without loading tensors. */
@@ -322,6 +332,7 @@ export interface HfCheckpointManifest {
 
 export interface SaveHfCheckpointArgs {
   model: HfModel;
+  /** The Hugging Face folder the weights came from first (what every hf checkpoint records). */
   base: HfBaseIdentity;
   /** The folder whose tokenizer files are copied into the checkpoint. */
   tokenizerDir: string;
@@ -407,7 +418,7 @@ function finishHfCheckpoint(
     model: {
       base: { ...args.base },
       config: { ...model.config },
-      params: model.specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size })),
+      params: paramLayout(model.specs),
       numParams: model.numParams,
       dtype: 'float32',
       weights,
@@ -419,8 +430,7 @@ function finishHfCheckpoint(
     files,
     extra: args.extra,
   };
-  writeAtomic(path.join(dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
-  return manifest;
+  return writeManifest(dir, manifest);
 }
 
 function checkFile(dir: string, name: string, manifest: HfCheckpointManifest): void {
@@ -576,18 +586,11 @@ export function acquireLoraBase(base: LoraBaseIdentity, opts: { verified?: boole
   });
 }
 
-export interface SaveLoraCheckpointArgs {
+/** As `SaveHfCheckpointArgs`, for the adapters of a LoRA policy. */
+export interface SaveLoraCheckpointArgs extends Omit<SaveHfCheckpointArgs, 'model'> {
   model: LoraHfModel;
   /** The frozen base the adapters sit on. */
   loraBase: LoraBaseIdentity;
-  /** The Hugging Face folder the weights came from first (what every hf checkpoint records). */
-  base: HfBaseIdentity;
-  tokenizerDir: string;
-  prompts: HfPromptSettings;
-  optimizer?: Adam | AdamState | null;
-  config: unknown;
-  step: number;
-  extra?: unknown;
 }
 
 export interface LoadedLoraCheckpoint extends Omit<LoadedHfCheckpoint, 'model'> {

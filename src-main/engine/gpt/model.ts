@@ -17,14 +17,15 @@
  * token per step (see DecodeWeights) and a key/value cache (see KVCache); sampling.ts drives it.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { batchMajorStats, timeMajorBatch } from './batch-layout';
-import { assignFlatWeights, readFlatWeights, readFlatWeightsAsync } from './flat-weights';
-import type { ModelConfig } from '../config/schema';
+import { batchMajorLogits, batchMajorStats, timeMajorBatch } from '../model/batch-layout';
+import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { Rng } from '../util/rng';
-import type { ParamSpec, PolicyModel } from './policy-model';
-import { registerMissingGradients } from './gradients';
-import { joinModelCaches } from './kv-join';
-import { readSync, takeAsync, takeSync } from './readback';
+import type { ParamSpec, PolicyModel } from '../model/policy-model';
+import { registerMissingGradients } from '../model/gradients';
+import { joinModelCaches } from '../model/kv-join';
+import { finishAsync, finishSync, readSync, takeAsync, takeSync, type Staged } from '../model/readback';
+import { paramSpecs, validateConfig, type GPTConfig } from './config';
 import {
   attentionDecodeStep,
   attentionMask,
@@ -40,61 +41,19 @@ import {
   tokenLogProbsAndEntropy,
   type KernelStrategy,
   type KVPair,
-} from './ops';
+} from '../model/ops';
 
 // ---------------------------------------------------------------------------------------------
-// Configuration
+// Configuration and parameters (config.ts)
 
-/** The run config's model block plus the vocabulary size (which comes from the tokenizer). */
-export interface GPTConfig extends ModelConfig {
-  vocabSize: number;
-}
+export { paramSpecs, validateConfig, type GPTConfig } from './config';
+export type { ParamSpec } from '../model/policy-model';
 
 export interface CreateModelOptions {
   /** Override the kernel strategy chosen from the backend (tests use this to compare both). */
   kernels?: KernelStrategy;
   /** Initialisation scale of the weights (GPT-2 uses 0.02). */
   initStd?: number;
-}
-
-export function validateConfig(c: GPTConfig): void {
-  const ints: Array<keyof GPTConfig> = ['vocabSize', 'd_model', 'n_layers', 'n_heads', 'context', 'mlp_ratio'];
-  for (const k of ints) {
-    if (!Number.isInteger(c[k]) || (c[k] as number) < 1) throw new Error(`model config: ${k} must be a positive integer, got ${c[k]}`);
-  }
-  if (c.d_model % c.n_heads !== 0) throw new Error(`model config: n_heads (${c.n_heads}) must divide d_model (${c.d_model})`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Parameters
-
-export type { ParamSpec } from './policy-model';
-
-/** Parameter names and shapes in their fixed order (the order of the flat weight buffer). */
-export function paramSpecs(c: GPTConfig): ParamSpec[] {
-  const D = c.d_model;
-  const list: Array<[string, number[]]> = [
-    ['wte', [c.vocabSize, D]],
-    ['wpe', [c.context, D]],
-  ];
-  for (let i = 0; i < c.n_layers; i++) {
-    list.push(
-      [`h${i}.ln1.g`, [D]],
-      [`h${i}.attn.wqkv`, [D, 3 * D]],
-      [`h${i}.attn.wproj`, [D, D]],
-      [`h${i}.ln2.g`, [D]],
-      [`h${i}.mlp.wfc`, [D, c.mlp_ratio * D]],
-      [`h${i}.mlp.wproj`, [c.mlp_ratio * D, D]],
-    );
-  }
-  list.push(['lnf.g', [D]], ['head', [D, c.vocabSize]]);
-  let offset = 0;
-  return list.map(([name, shape]) => {
-    const size = shape.reduce((a, b) => a * b, 1);
-    const spec = { name, shape, offset, size, decay: shape.length > 1 };
-    offset += size;
-    return spec;
-  });
 }
 
 /**
@@ -123,8 +82,8 @@ function initialWeights(c: GPTConfig, seed: number, std: number): Float32Array {
 const LN_EPS_DECODE = LN_EPS;
 
 let modelCounter = 0;
-/** Source of weights versions, shared by all models of the process. */
-let weightsVersionSeq = 0;
+/** The GPT family's weights versions (weights-version.ts). */
+const GPT_VERSIONS = new VersionSequence(0);
 
 interface LayerWeights {
   ln1: tf.Variable;
@@ -194,8 +153,7 @@ export class GPT implements PolicyModel<KVCache> {
   readonly lnf: tf.Variable;
   readonly head: tf.Variable;
   private readonly kernelsOverride?: KernelStrategy;
-  private versionValue = ++weightsVersionSeq;
-  private lastDataIds: unknown[];
+  private readonly weightsVersion = new WeightsVersion(GPT_VERSIONS, () => this.variables.map((v) => v.dataId));
   private decodeCache: { version: number; weights: DecodeWeights } | null = null;
   private disposed = false;
 
@@ -228,7 +186,7 @@ export class GPT implements PolicyModel<KVCache> {
     }
     this.lnf = get('lnf.g');
     this.head = get('head');
-    this.lastDataIds = this.variables.map((v) => v.dataId);
+    this.weightsVersion.watch();
   }
 
   get vocabSize(): number {
@@ -240,8 +198,7 @@ export class GPT implements PolicyModel<KVCache> {
   }
 
   get numParams(): number {
-    const last = this.specs[this.specs.length - 1];
-    return last.offset + last.size;
+    return flatLength(this.specs);
   }
 
   /** The kernel strategy in use (from the active backend unless overridden). */
@@ -256,14 +213,7 @@ export class GPT implements PolicyModel<KVCache> {
    * know when its cache is stale.
    */
   get version(): number {
-    for (let i = 0; i < this.variables.length; i++) {
-      if (this.variables[i].dataId !== this.lastDataIds[i]) {
-        this.lastDataIds = this.variables.map((v) => v.dataId);
-        this.versionValue = ++weightsVersionSeq;
-        break;
-      }
-    }
-    return this.versionValue;
+    return this.weightsVersion.current();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -300,10 +250,7 @@ export class GPT implements PolicyModel<KVCache> {
    */
   logits(tokens: number[][], opts: { leftPad?: number[] } = {}): tf.Tensor3D {
     const { tm, pos, T, B } = this.timeMajor(tokens, opts.leftPad);
-    return tf.tidy(() => {
-      const lg = this.headLogits(this.hidden(tm, pos, T, B, opts.leftPad));
-      return tf.transpose(tf.reshape(lg, [T, B, this.config.vocabSize]), [1, 0, 2]) as tf.Tensor3D;
-    });
+    return tf.tidy(() => batchMajorLogits(this.headLogits(this.hidden(tm, pos, T, B, opts.leftPad)), T, B));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -421,18 +368,16 @@ export class GPT implements PolicyModel<KVCache> {
    * cache and the next-token logits of each row [B·V].
    */
   prefill(rows: number[][], leftPad: number[], capacity: number): { cache: KVCache; logits: Float32Array } {
-    const run = this.prefillTensors(rows, leftPad, capacity);
-    return run.finish(takeSync(run.logits, 'prefillAsync'));
+    return finishSync(this.prefillTensors(rows, leftPad, capacity), 'prefillAsync');
   }
 
   /** `prefill` for every backend, WebGPU included (its readback is asynchronous). */
   async prefillAsync(rows: number[][], leftPad: number[], capacity: number): Promise<{ cache: KVCache; logits: Float32Array }> {
-    const run = this.prefillTensors(rows, leftPad, capacity);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.prefillTensors(rows, leftPad, capacity));
   }
 
   /** The prefill's logits tensor, and the rest of the work once its values are read. */
-  private prefillTensors(rows: number[][], leftPad: number[], capacity: number): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
+  private prefillTensors(rows: number[][], leftPad: number[], capacity: number): Staged<{ cache: KVCache; logits: Float32Array }> {
     const { tm, pos, T, B } = this.timeMajor(rows, leftPad);
     const capture: KVPair[] = [];
     const version = this.version;
@@ -483,8 +428,7 @@ export class GPT implements PolicyModel<KVCache> {
    * computed. Returns the extended cache (the old one is consumed) and next-token logits [B·V].
    */
   decodeStep(tokens: Int32Array, positions: Int32Array, cache: KVCache, live?: boolean[]): { cache: KVCache; logits: Float32Array } {
-    const run = this.decodeStepTensors(tokens, positions, cache, live);
-    return run.finish(takeSync(run.logits, 'decodeStepAsync'));
+    return finishSync(this.decodeStepTensors(tokens, positions, cache, live), 'decodeStepAsync');
   }
 
   /** `decodeStep` for every backend, WebGPU included (its readback is asynchronous). */
@@ -492,8 +436,7 @@ export class GPT implements PolicyModel<KVCache> {
     // The 'js' cache reads every layer's projections back mid-step: only where that is synchronous.
     if (cache.mode === 'js') return this.decodeStep(tokens, positions, cache, live);
     await this.prepareDecodeWeights();
-    const run = this.decodeStepTensors(tokens, positions, cache, live);
-    return run.finish(await takeAsync(run.logits));
+    return finishAsync(this.decodeStepTensors(tokens, positions, cache, live));
   }
 
   /** The decoding step's logits tensor, and the cache bookkeeping once its values are read. */
@@ -502,7 +445,7 @@ export class GPT implements PolicyModel<KVCache> {
     positions: Int32Array,
     cache: KVCache,
     live?: boolean[],
-  ): { logits: tf.Tensor; finish: (data: Float32Array) => { cache: KVCache; logits: Float32Array } } {
+  ): Staged<{ cache: KVCache; logits: Float32Array }> {
     const B = tokens.length;
     const { d_model: D, n_heads: H, context } = this.config;
     const w = this.decodeWeights();

@@ -13,14 +13,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelExportResult } from '#shared/contract';
-import { CHECKPOINT_MANIFEST, loadHfCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest, type LoraBaseIdentity } from '../model/checkpoint';
+import { CHECKPOINT_MANIFEST, loadHfCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest, type LoraBaseIdentity } from './checkpoint';
 import { initBackend } from '../model/backend';
 import type { Store } from '../store';
-import { hfConfigJson, type HfArchConfig } from './config';
-import { exportHfFolder, hfFolderSource, OutputExistsError } from './export';
-import { hfModelIdentity, hfNamedTensors, type HfNamedTensors } from './load';
-import { mergeLoraTensors, readPeftAdapter, writePeftAdapter } from './lora';
-import type { SafetensorsDtype } from './safetensors';
+import { hfConfigJson, type HfArchConfig } from '../hf/config';
+import { exportHfFolder, hfFolderSource, OutputExistsError } from '../hf/export';
+import { hfModelIdentity, hfNamedTensors, type HfNamedTensors } from '../hf/load';
+import { mergeLoraTensors, readPeftAdapter, writePeftAdapter } from '../hf/lora';
+import type { SafetensorsDtype } from '../hf/safetensors';
 
 /** What to export and where (the CLI's flags, the API's payload). */
 export interface PolicyModelExportRequest {

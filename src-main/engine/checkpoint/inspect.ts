@@ -6,12 +6,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest } from '../model/checkpoint';
-import { hfParameterCount, type HfArchConfig } from './config';
-import { checkHfTensors, readHfConfig } from './load';
-import { openSafetensors, type SafetensorsDtype } from './safetensors';
-import { HfTokenizer, TOKENIZER_JSON } from './tokenizer';
-import { hfWeightsProblem } from '../model/size-limits';
+import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest } from './checkpoint';
+import { hfParameterCount, hfWeightsProblem, type HfArchConfig } from '../hf/config';
+import { checkHfTensors, readHfConfig } from '../hf/load';
+import { openSafetensors, type SafetensorsDtype } from '../hf/safetensors';
+import { HfTokenizer, TOKENIZER_JSON } from '../hf/tokenizer';
 import { LIMITS, readTextFile } from '../util/bounded-read';
 import { formatBytes } from '#shared/format';
 
