@@ -60,7 +60,8 @@ export interface Tiers {
 
 /**
  * The engine's folders for the target layout of issue 37: leaves at the bottom (utilities, the
- * store), the schema's config type low enough that every part may read it, the model families
+ * vocabulary of names and types the config, agents and tasks share, the store), the schema's
+ * config type low enough that every part may read it, the model families
  * above the model seam, training above everything it drives. Phase B of the issue adds its new
  * folders (the vocabulary leaf, preflight, the run shell, checkpoints above the model families)
  * here when it makes them.
@@ -70,7 +71,7 @@ export const ENGINE_TIERS: Tiers = {
   root: 'src-main/engine/',
   tiers: [
     ['util', 'resources'],
-    ['paths', 'version', 'metrics'],
+    ['paths', 'version', 'metrics', 'vocabulary'],
     ['config', 'store'],
     ['model', 'rl'],
     ['agents'],
@@ -103,7 +104,6 @@ export interface KnownViolation {
   removedBy: string;
 }
 
-const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and problem types) and a pure schema';
 const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
 const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
 const B_RUN_SHELL = 'phase B: training split, one run shell; endpoint clients apart from the system run';
@@ -120,14 +120,10 @@ export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/math-answer.ts', removedBy: A2_BENCH },
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hostile.ts', removedBy: A2_BENCH },
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/serve.ts', removedBy: A2_BENCH },
-  { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/math-answer.ts', removedBy: B_VOCABULARY },
   { from: 'src-main/engine/config/hf-folder.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/load.ts', to: 'src-main/engine/tasks/jsonl.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/lora-settings.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/agents/prompts.ts', removedBy: B_VOCABULARY },
   { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/tasks/math-data.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/model/size-limits.ts', removedBy: B_PREFLIGHT },
@@ -156,7 +152,6 @@ export interface KnownCycle {
 
 export const KNOWN_CYCLES: KnownCycle[] = [
   { files: ['src-main/bench/reliability.ts', 'src-main/cli/commands/bench.ts', 'src-main/cli/main.ts'], removedBy: A2_BENCH },
-  { files: ['src-main/engine/agents/formats.ts', 'src-main/engine/agents/prompts.ts', 'src-main/engine/tasks/types.ts'], removedBy: B_VOCABULARY },
   { files: ['src-main/engine/config/schema.ts', 'src-main/engine/config/size-check.ts'], removedBy: B_PREFLIGHT },
 ];
 

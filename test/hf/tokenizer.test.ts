@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HfFormatError } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer, hfPolicyTokenizer } from '../../src-main/engine/hf/tokenizer';
-import { chatMessagesOf, templatedFormat } from '../../src-main/engine/agents/prompts';
+import { chatMessagesOf } from '../../src-main/engine/agents/prompts';
+import { templatedFormat } from '../../src-main/engine/tasks/math-format';
 import { tempDir } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 

@@ -6,7 +6,8 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseBoxedSolution } from '../../src-main/engine/tasks/math-format';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { loadTaskData } from '../../src-main/engine/training/run-support';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';

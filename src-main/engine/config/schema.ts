@@ -10,17 +10,14 @@ import { loraSettingsFromBlock, loraSettingsProblems } from '../hf/lora-settings
 import { checkHfModelFolder } from './hf-folder';
 import type { HfArchConfig } from '../hf/config';
 import { runSizeProblems } from './size-check';
-import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
+import { DEFAULT_PROMPTS, checkTemplate } from '../vocabulary/templates';
+import { ADVANTAGE_MODES, REWARD_SCHEMES, SELECTION_STRATEGIES, SINGLE_SAMPLE_RULES, STD_CONVENTIONS, TASK_FAMILIES } from '../vocabulary';
 import { checkMathFile } from '../tasks/math-data';
 import { ROLES, type Role } from '#shared/agents';
 
 
-export const TASK_FAMILIES = ['sort', 'countdown', 'factor', 'addition', 'jsonl', 'math'] as const;
-export const SELECTION_STRATEGIES = ['random', 'balanced', 'adaptive'] as const;
-export const REWARD_SCHEMES = ['decoupled', 'shared'] as const;
-export const ADVANTAGE_MODES = ['agentwise', 'global', 'agent-mean', 'agent-std', 'no-std'] as const;
-export const STD_CONVENTIONS = ['unbiased', 'population'] as const;
-export const SINGLE_SAMPLE_RULES = ['zero', 'verl'] as const;
+// The names the schema offers live in the engine's vocabulary (issue 37), re-exported for its readers.
+export { ADVANTAGE_MODES, REWARD_SCHEMES, SELECTION_STRATEGIES, SINGLE_SAMPLE_RULES, STD_CONVENTIONS, TASK_FAMILIES };
 export const PIPELINE_MODES = ['sync', 'pipeline'] as const;
 export const BACKENDS = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 

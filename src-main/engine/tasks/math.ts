@@ -32,7 +32,8 @@
  * defaults are meant for Hugging Face chat models.
  */
 import type { Role } from '#shared/agents';
-import { DEFAULT_PROMPTS, templatedFormat, verdictLine, parseBoxedSolution, type PromptTemplates } from '../agents/prompts';
+import { DEFAULT_PROMPTS, verdictLine, type PromptTemplates } from '../agents/prompts';
+import { parseBoxedSolution, templatedFormat } from './math-format';
 import { uniqueChars } from '../agents/formats';
 import { Rng } from '../util/rng';
 import { firstWrong, generateDistinct, problemsFromRecords, splitOf, DIGITS } from './common';
