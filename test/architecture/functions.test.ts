@@ -16,7 +16,6 @@ const KNOWN_LONG: Record<string, string> = {
   'src-main/engine/training/pipeline-trainer.ts trainPipelined': 'phase B: training split by what it does',
   'src-main/engine/training/pipeline-rollout.ts runRolloutLoop': 'phase B: training split by what it does',
   'src-main/engine/training/trainer.ts trainRun': 'phase B: one run shell for training and system runs',
-  'src-main/engine/tasks/math.ts createMathFamily': 'phase B: the vocabulary leaf and a pure schema',
   'src-main/engine/export/index.ts runExport': 'phase B: the engine split',
   'src-main/api/service.ts createStudioService': 'phase B: the service split by area',
   'src-main/server/server.ts createStudioServer': 'phase B: the server split by route family',
