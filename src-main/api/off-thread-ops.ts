@@ -5,8 +5,8 @@
  * functions of plain data: the worker calls them, and so can anything that wants them inline.
  */
 import type { ConfigIssue, ConfigValidation, ModelInspection } from '#shared/contract';
-import { resolveModelFolder } from '../engine/config/hf-folder';
-import { taskFileIssues, validateConfig } from '../engine/config/load';
+import { resolveModelFolder } from '../engine/preflight/model-folder';
+import { taskFileIssues, validateConfig } from '../engine/preflight';
 import type { RunConfig } from '../engine/config/schema';
 import { inspectHfFolder } from '../engine/hf/inspect';
 import { endpointEnvIssues } from '../engine/served/config';

@@ -14,7 +14,8 @@
  */
 import type { StartRunRequest, StudioEvent } from '#shared/contract';
 import { StudioError } from '#shared/errors';
-import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';
+import { ConfigError, deepMerge, listPresets, presetDocument, withAbsoluteTaskPaths } from '../engine/config/load';
+import { resolveConfig, taskFileIssues } from '../engine/preflight';
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import { getTaskFamily } from '../engine/tasks/registry';

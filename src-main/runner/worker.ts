@@ -13,7 +13,7 @@
  * SIGTERM, SIGINT or the manager going away stop either worker at its next safe point; the trainer
  * marks the run interrupted with the reason and it stays resumable from its last checkpoint.
  */
-import { resolveConfig } from '../engine/config/load';
+import { resolveConfig } from '../engine/preflight';
 import { initBackend } from '../engine/model/backend';
 import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';

@@ -10,7 +10,7 @@ import { callStudio } from '../../src-main/api/dispatch';
 import { toErrorShape } from '#shared/errors';
 import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { openStore, type Store } from '../../src-main/engine/store';

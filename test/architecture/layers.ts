@@ -61,10 +61,11 @@ export interface Tiers {
 /**
  * The engine's folders for the target layout of issue 37: leaves at the bottom (utilities, the
  * vocabulary of names and types the config, agents and tasks share, the store), the schema's
- * config type low enough that every part may read it, the model families
- * above the model seam, training above everything it drives. Phase B of the issue adds its new
- * folders (the vocabulary leaf, preflight, the run shell, checkpoints above the model families)
- * here when it makes them.
+ * config type low enough that every part may read it, the model families above the model seam,
+ * preflight (the config checks that read the disk: task files, model folders, run size) above the
+ * tasks and the model families it reads, training above everything it drives. Phase B of the issue
+ * adds its new folders (the vocabulary leaf, preflight, the run shell, checkpoints above the model
+ * families) here when it makes them.
  */
 export const ENGINE_TIERS: Tiers = {
   layer: 'engine',
@@ -77,7 +78,7 @@ export const ENGINE_TIERS: Tiers = {
     ['agents'],
     ['tasks'],
     ['hf'],
-    ['served', 'compare', 'export', 'rejudge'],
+    ['served', 'compare', 'export', 'rejudge', 'preflight'],
     ['training', 'study'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
@@ -104,7 +105,6 @@ export interface KnownViolation {
   removedBy: string;
 }
 
-const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
 const B_CHECKPOINTS = 'phase B: checkpoints above both model families, so model and hf stop importing each other';
 const B_RUN_SHELL = 'phase B: training split, one run shell; endpoint clients apart from the system run';
 const A2_BENCH = 'phase A2: benchmarks out of src-main into bench/, run by `npm run bench` (no CLI bench command)';
@@ -120,13 +120,6 @@ export const KNOWN_VIOLATIONS: KnownViolation[] = [
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/math-answer.ts', removedBy: A2_BENCH },
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/hostile.ts', removedBy: A2_BENCH },
   { from: 'src-main/cli/commands/bench.ts', to: 'src-main/bench/serve.ts', removedBy: A2_BENCH },
-  { from: 'src-main/engine/config/hf-folder.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/load.ts', to: 'src-main/engine/tasks/jsonl.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/lora-settings.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/tasks/math-data.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/model/size-limits.ts', removedBy: B_PREFLIGHT },
   { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_CHECKPOINTS },
   { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/load.ts', removedBy: B_CHECKPOINTS },
   { from: 'src-main/engine/model/checkpoint.ts', to: 'src-main/engine/hf/lora.ts', removedBy: B_CHECKPOINTS },
@@ -152,6 +145,5 @@ export interface KnownCycle {
 
 export const KNOWN_CYCLES: KnownCycle[] = [
   { files: ['src-main/bench/reliability.ts', 'src-main/cli/commands/bench.ts', 'src-main/cli/main.ts'], removedBy: A2_BENCH },
-  { files: ['src-main/engine/config/schema.ts', 'src-main/engine/config/size-check.ts'], removedBy: B_PREFLIGHT },
 ];
 

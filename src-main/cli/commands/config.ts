@@ -1,4 +1,5 @@
-import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
+import { ConfigError, configToYaml } from '../../engine/config/load';
+import { loadRunConfig } from '../../engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues, runProbePrompt } from '../../engine/served/config';
 import { parseCommand, UsageError } from '../args';
 import type { Command } from '../context';
