@@ -14,6 +14,7 @@ import { runConfigSchema, type HfModelConfig, type MachineRules, type Refinement
 import { checkRunConfig, ConfigError, parseRunConfig, runConfigDocument, type ConfigIssue, type ConfigSources } from '../config/load';
 import type { HfArchConfig } from '../hf/config';
 import { loraSettingsFromBlock, loraSettingsProblems } from '../hf/lora-settings';
+import { endpointEnvIssues } from '../served/config';
 import { parseJsonlRecords, type JsonlChecker } from '../tasks/jsonl';
 import { checkMathFile } from '../tasks/math-data';
 import { FileRefusedError, readTextFile } from '../util/bounded-read';
@@ -52,6 +53,15 @@ export function resolveConfig(input: unknown, source?: string): RunConfig {
 /** `resolveConfig` as a verdict: the config, or every issue. */
 export function validateConfig(input: unknown): { ok: true; config: RunConfig } | { ok: false; issues: ConfigIssue[] } {
   return checkRunConfig(input, CheckedRunConfigSchema);
+}
+
+/**
+ * What is checked of a parsed config before a run is created (the API's validate and launch):
+ * its task file (`taskFileIssues`), then each endpoint's API key variable, set and approved for
+ * its hosts on this machine (served/config.ts, issue #36).
+ */
+export function machineIssues(config: RunConfig, env: NodeJS.ProcessEnv = process.env): ConfigIssue[] {
+  return [...taskFileIssues(config), ...endpointEnvIssues(config, env)];
 }
 
 /** preset → file → overrides (config/load.ts, `runConfigDocument`), then validated once, task file included. */
