@@ -14,6 +14,7 @@ const NOTHING_OUTSIDE_SHARED =
 const PRELOAD_IS_THE_BRIDGE = 'The sandboxed preload is only the bridge: electron and src-shared (#shared/…), no Node built-in, nothing of main or the renderer.';
 const RENDERER_IS_SANDBOXED = 'The renderer is sandboxed: reach main through window.studio (src/api/client.ts) and share code through src-shared (#shared/…).';
 const RENDERER_HAS_NO_NODE = 'The renderer runs in a browser context without Node.';
+const VOCABULARY_IS_A_LEAF = 'engine/vocabulary is the leaf the config, agents and tasks share: it imports only engine/util and src-shared (test/architecture/layers.ts, ENGINE_TIERS).';
 const ENGINE_IS_BELOW = 'The engine sits under the runner, the API and the edges (cli, server, electron): it never imports them.';
 const RUNNER_IS_BELOW_THE_API = 'The runner sits under the API and the edges: the API imports it, never the other way round.';
 const MAIN_IS_NOT_THE_PAGE = {
@@ -85,6 +86,15 @@ export default tseslint.config(
     patterns: [
       { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
       { regex: '^(\\.\\./)+(api|runner|cli|server|electron|app|bench)(/|$)', message: ENGINE_IS_BELOW },
+      MAIN_IS_NOT_THE_PAGE,
+    ],
+  }),
+  // The vocabulary (names and types the config, agents and tasks share) is a leaf: it reads only util.
+  restrict(['src-main/engine/vocabulary/**'], {
+    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
+    patterns: [
+      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
+      { regex: '^\\.\\./(?!util/)', message: VOCABULARY_IS_A_LEAF },
       MAIN_IS_NOT_THE_PAGE,
     ],
   }),

@@ -5,11 +5,10 @@
  * functions of plain data: the worker calls them, and so can anything that wants them inline.
  */
 import type { ConfigIssue, ConfigValidation, ModelInspection } from '#shared/contract';
-import { resolveModelFolder } from '../engine/config/hf-folder';
-import { taskFileIssues, validateConfig } from '../engine/config/load';
+import { resolveModelFolder } from '../engine/preflight/model-folder';
+import { machineIssues, validateConfig } from '../engine/preflight';
 import type { RunConfig } from '../engine/config/schema';
 import { inspectHfFolder } from '../engine/checkpoint/inspect';
-import { endpointEnvIssues } from '../engine/served/config';
 import { toModelInspection } from './views';
 
 /** What `marsrl model inspect` says of a folder, as the API shows it. */
@@ -25,15 +24,15 @@ export function inspectModelOp(folder: string): ModelInspection {
 export function validateConfigOp(config: unknown): ConfigValidation {
   const result = validateConfig(config);
   if (!result.ok) return result;
-  const machineIssues = [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)];
-  return machineIssues.length ? { ok: false, issues: machineIssues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
+  const issues = machineIssues(result.config);
+  return issues.length ? { ok: false, issues } : { ok: true, config: result.config as unknown as Record<string, unknown> };
 }
 
 /** A valid config and its machine issues (checkEndpoints then probes from the caller's thread). */
 export function endpointPrechecksOp(config: unknown): { config: RunConfig; issues: ConfigIssue[] } | { invalid: ConfigIssue[] } {
   const result = validateConfig(config);
   if (!result.ok) return { invalid: result.issues };
-  return { config: result.config, issues: [...taskFileIssues(result.config), ...endpointEnvIssues(result.config)] };
+  return { config: result.config, issues: machineIssues(result.config) };
 }
 
 export const OFF_THREAD_OPS = { inspectModel: inspectModelOp, validateConfig: validateConfigOp, endpointPrechecks: endpointPrechecksOp } as const;

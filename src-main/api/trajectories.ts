@@ -4,7 +4,7 @@
  */
 import type { EpisodeQuery, EpisodeSummary, StudioApi, TurnQuery } from '#shared/contract';
 import { StudioError } from '#shared/errors';
-import { resolveConfig } from '../engine/config/load';
+import { resolveConfig } from '../engine/preflight';
 import { DEFAULT_ADVANTAGE_OPTIONS, type AdvantageOptions } from '../engine/rl/advantages';
 import { explainAdvantage } from '../engine/rl/explain';
 import type { EpisodeListItem } from '../engine/store';

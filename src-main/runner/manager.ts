@@ -14,7 +14,8 @@
  */
 import type { StartRunRequest, StudioEvent } from '#shared/contract';
 import { StudioError } from '#shared/errors';
-import { ConfigError, deepMerge, listPresets, presetDocument, resolveConfig, taskFileIssues, withAbsoluteTaskPaths } from '../engine/config/load';
+import { ConfigError, deepMerge, listPresets, parseRunConfig, presetDocument, withAbsoluteTaskPaths } from '../engine/config/load';
+import { machineIssues, resolveConfig } from '../engine/preflight';
 import type { RunConfig } from '../engine/config/schema';
 import { runDir } from '../engine/paths';
 import { getTaskFamily } from '../engine/tasks/registry';
@@ -28,7 +29,6 @@ import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
 import { requestRunStop } from './stop';
-import { endpointEnvIssues } from '../engine/served/config';
 
 /**
  * Launching and stopping runs: what the StudioApi's service forwards to the run manager (the
@@ -81,7 +81,7 @@ export function resolveLaunchConfig(request: StartRunRequest): { config: RunConf
     // A file the run needs is checked before the run exists, and pinned to an absolute path.
     // So is an API key variable that is not set, or not approved for its endpoint's hosts on this
     // machine (issue #36): refused before a run is recorded, as `marsrl run` refuses it.
-    const fileIssues = [...taskFileIssues(config), ...endpointEnvIssues(config)];
+    const fileIssues = machineIssues(config);
     if (fileIssues.length) throw new ConfigError(fileIssues);
     checkTaskFile(config);
     checkInitCheckpoints(config);
@@ -234,7 +234,7 @@ function markEndedInStore(ctx: ManagerContext, runId: number, code: number | nul
 /** The run's mode as its worker will resolve it (an unreadable config fails in the worker). */
 function modeOf(store: Store, runId: number): 'sync' | 'pipeline' {
   try {
-    const config = resolveConfig(store.runs.get(runId)?.config ?? {});
+    const config = parseRunConfig(store.runs.get(runId)?.config ?? {});
     // A reasoning-system run (issue #16) trains nothing: one worker, no rollout process.
     return config.system ? 'sync' : config.pipeline.mode;
   } catch {

@@ -13,7 +13,8 @@
  * SIGTERM, SIGINT or the manager going away stop either worker at its next safe point; the trainer
  * marks the run interrupted with the reason and it stays resumable from its last checkpoint.
  */
-import { resolveConfig } from '../engine/config/load';
+import { parseRunConfig } from '../engine/config/load';
+import type { RunConfig } from '../engine/config/schema';
 import { initBackend } from '../engine/model/backend';
 import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
@@ -117,7 +118,8 @@ async function main(): Promise<number> {
 
   const run = store.runs.get(args.runId);
   if (!run) throw new Error(`run ${args.runId} does not exist in ${args.databasePath}`);
-  const config = resolveConfig(run.config, `run ${args.runId}`);
+  // Checked against this machine when the run was launched (preflight): here it is only parsed.
+  const config = parseRunConfig(run.config, `run ${args.runId}`);
   // A comparison past the answer checker's budget is a wrong answer, and the run records it (issue #34).
   onCheckerIncident((incident) => {
     if (incident.kind === 'thread-restart') return;
@@ -189,7 +191,7 @@ async function main(): Promise<number> {
 }
 
 /** The rollout worker of a pipelined run: episodes out, weights in, its own timeline spans. */
-async function rolloutMain(args: WorkerArgs, store: Store, config: ReturnType<typeof resolveConfig>, signal: AbortSignal, endpoint: RolloutEndpoint): Promise<number> {
+async function rolloutMain(args: WorkerArgs, store: Store, config: RunConfig, signal: AbortSignal, endpoint: RolloutEndpoint): Promise<number> {
   post({ type: 'started', runId: args.runId, pid: process.pid, role: 'rollout' });
   const writer = store.writer({ maxPending: 2000, flushIntervalMs: 500 });
   const runStart = store.runs.get(args.runId)?.startedAt ?? Date.now();

@@ -9,15 +9,14 @@ import {
   PROMPT_VARIABLES,
   chatPrompt,
   checkTemplate,
-  parseBoxedSolution,
   parseStrictVerdict,
   renderTemplate,
   templateVariables,
-  templatedFormat,
   textFormatOf,
   verdictLine,
 } from '../../src-main/engine/agents/prompts';
 import { parseSolution, verifierPrompt } from '../../src-main/engine/agents/formats';
+import { parseBoxedSolution, templatedFormat } from '../../src-main/engine/tasks/math-format';
 import { ROLES } from '#shared/agents';
 
 describe('templates', () => {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { type Store } from '../../src-main/engine/store';

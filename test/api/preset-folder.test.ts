@@ -6,7 +6,8 @@
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
-import { presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { presetDocument } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { ConfigValidation, StudioApi } from '#shared/contract';
 import { serviceInTemp } from '../helpers/service';
 import { writeTinyQwen3Model } from '../training/hf-tiny';

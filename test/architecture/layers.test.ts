@@ -1,17 +1,14 @@
 /**
  * The guard of issue 37: every import of every source file points down the layer table of
- * layers.ts, and no file imports itself back through others. Violations known today are listed
- * in layers.ts with the step that removes them; the list may only shrink.
+ * layers.ts, and no file imports itself back through others. Issue 37 brought both counts to
+ * zero; the test keeps them there.
  */
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/cli';
 import { describeViolation, importCycles, layerViolations, unplacedFiles, type Violation } from './check';
 import { buildImportGraph, findCycles, importSites, type ImportEdge, type ImportGraph } from './import-graph';
-import { KNOWN_CYCLES, KNOWN_VIOLATIONS } from './layers';
 
 const graph = buildImportGraph(REPO_ROOT);
-
-const edgeKey = (from: string, to: string): string => `${from} -> ${to}`;
 
 describe('the import graph of the repository', () => {
   it('places every source file in a layer of the table (and a tiered folder in a tier)', () => {
@@ -19,35 +16,14 @@ describe('the import graph of the repository', () => {
     expect(unplacedFiles(graph), 'files the layer table does not place').toEqual([]);
   });
 
-  it('has no import cycle beyond the known ones, and every known one still occurs', () => {
-    const cycles = importCycles(graph);
-    const known = new Set(KNOWN_CYCLES.map((c) => [...c.files].sort().join(' ')));
-    const found = new Set<string>();
-    const unknown: string[] = [];
-    for (const cycle of cycles) {
-      const members = cycle.files.join(' ');
-      found.add(members);
-      if (!known.has(members)) unknown.push(`import cycle among ${cycle.files.length} files: ${cycle.path.join(' -> ')}${cycle.files.length > cycle.path.length - 1 ? `, and through ${cycle.files.filter((f) => !cycle.path.includes(f)).join(', ')}` : ''}`);
-    }
-    expect(unknown, 'import cycles (each file imports the next; break one import, usually by moving what both need down a layer)').toEqual([]);
-    const gone = KNOWN_CYCLES.filter((c) => !found.has([...c.files].sort().join(' '))).map((c) => `${c.files.join(', ')} (${c.removedBy})`);
-    expect(gone, 'known cycles that no longer occur as listed: delete or update their entries in test/architecture/layers.ts, KNOWN_CYCLES').toEqual([]);
+  it('has no import cycle', () => {
+    const cycles = importCycles(graph).map((cycle) => `import cycle among ${cycle.files.length} files: ${cycle.path.join(' -> ')}${cycle.files.length > cycle.path.length - 1 ? `, and through ${cycle.files.filter((f) => !cycle.path.includes(f)).join(', ')}` : ''}`);
+    expect(cycles, 'import cycles (each file imports the next; break one import, usually by moving what both need down a layer)').toEqual([]);
   });
 
-  it('has no import against the layer table beyond the known ones, and every known one still occurs', () => {
-    const violations = layerViolations(graph);
-    const known = new Set(KNOWN_VIOLATIONS.map((v) => edgeKey(v.from, v.to)));
-    const unknown = violations.filter((v) => !known.has(edgeKey(v.from, v.to))).map(describeViolation);
-    expect(unknown, 'imports against test/architecture/layers.ts (move what is shared down a layer, or import it from there)').toEqual([]);
-    const found = new Set(violations.map((v) => edgeKey(v.from, v.to)));
-    const gone = KNOWN_VIOLATIONS.filter((v) => !found.has(edgeKey(v.from, v.to))).map((v) => `${edgeKey(v.from, v.to)} (${v.removedBy})`);
-    expect(gone, 'known violations that no longer occur: delete their entries in test/architecture/layers.ts, KNOWN_VIOLATIONS').toEqual([]);
-  });
-
-  it('lists each known violation once, with the step that removes it', () => {
-    const keys = KNOWN_VIOLATIONS.map((v) => edgeKey(v.from, v.to));
-    expect(keys.length).toBe(new Set(keys).size);
-    for (const v of [...KNOWN_VIOLATIONS, ...KNOWN_CYCLES]) expect(v.removedBy).toMatch(/^phase (A2|B): /);
+  it('has no import against the layer table (type-only imports included)', () => {
+    const violations = layerViolations(graph).map(describeViolation);
+    expect(violations, 'imports against test/architecture/layers.ts (move what is shared down a layer, or import it from there)').toEqual([]);
   });
 });
 

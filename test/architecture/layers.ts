@@ -59,19 +59,20 @@ export interface Tiers {
 }
 
 /**
- * The engine's folders for the target layout of issue 37: leaves at the bottom (utilities, the
- * store), the schema's config type low enough that every part may read it, the model families
- * (gpt, hf: one folder each) above the model seam, checkpoints and the family registry above
- * both families, training above everything it drives. Phase B of the issue adds its new
- * folders (the vocabulary leaf, preflight, the run shell)
- * here when it makes them.
+ * The engine's folders (issue 37): leaves at the bottom (utilities, the vocabulary of names and
+ * types the config, agents and tasks share, the store), the pure schema low enough that every part
+ * may read it, the model seam (model) under the model families (gpt, hf: one folder each),
+ * checkpoints and the family registry above both families, the endpoint clients (served) apart
+ * from what drives them, preflight (the config checks that read the disk: task files, model
+ * folders, run size) above the tasks and the families it reads, training above everything it
+ * drives, and the system run (served models in MarsRL's loop) on top.
  */
 export const ENGINE_TIERS: Tiers = {
   layer: 'engine',
   root: 'src-main/engine/',
   tiers: [
     ['util', 'resources'],
-    ['paths', 'version', 'metrics'],
+    ['paths', 'version', 'metrics', 'vocabulary'],
     ['config', 'store'],
     ['model', 'rl'],
     ['agents'],
@@ -79,6 +80,7 @@ export const ENGINE_TIERS: Tiers = {
     ['gpt', 'hf'],
     ['checkpoint'],
     ['served', 'compare', 'export', 'rejudge'],
+    ['preflight'],
     ['training', 'study'],
     ['system'],
   ],
@@ -94,43 +96,3 @@ export const RENDERER_TIERS: Tiers = {
 };
 
 export const TIERS: Tiers[] = [ENGINE_TIERS, RENDERER_TIERS];
-
-/**
- * Today's known violations, each removed by a named later step of issue 37. The guard fails on
- * any violation not listed here and on any entry that no longer occurs, so the list only shrinks:
- * whoever removes an edge deletes its entry.
- */
-export interface KnownViolation {
-  from: string;
-  to: string;
-  removedBy: string;
-}
-
-const B_VOCABULARY = 'phase B: the vocabulary leaf (roles, strategies, task and problem types) and a pure schema';
-const B_PREFLIGHT = 'phase B: a pure schema, and one preflight(config) for every check that reads the disk';
-
-export const KNOWN_VIOLATIONS: KnownViolation[] = [
-  { from: 'src-main/engine/agents/formats.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/types.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/agents/prompts.ts', to: 'src-main/engine/tasks/math-answer.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/config/hf-folder.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/load.ts', to: 'src-main/engine/tasks/jsonl.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/lora-settings.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/agents/prompts.ts', removedBy: B_VOCABULARY },
-  { from: 'src-main/engine/config/schema.ts', to: 'src-main/engine/tasks/math-data.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/hf/config.ts', removedBy: B_PREFLIGHT },
-  { from: 'src-main/engine/config/size-check.ts', to: 'src-main/engine/model/size-limits.ts', removedBy: B_PREFLIGHT },
-];
-
-/** Today's known import cycles (the files of each strongly connected component, sorted), with what removes them. */
-export interface KnownCycle {
-  files: string[];
-  removedBy: string;
-}
-
-export const KNOWN_CYCLES: KnownCycle[] = [
-  { files: ['src-main/engine/agents/formats.ts', 'src-main/engine/agents/prompts.ts', 'src-main/engine/tasks/types.ts'], removedBy: B_VOCABULARY },
-  { files: ['src-main/engine/config/schema.ts', 'src-main/engine/config/size-check.ts'], removedBy: B_PREFLIGHT },
-];
-

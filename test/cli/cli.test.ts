@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { marsrl } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 

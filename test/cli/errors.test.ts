@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { openStore } from '../../src-main/engine/store';
 import { resolveLaunchConfig } from '../../src-main/runner/manager';
 import { marsrl } from '../helpers/cli';

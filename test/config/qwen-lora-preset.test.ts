@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROMPTS } from '../../src-main/engine/agents/prompts';
-import { ConfigError, listPresets, loadRunConfig } from '../../src-main/engine/config/load';
+import { ConfigError, listPresets } from '../../src-main/engine/config/load';
+import { loadRunConfig } from '../../src-main/engine/preflight';
 import { DEFAULT_LORA_TARGETS, loraSettingsFromBlock } from '../../src-main/engine/hf/lora-settings';
 import { marsrl } from '../helpers/cli';
 import { makeCheckpoint, type Checkpoint } from '../hf/fixtures';

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src-main/engine/config/load';
+import { validateConfig } from '../../src-main/engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
 import { allowKey } from '../../src-main/engine/served/key-approvals';
 import { REPO_ROOT } from '../helpers/cli';

@@ -7,7 +7,8 @@
  */
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { presetDocument, resolveConfig, validateConfig } from '../../src-main/engine/config/load';
+import { presetDocument } from '../../src-main/engine/config/load';
+import { resolveConfig, validateConfig } from '../../src-main/engine/preflight';
 import type { Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
 import { describeParsed } from '../../src-renderer/src/util/episodeTree';

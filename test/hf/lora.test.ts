@@ -28,7 +28,7 @@ import {
   type LoraHfModel,
   type LoraSettings,
 } from '../../src-main/engine/hf/lora';
-import { resolveConfig, validateConfig } from '../../src-main/engine/config/load';
+import { resolveConfig, validateConfig } from '../../src-main/engine/preflight';
 import { hfConfigJson } from '../../src-main/engine/hf/config';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import { loadHfModel } from '../../src-main/engine/hf/load';
 import { LoraHfModel, PEFT_CONFIG, PEFT_WEIGHTS, readPeftAdapter } from '../../src-main/engine/hf/lora';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadRunConfig, validateConfig } from '../../src-main/engine/config/load';
+import { loadRunConfig, validateConfig } from '../../src-main/engine/preflight';
 import { hfParameterCount, hfTensorCount, hfTensorShapes, hfWeightsProblem, parseHfConfig, type HfArchConfig } from '../../src-main/engine/hf/config';
 import { checkHfTensors } from '../../src-main/engine/hf/load';
 import { decodeBatchBytes, gptParameterCount, machineMemoryBytes } from '../../src-main/engine/model/size-limits';

@@ -5,7 +5,7 @@
  * judged solution is right), in both the synchronous scoring and the pipeline's per-agent scoring.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { classBalanceWeights } from '../../src-main/engine/rl';
 import type { RolloutEpisode, RolloutTurn } from '../../src-main/engine/training/rollout';
 import { rolloutMetrics } from '../../src-main/engine/training/step-metrics';

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src-main/cli/main';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { EndpointClient } from '../../src-main/engine/served/client';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
 import { KeyApprovals, keyApprovalsFile, loadKeyApprovals, normaliseHostEntry, revokeKey } from '../../src-main/engine/served/key-approvals';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { loadRunConfig } from '../../src-main/engine/config/load';
+import { loadRunConfig } from '../../src-main/engine/preflight';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { systemRun } from '../../src-main/engine/system/system-run';
 import { openStore } from '../../src-main/engine/store';

@@ -8,7 +8,8 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import { CHAIN_FAILED_EVENT, systemRun } from '../../src-main/engine/system/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';

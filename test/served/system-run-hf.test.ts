@@ -8,7 +8,8 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { resourcesDir } from '../../src-main/engine/resources';
 import { callSampling } from '../../src-main/engine/served/roles';

@@ -6,7 +6,8 @@
  * global normalization with Corrector gradient spikes — so charts and tables have something to
  * show and tests can predict them.
  */
-import { deepMerge, presetDocument, resolveConfig } from '../../src-main/engine/config/load';
+import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { Store } from '../../src-main/engine/store';
 import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
 import { createStudy } from '../../src-main/engine/study/runner';

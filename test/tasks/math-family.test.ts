@@ -3,7 +3,8 @@
  * holds the character families to, in its own format: boxed answers and verdict lines.
  */
 import { describe, expect, it } from 'vitest';
-import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseBoxedSolution } from '../../src-main/engine/tasks/math-format';
 import { getTaskFamily } from '../../src-main/engine/tasks';
 import { familyNotation } from '../../src-main/engine/tasks/registry';
 import { createMathFamily } from '../../src-main/engine/tasks/math';

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFormatOf } from '../../src-main/engine/agents/prompts';
-import { loadRunConfig } from '../../src-main/engine/config/load';
+import { loadRunConfig } from '../../src-main/engine/preflight';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { sample } from '../../src-main/engine/model/sampling';
 import { openStore, type Store } from '../../src-main/engine/store';

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { buildPolicyModel, createPolicy, DEFAULT_SYSTEM_PROMPTS, savePolicyCheckpoint, type PolicyRuntime } from '../../src-main/engine/training/policies';

@@ -5,7 +5,8 @@
  * context (see tasks/math.ts).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseBoxedSolution, parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseStrictVerdict } from '../../src-main/engine/agents/prompts';
+import { parseBoxedSolution } from '../../src-main/engine/tasks/math-format';
 import type { Store } from '../../src-main/engine/store';
 import { loadTaskData } from '../../src-main/engine/training/task-data';
 import type { TrainOutcome } from '../../src-main/engine/training/trainer';

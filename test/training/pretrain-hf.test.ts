@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRunConfig } from '../../src-main/engine/config/load';
+import { loadRunConfig } from '../../src-main/engine/preflight';
 import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createPolicy } from '../../src-main/engine/training/policies';

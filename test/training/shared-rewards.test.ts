@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RolloutEpisode, RolloutTurn } from '../../src-main/engine/training/rollout';
 import { scoreEpisodes, trajectoryOutcomes } from '../../src-main/engine/training/scoring';
 

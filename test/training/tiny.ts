@@ -1,4 +1,4 @@
-import { resolveConfig } from '../../src-main/engine/config/load';
+import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 
 const tinyPolicy = { model: { d_model: 16, n_layers: 1, n_heads: 2, context: 128, mlp_ratio: 2 }, optimizer: { lr: 1e-3 } };

@@ -1,4 +1,5 @@
-import { ConfigError, configToYaml, loadRunConfig } from '../../engine/config/load';
+import { ConfigError, configToYaml } from '../../engine/config/load';
+import { loadRunConfig } from '../../engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
 import { runProbePrompt } from '../../engine/training/task-data';
 import { parseCommand, printedHelp, UsageError } from '../args';

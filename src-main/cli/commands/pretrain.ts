@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadRunConfig } from '../../engine/config/load';
+import { ConfigError } from '../../engine/config/load';
+import { loadRunConfig } from '../../engine/preflight';
 import type { RunConfig } from '../../engine/config/schema';
 import type { Role } from '#shared/agents';
 import { initBackend } from '../../engine/model/backend';

@@ -1,4 +1,5 @@
-import { applyOverrides, ConfigError, loadRunConfig, resolveConfig } from '../../engine/config/load';
+import { applyOverrides, ConfigError } from '../../engine/config/load';
+import { loadRunConfig, resolveConfig } from '../../engine/preflight';
 import type { RunConfig } from '../../engine/config/schema';
 import { endpointEnvIssues } from '../../engine/served/config';
 import { resolveDatabasePath } from '../../engine/paths';

@@ -18,7 +18,9 @@
  * tokenizer, never written into these texts. Every character used here is in `FORMAT_CHARSET`, and
  * every task family adds it to its own `charset`.
  */
-import type { Problem } from '../tasks/types';
+import type { ParsedSolution, ParsedVerdict, Problem, Verdict } from '../vocabulary';
+
+export type { ParsedSolution, ParsedVerdict, Verdict } from '../vocabulary';
 
 /** Marks the final answer of a Solver or Corrector output: `…working-out… A:<answer>`. */
 export const ANSWER_MARKER = 'A:';
@@ -30,22 +32,6 @@ export const REJECT_WORD = 'no';
 export const PROMPT_SEPARATOR = '|';
 /** Every character the formats themselves add to a text. */
 export const FORMAT_CHARSET = uniqueChars(` ${PROMPT_SEPARATOR}${ANSWER_MARKER}${VERDICT_MARKER}${APPROVE_WORD}${REJECT_WORD}`);
-
-export type Verdict = 'approve' | 'reject';
-
-export interface ParsedSolution {
-  /** The text after the last answer marker, trimmed; null when there is no marker or nothing after it. */
-  answer: string | null;
-  /** True when the text has exactly one answer marker followed by a non-empty answer. */
-  formatValid: boolean;
-}
-
-export interface ParsedVerdict {
-  /** The word after the last verdict marker; null when there is none or it is neither `ok` nor `no`. */
-  verdict: Verdict | null;
-  /** True when the text has exactly one verdict marker, followed by `ok`/`no` and nothing else. */
-  formatValid: boolean;
-}
 
 /** Sorted, de-duplicated characters of `text` (charsets are compared and unioned as strings). */
 export function uniqueChars(text: string): string {

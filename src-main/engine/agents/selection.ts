@@ -21,11 +21,11 @@
  * depends only on the inputs and the state of `rng`.
  */
 import type { Role } from '#shared/agents';
-import { SELECTION_STRATEGIES } from '../config/schema';
+import { SELECTION_STRATEGIES, type SelectionStrategy } from '../vocabulary';
 import type { Rng } from '../util/rng';
 import type { Verdict } from './formats';
 
-export type SelectionStrategy = (typeof SELECTION_STRATEGIES)[number];
+export type { SelectionStrategy } from '../vocabulary';
 
 export interface SelectionCandidate {
   /**

@@ -8,7 +8,6 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { resourcesDir } from '../resources';
-import { parseJsonlRecords, type JsonlChecker } from '../tasks/jsonl';
 import { RunConfigSchema, type RunConfig } from './schema';
 import { ROLES } from '#shared/agents';
 import { FileRefusedError, LIMITS, readTextFile } from '../util/bounded-read';
@@ -198,15 +197,21 @@ function withRolePolicies(input: unknown): unknown {
   return { ...input, policies };
 }
 
-/** Validate a parsed document; returns the fully resolved config (every default filled in). */
-export function resolveConfig(input: unknown, source?: string): RunConfig {
-  const result = RunConfigSchema.safeParse(withRolePolicies(input));
+/**
+ * Validate a parsed document against the schema alone; returns the fully resolved config (every
+ * default filled in). Reads nothing: where a config enters from outside, preflight/'s
+ * `resolveConfig` adds what only this machine can say, in the same pass. `schema`: the schema to
+ * parse with (preflight's adds its rules).
+ */
+export function parseRunConfig(input: unknown, source?: string, schema: typeof RunConfigSchema = RunConfigSchema): RunConfig {
+  const result = schema.safeParse(withRolePolicies(input));
   if (!result.success) throw new ConfigError(issuesFromZod(result.error, input), source);
   return result.data;
 }
 
-export function validateConfig(input: unknown): { ok: true; config: RunConfig } | { ok: false; issues: ConfigIssue[] } {
-  const result = RunConfigSchema.safeParse(withRolePolicies(input));
+/** `parseRunConfig` as a verdict: the config, or every issue. */
+export function checkRunConfig(input: unknown, schema: typeof RunConfigSchema = RunConfigSchema): { ok: true; config: RunConfig } | { ok: false; issues: ConfigIssue[] } {
+  const result = schema.safeParse(withRolePolicies(input));
   return result.success ? { ok: true, config: result.data } : { ok: false, issues: issuesFromZod(result.error, input) };
 }
 
@@ -329,10 +334,11 @@ export interface ConfigSources {
 }
 
 /**
- * preset → file → overrides, each layer deep-merged over the last, then validated once.
- * A file may name its base with `preset: NAME`.
+ * preset → file → overrides, each layer deep-merged over the last: the document a run's config is
+ * resolved from (preflight/loadRunConfig validates it once). A file may name its base with
+ * `preset: NAME`.
  */
-export function loadRunConfig(sources: ConfigSources): { config: RunConfig; preset: string | null } {
+export function runConfigDocument(sources: ConfigSources): { doc: Record<string, unknown>; preset: string | null; source: string | undefined } {
   let doc: Record<string, unknown> = {};
   let preset = sources.preset ?? null;
   let fileDoc: Record<string, unknown> | null = null;
@@ -349,40 +355,7 @@ export function loadRunConfig(sources: ConfigSources): { config: RunConfig; pres
   if (preset) doc = presetDocument(preset);
   if (fileDoc) doc = deepMerge(doc, fileDoc);
   if (sources.overrides?.length) doc = applyOverrides(doc, sources.overrides);
-  const source = sources.file ?? (preset ? `preset ${preset}` : undefined);
-  const config = resolveConfig(doc, source);
-  const fileIssues = taskFileIssues(config);
-  if (fileIssues.length) throw new ConfigError(fileIssues, source);
-  return { config, preset };
-}
-
-/**
- * The files a config names, checked before a run is created (issue 18: a missing jsonl file
- * passed validation, created a run, then killed the rollout worker with a stack trace): the
- * jsonl task file exists, is a readable file and every line is a {"question","answer"} object.
- * Relative paths are read from the working directory, as the run reads them (see
- * `withAbsoluteTaskPaths`).
- */
-export function taskFileIssues(config: Pick<RunConfig, 'task'>): ConfigIssue[] {
-  const { family, jsonl_path: file, checker } = config.task;
-  if (family !== 'jsonl' || !file) return [];
-  const full = path.resolve(file);
-  const issue = (message: string): ConfigIssue[] => [{ path: 'task.jsonl_path', message, value: file }];
-  const stat = fs.statSync(full, { throwIfNoEntry: false });
-  if (!stat) return issue(`no file at ${full}; give the path of a {"question","answer"} JSONL file`);
-  if (stat.isDirectory()) return issue(`${full} is a folder, not a JSONL file`);
-  let text: string;
-  try {
-    text = readTextFile(full, { what: 'task file' });
-  } catch (error) {
-    return issue(error instanceof FileRefusedError ? error.message : `cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
-  }
-  try {
-    parseJsonlRecords(text, full, checker as JsonlChecker);
-  } catch (error) {
-    return issue((error as Error).message);
-  }
-  return [];
+  return { doc, preset, source: sources.file ?? (preset ? `preset ${preset}` : undefined) };
 }
 
 /** The config with the jsonl task path made absolute, so a worker started elsewhere reads the same file. */

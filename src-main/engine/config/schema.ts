@@ -3,24 +3,20 @@
  * CLI, the HTTP server, the IPC handlers and the new-run form all validate against this object,
  * so an error message reads the same wherever a config enters.
  *
+ * Pure (issue 37): nothing here reads the disk or asks the machine. What only this machine can
+ * say (a model folder, a task file, whether the run fits its memory) is preflight/'s, checked at
+ * the edge where a config enters, in the same pass as these rules.
+ *
  * Field names are snake_case because they appear in YAML files and `--set a.b=value` overrides.
  */
 import { z } from 'zod';
-import { loraSettingsFromBlock, loraSettingsProblems } from '../hf/lora-settings';
-import { checkHfModelFolder } from './hf-folder';
-import type { HfArchConfig } from '../hf/config';
-import { runSizeProblems } from './size-check';
-import { DEFAULT_PROMPTS, checkTemplate } from '../agents/prompts';
-import { checkMathFile } from '../tasks/math-data';
+import { DEFAULT_PROMPTS, checkTemplate } from '../vocabulary/templates';
+import { ADVANTAGE_MODES, REWARD_SCHEMES, SELECTION_STRATEGIES, SINGLE_SAMPLE_RULES, STD_CONVENTIONS, TASK_FAMILIES } from '../vocabulary';
 import { ROLES, type Role } from '#shared/agents';
 
 
-export const TASK_FAMILIES = ['sort', 'countdown', 'factor', 'addition', 'jsonl', 'math'] as const;
-export const SELECTION_STRATEGIES = ['random', 'balanced', 'adaptive'] as const;
-export const REWARD_SCHEMES = ['decoupled', 'shared'] as const;
-export const ADVANTAGE_MODES = ['agentwise', 'global', 'agent-mean', 'agent-std', 'no-std'] as const;
-export const STD_CONVENTIONS = ['unbiased', 'population'] as const;
-export const SINGLE_SAMPLE_RULES = ['zero', 'verl'] as const;
+// The names the schema offers live in the engine's vocabulary (issue 37), re-exported for its readers.
+export { ADVANTAGE_MODES, REWARD_SCHEMES, SELECTION_STRATEGIES, SINGLE_SAMPLE_RULES, STD_CONVENTIONS, TASK_FAMILIES };
 export const PIPELINE_MODES = ['sync', 'pipeline'] as const;
 export const BACKENDS = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 
@@ -156,8 +152,12 @@ export const MathGeneratorSchema = z.strictObject({
     .describe('Operations a problem may use, as a string of + - * /; by default + and − up to difficulty 3, × from 4, ÷ (exact) from 7.'),
 }).describe('The shipped generator of multi-step arithmetic word problems (task.family math without task.math_path); task.difficulty sets every knob not given here.');
 
-export const TaskSchema = z
-  .strictObject({
+/**
+ * The task block; `machine` (preflight's) adds the check of a math file, here with the other field
+ * errors so that a bad file is refused before a run exists and reported in the same pass.
+ */
+function taskSchema(machine?: MachineRules) {
+  const schema = z.strictObject({
     family: z.enum(TASK_FAMILIES).default('sort').describe('Problem family: sort (checked by order and permutation), countdown (reach a target), factor, addition, jsonl (your own {question, answer} file), or math (word problems: a JSONL/Parquet file in task.math_path, or the shipped generator).'),
     difficulty: z.number().int().min(1).max(10).default(3).describe('Difficulty knob of the generator (list length, number size, …).'),
     train_size: z.number().int().min(1).max(10_000_000).default(2000).describe('Number of training problems generated from the seed.'),
@@ -170,13 +170,15 @@ export const TaskSchema = z
       .optional()
       .describe('Math family: a JSONL or Parquet (.parquet) file with a question/problem column and an answer column (GSM8K "#### n", MATH/AIME \\boxed{}, or a bare answer), optionally a solution column; without it the shipped word-problem generator is used.'),
     math_generator: MathGeneratorSchema.prefault({}),
-  })
-  .superRefine((task, ctx) => {
-    // Checked here, with the other field errors, so a bad file is refused before a run exists.
+  });
+  if (!machine) return schema;
+  return schema.superRefine((task, ctx) => {
     if (task.family !== 'math' || task.math_path === undefined) return;
-    const problem = checkMathFile(task.math_path);
+    const problem = machine.mathFile(task.math_path);
     if (problem !== null) ctx.addIssue({ code: 'custom', path: ['math_path'], message: problem });
   });
+}
+export const TaskSchema = taskSchema();
 
 /** One role's prompt templates; see agents/prompts.ts for the syntax and the variables. */
 function rolePromptSchema(role: Role) {
@@ -358,128 +360,157 @@ export const SystemSchema = z.strictObject({
 });
 export type SystemConfig = z.infer<typeof SystemSchema>;
 
-export const RunConfigSchema = z
-  .strictObject({
-    name: z.string().max(200).optional().describe('A name for the run; defaults to preset and time.'),
-    seed: z.number().int().min(0).max(2 ** 31 - 1).default(1).describe('Seed for problem generation, initialisation and sampling.'),
-    task: TaskSchema.prefault({}).describe('Which problems the agents solve.'),
-    policies: z
-      .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'policy ids are lower-case words (letters, digits, - and _)'), PolicySchema)
-      .default({
-        solver: PolicySchema.parse({}),
-        verifier: PolicySchema.parse({}),
-        corrector: PolicySchema.parse({}),
-      })
-      .describe('Policies by id: one shared policy for all agents, one per role, or different sizes per role.'),
-    agents: AgentsSchema.prefault({}).describe('Which policy each role uses.'),
-    rollout: RolloutSchema.prefault({}).describe('Grouped agentic rollouts.'),
-    reward: RewardSchema.prefault({}).describe('Reward scheme.'),
-    advantage: AdvantageSchema.prefault({}).describe('Advantage normalization.'),
-    optimization: OptimizationSchema.prefault({}).describe('RL optimization.'),
-    pretrain: PretrainSchema.prefault({}).describe('Supervised warm start used when a policy has no init checkpoint.'),
-    pipeline: PipelineSchema.prefault({}).describe('Rollout/training overlap and segment rollout.'),
-    eval: EvalSchema.prefault({}).describe('Held-out evaluation.'),
-    runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
-    prompts: PromptsSchema.prefault({}),
-    endpoints: z
-      .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'endpoint names are lower-case words (letters, digits, - and _)'), EndpointSchema)
-      .optional()
-      .describe('Served models by name (OpenAI-compatible endpoints) that policies may point at.'),
-    system: SystemSchema.optional().describe('Present: a reasoning-system run (inference only) of the agents on the held-out problems instead of RL training.'),
-  })
-  .superRefine((cfg, ctx) => {
-    // Cross-field rules only mean something once the fields they read are valid on their own:
-    // with solver_group 0 already reported, "select_k exceeds solver_group (0)" would be noise.
-    // Other fields' errors do not hold them back: every problem is reported in one pass (issue 18).
-    const issues = (ctx as unknown as { issues?: { path?: PropertyKey[] }[] }).issues ?? [];
-    const bad = issues.map((i) => (i.path ?? []).map(String).join('.'));
-    const valid = (...paths: string[]) => !bad.some((b) => b === '' || paths.some((p) => b === p || b.startsWith(`${p}.`) || p.startsWith(`${b}.`)));
-    const policyIds = valid('policies') ? Object.keys(cfg.policies) : [];
-    if (valid('policies') && policyIds.length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['policies'], message: 'at least one policy is required' });
-    }
-    for (const role of ROLES) {
-      if (!valid('agents', 'policies')) break;
-      const id = cfg.agents[role];
-      if (!cfg.policies[id]) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['agents', role],
-          message: `policy "${id}" is not defined; defined policies: ${policyIds.join(', ') || '(none)'}`,
-        });
+/**
+ * What only this machine can say of a config, asked where the schema's rules need it (preflight's
+ * rules fill it in; the schema itself reads nothing). Each adds its issues to `ctx`.
+ */
+export interface MachineRules {
+  /** Why `task.math_path` cannot be used, or null. */
+  mathFile(file: string): string | null;
+  /** A Hugging Face policy's folder: its context and what `runSize` needs of it, or null (issues added). */
+  modelFolder(id: string, model: HfModelConfig, ctx: RefinementContext): { context: number; detail: unknown } | null;
+  /**
+   * Whether the run fits this machine; `cfg` is the parsed config (a RunConfig: typed loosely here
+   * because RunConfig is inferred from this schema), `folders` each checked folder's `detail`, by policy id.
+   */
+  runSize(cfg: unknown, folders: ReadonlyMap<string, unknown>, ctx: RefinementContext): void;
+}
+
+/** The run-config schema; with `machine` (preflight's rules) it also checks files, folders and sizes in the same pass. */
+export function runConfigSchema(machine?: MachineRules) {
+  return z
+    .strictObject({
+      name: z.string().max(200).optional().describe('A name for the run; defaults to preset and time.'),
+      seed: z.number().int().min(0).max(2 ** 31 - 1).default(1).describe('Seed for problem generation, initialisation and sampling.'),
+      task: taskSchema(machine).prefault({}).describe('Which problems the agents solve.'),
+      policies: z
+        .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'policy ids are lower-case words (letters, digits, - and _)'), PolicySchema)
+        .default({
+          solver: PolicySchema.parse({}),
+          verifier: PolicySchema.parse({}),
+          corrector: PolicySchema.parse({}),
+        })
+        .describe('Policies by id: one shared policy for all agents, one per role, or different sizes per role.'),
+      agents: AgentsSchema.prefault({}).describe('Which policy each role uses.'),
+      rollout: RolloutSchema.prefault({}).describe('Grouped agentic rollouts.'),
+      reward: RewardSchema.prefault({}).describe('Reward scheme.'),
+      advantage: AdvantageSchema.prefault({}).describe('Advantage normalization.'),
+      optimization: OptimizationSchema.prefault({}).describe('RL optimization.'),
+      pretrain: PretrainSchema.prefault({}).describe('Supervised warm start used when a policy has no init checkpoint.'),
+      pipeline: PipelineSchema.prefault({}).describe('Rollout/training overlap and segment rollout.'),
+      eval: EvalSchema.prefault({}).describe('Held-out evaluation.'),
+      runtime: RuntimeSchema.prefault({}).describe('Where the numerics run.'),
+      prompts: PromptsSchema.prefault({}),
+      endpoints: z
+        .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'endpoint names are lower-case words (letters, digits, - and _)'), EndpointSchema)
+        .optional()
+        .describe('Served models by name (OpenAI-compatible endpoints) that policies may point at.'),
+      system: SystemSchema.optional().describe('Present: a reasoning-system run (inference only) of the agents on the held-out problems instead of RL training.'),
+    })
+    .superRefine((cfg, ctx) => {
+      // Cross-field rules only mean something once the fields they read are valid on their own:
+      // with solver_group 0 already reported, "select_k exceeds solver_group (0)" would be noise.
+      // Other fields' errors do not hold them back: every problem is reported in one pass (issue 18).
+      const valid = fieldsThatParsed(ctx);
+      const policyIds = valid('policies') ? Object.keys(cfg.policies) : [];
+      if (valid('policies') && policyIds.length === 0) {
+        ctx.addIssue({ code: 'custom', path: ['policies'], message: 'at least one policy is required' });
       }
-    }
-    const endpointNames = Object.keys(cfg.endpoints ?? {});
-    // Only once policies parsed: `policies: null` or a policy of null reached here and threw (found
-    // by the HTTP fuzz of issue #36, a 500 for a caller's mistake).
-    for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
-      if (policy.endpoint !== undefined && !cfg.endpoints?.[policy.endpoint]) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['policies', id, 'endpoint'],
-          message: `endpoint "${policy.endpoint}" is not defined; defined endpoints: ${endpointNames.join(', ') || '(none: add an endpoints block)'}`,
-        });
-      }
-    }
-    if (valid('pipeline.segment_tokens', 'rollout.max_response_tokens') && cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['pipeline', 'segment_tokens'],
-        message: `segment_tokens (${cfg.pipeline.segment_tokens}) exceeds the response budget rollout.max_response_tokens (${cfg.rollout.max_response_tokens}); use at most ${cfg.rollout.max_response_tokens}`,
-      });
-    }
-    const hfConfigs = new Map<string, HfArchConfig>();
-    for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
-      let context: number;
-      if (policy.model.kind === 'hf') {
-        const checked = checkHfModelFolder(policy.model.path);
-        if (!checked.ok) {
-          ctx.addIssue({ code: 'custom', path: ['policies', id, 'model', 'path'], message: checked.message });
-          continue;
+      for (const role of ROLES) {
+        if (!valid('agents', 'policies')) break;
+        const id = cfg.agents[role];
+        if (!cfg.policies[id]) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['agents', role],
+            message: `policy "${id}" is not defined; defined policies: ${policyIds.join(', ') || '(none)'}`,
+          });
         }
-        hfConfigs.set(id, checked.config);
-        context = checked.context;
-        if (policy.model.lora) {
-          for (const p of loraSettingsProblems(checked.config, loraSettingsFromBlock(policy.model.lora))) {
-            ctx.addIssue({ code: 'custom', path: ['policies', id, 'model', 'lora', p.field], message: p.message });
-          }
-        }
-      } else {
-        context = policy.model.context;
       }
-      if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= context) {
+      const endpointNames = Object.keys(cfg.endpoints ?? {});
+      // Only once policies parsed: `policies: null` or a policy of null reached here and threw (found
+      // by the HTTP fuzz of issue #36, a 500 for a caller's mistake).
+      for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
+        if (policy.endpoint !== undefined && !cfg.endpoints?.[policy.endpoint]) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['policies', id, 'endpoint'],
+            message: `endpoint "${policy.endpoint}" is not defined; defined endpoints: ${endpointNames.join(', ') || '(none: add an endpoints block)'}`,
+          });
+        }
+      }
+      if (valid('pipeline.segment_tokens', 'rollout.max_response_tokens') && cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
         ctx.addIssue({
           code: 'custom',
-          path: ['rollout', 'max_response_tokens'],
-          message: `response budget ${cfg.rollout.max_response_tokens} leaves no room for the prompt in policy "${id}" (context ${context}); use less than ${context}`,
+          path: ['pipeline', 'segment_tokens'],
+          message: `segment_tokens (${cfg.pipeline.segment_tokens}) exceeds the response budget rollout.max_response_tokens (${cfg.rollout.max_response_tokens}); use at most ${cfg.rollout.max_response_tokens}`,
         });
       }
-    }
-    if (valid('rollout.select_k', 'rollout.solver_group') && cfg.rollout.select_k > cfg.rollout.solver_group) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['rollout', 'select_k'],
-        message: `select_k (${cfg.rollout.select_k}) exceeds solver_group (${cfg.rollout.solver_group}); use at most ${cfg.rollout.solver_group}`,
-      });
-    }
-    if (valid('task.family', 'task.jsonl_path') && cfg.task.family === 'jsonl' && !cfg.task.jsonl_path) {
-      ctx.addIssue({ code: 'custom', path: ['task', 'jsonl_path'], message: 'required when task.family is "jsonl": give the path of a {"question","answer"} JSONL file' });
-    }
-    if (valid('eval.problems', 'task.test_size') && cfg.eval.problems > cfg.task.test_size) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['eval', 'problems'],
-        message: `eval.problems (${cfg.eval.problems}) exceeds task.test_size (${cfg.task.test_size}); use at most ${cfg.task.test_size}`,
-      });
-    }
-    // What the run will hold at its peak, against this machine's memory (issue #36): refused here,
-    // before a step builds a decode batch no machine holds.
-    if (valid('policies', 'agents', 'rollout', 'eval', 'system')) {
-      for (const issue of runSizeProblems(cfg, hfConfigs)) ctx.addIssue({ code: 'custom', path: issue.path.split('.'), message: issue.message });
-    }
-    // Run even when other fields failed (zod skips refinements then by default); `valid` above
-    // keeps each rule to fields that parsed.
-  }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });
+      // A Hugging Face policy's context is its folder's config.json: known only where preflight reads it.
+      const folders = new Map<string, unknown>();
+      for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
+        let context: number;
+        if (policy.model.kind === 'hf') {
+          const folder = machine?.modelFolder(id, policy.model, ctx);
+          if (!folder) continue;
+          folders.set(id, folder.detail);
+          context = folder.context;
+        } else {
+          context = policy.model.context;
+        }
+        responseBudgetRule(cfg, id, context, valid, ctx);
+      }
+      if (valid('rollout.select_k', 'rollout.solver_group') && cfg.rollout.select_k > cfg.rollout.solver_group) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rollout', 'select_k'],
+          message: `select_k (${cfg.rollout.select_k}) exceeds solver_group (${cfg.rollout.solver_group}); use at most ${cfg.rollout.solver_group}`,
+        });
+      }
+      if (valid('task.family', 'task.jsonl_path') && cfg.task.family === 'jsonl' && !cfg.task.jsonl_path) {
+        ctx.addIssue({ code: 'custom', path: ['task', 'jsonl_path'], message: 'required when task.family is "jsonl": give the path of a {"question","answer"} JSONL file' });
+      }
+      if (valid('eval.problems', 'task.test_size') && cfg.eval.problems > cfg.task.test_size) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['eval', 'problems'],
+          message: `eval.problems (${cfg.eval.problems}) exceeds task.test_size (${cfg.task.test_size}); use at most ${cfg.task.test_size}`,
+        });
+      }
+      // What the run will hold at its peak, against this machine's memory (issue #36): refused here,
+      // before a step builds a decode batch no machine holds.
+      if (machine && valid('policies', 'agents', 'rollout', 'eval', 'system')) machine.runSize(cfg, folders, ctx);
+      // Run even when other fields failed (zod skips refinements then by default); `valid` above
+      // keeps each rule to fields that parsed.
+    }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });;
+}
+
+export const RunConfigSchema = runConfigSchema();
+
+/** A refinement's context, as far as the rules below read it. */
+export type RefinementContext = { addIssue(issue: { code: 'custom'; path: PropertyKey[]; message: string }): void };
+
+/**
+ * Which fields parsed, for a refinement of the whole config: cross-field rules only mean something
+ * once the fields they read are valid on their own. zod keeps the issues found so far on the
+ * context; a path is valid when no issue sits on it, above it or below it.
+ */
+export function fieldsThatParsed(ctx: unknown): (...paths: string[]) => boolean {
+  const issues = (ctx as { issues?: { path?: PropertyKey[] }[] }).issues ?? [];
+  const bad = issues.map((i) => (i.path ?? []).map(String).join('.'));
+  return (...paths: string[]) => !bad.some((b) => b === '' || paths.some((p) => b === p || b.startsWith(`${p}.`) || p.startsWith(`${b}.`)));
+}
+
+/** The response budget must leave room for a prompt in each policy's context. */
+export function responseBudgetRule(cfg: Pick<RunConfig, 'rollout'>, id: string, context: number, valid: (...paths: string[]) => boolean, ctx: RefinementContext): void {
+  if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= context) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rollout', 'max_response_tokens'],
+      message: `response budget ${cfg.rollout.max_response_tokens} leaves no room for the prompt in policy "${id}" (context ${context}); use less than ${context}`,
+    });
+  }
+}
 
 /** A fully resolved run configuration: every default filled in. */
 export type RunConfig = z.infer<typeof RunConfigSchema>;

@@ -108,11 +108,8 @@ export interface PolicyModel<C extends DecodeCache = DecodeCache> {
   dispose(): void;
 }
 
-/** A chat message rendered by a model's chat template. */
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
+/** A chat message rendered by a model's chat template (the engine's vocabulary, shared with the agents' formats). */
+export type { ChatMessage } from '../vocabulary';
 
 /**
  * How a role's prompt and response become tokens for one policy. The GPT family writes

@@ -19,7 +19,8 @@
  * launched: a typo in the eighth cell must not be found after seven runs have finished.
  */
 import YAML from 'yaml';
-import { ConfigError, deepMerge, formatConfigIssues, presetDocument, resolveConfig, type ConfigIssue } from '../config/load';
+import { ConfigError, deepMerge, formatConfigIssues, presetDocument, type ConfigIssue } from '../config/load';
+import { resolveConfig } from '../preflight';
 import type { RunConfig } from '../config/schema';
 import type { CellValue } from '../store/studies';
 

@@ -21,7 +21,7 @@
  */
 import type { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText, ANSWER_MARKER } from '../agents/formats';
-import { assertDifficulty, familyCharset, firstWrong, generateDistinct, nudgeDigit, repairedSolution, DIGITS } from './common';
+import { assertDifficulty, characterFamily, firstWrong, generateDistinct, nudgeDigit, solves, DIGITS } from './common';
 import type { GenerateOptions, Problem, TaskFamily } from './types';
 
 const FAMILY = 'addition';
@@ -105,18 +105,18 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
       return `${work}${ANSWER_MARKER}${answer.slice(0, i)}${answer[i + 1]}${answer[i]}${answer.slice(i + 2)}`;
     },
   ];
-  const isCorrect = (solution: string) => checkAdditionAnswer(problem, parseSolution(solution).answer);
+  const isCorrect = solves(checkAdditionAnswer, problem);
   return firstWrong(rng, mutations, isCorrect, () => `${work}${ANSWER_MARKER}${answer}0`);
 }
 
-export const additionFamily: TaskFamily = {
+export const additionFamily: TaskFamily = characterFamily({
   name: FAMILY,
   description: 'Add two numbers (negative control: checking is as hard as solving).',
   notation: [
     { roles: ['solver', 'corrector', 'verifier'], marker: '8,2,17,8', meaning: 'The column sums from the right, carries included.' },
     { roles: ['verifier'], marker: 's:8728', meaning: 'The sum the Verifier recomputed, compared with the answer.' },
   ],
-  charset: familyCharset(`${DIGITS}+,s:x `),
+  ownCharacters: `${DIGITS}+,s:x `,
   generate(options: GenerateOptions): Problem[] {
     const width = additionDigits(options.difficulty);
     const randomNumber = (rng: Rng) => {
@@ -138,7 +138,5 @@ export const additionFamily: TaskFamily = {
   checkAnswer: checkAdditionAnswer,
   solverTarget,
   verifierTarget,
-  correctorTarget: (problem, solutionText) =>
-    repairedSolution(solutionText, (answer) => checkAdditionAnswer(problem, answer), () => solverTarget(problem)),
   corruptSolution,
-};
+});

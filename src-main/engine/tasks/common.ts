@@ -4,7 +4,7 @@
  */
 import { hashString, Rng } from '../util/rng';
 import { parseSolution, uniqueChars, FORMAT_CHARSET } from '../agents/formats';
-import type { GenerateOptions, Problem, Split } from './types';
+import type { GenerateOptions, Problem, Split, TaskFamily } from './types';
 
 export const MIN_DIFFICULTY = 1;
 export const MAX_DIFFICULTY = 10;
@@ -84,11 +84,35 @@ export function familyCharset(ownCharacters: string): string {
   return uniqueChars(ownCharacters + FORMAT_CHARSET);
 }
 
+/** What a family of the character format writes itself; `characterFamily` derives the rest. */
+export type CharacterFamilyParts = Omit<TaskFamily, 'charset' | 'correctorTarget' | 'format'> & {
+  /** The family's own characters (`charset` adds the formats'). */
+  ownCharacters: string;
+};
+
+/**
+ * A family of the character format (`A:` / `V:`, agents/formats.ts): the sorted, generated and
+ * jsonl families. Their charset is their own characters plus the formats', and their Corrector
+ * target is the same rule under each one's checker (`repairedSolution`).
+ */
+export function characterFamily({ ownCharacters, ...parts }: CharacterFamilyParts): TaskFamily {
+  return {
+    ...parts,
+    charset: familyCharset(ownCharacters),
+    correctorTarget: (problem, solutionText) => repairedSolution(solutionText, (answer) => parts.checkAnswer(problem, answer), () => parts.solverTarget(problem)),
+  };
+}
+
+/** Whether a character-format solution's final answer solves `problem` under `checkAnswer` (for `firstWrong`). */
+export function solves(checkAnswer: (problem: Problem, answer: string | null) => boolean, problem: Problem): (solution: string) => boolean {
+  return (solution) => checkAnswer(problem, parseSolution(solution).answer);
+}
+
 /**
  * The Corrector's warm-start target: keep a solution that is already right and well formed (the
  * Verifier wrongly rejected it), otherwise write the reference worked solution.
  */
-export function repairedSolution(solutionText: string, isCorrect: (answer: string | null) => boolean, reference: () => string): string {
+function repairedSolution(solutionText: string, isCorrect: (answer: string | null) => boolean, reference: () => string): string {
   const parsed = parseSolution(solutionText);
   if (parsed.formatValid && isCorrect(parsed.answer)) return solutionText.trim();
   return reference();

@@ -27,7 +27,7 @@
  */
 import type { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText } from '../agents/formats';
-import { assertDifficulty, familyCharset, firstWrong, generateDistinct, repairedSolution, DIGITS } from './common';
+import { assertDifficulty, characterFamily, firstWrong, generateDistinct, solves, DIGITS } from './common';
 import type { GenerateOptions, Problem, TaskFamily } from './types';
 
 const FAMILY = 'countdown';
@@ -205,13 +205,13 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
       return write([...steps.slice(0, -1), { ...last, right: wrongRight, result: targetOf(problem) }]);
     },
   ];
-  const isCorrect = (solution: string) => checkCountdownAnswer(problem, parseSolution(solution).answer);
+  const isCorrect = solves(checkCountdownAnswer, problem);
   // Fallback: a last step that does not reach the target (target + 1 is never the target).
   const last = steps[steps.length - 1];
   return firstWrong(rng, mutations, isCorrect, () => write([...steps.slice(0, -1), { ...last, result: targetOf(problem) + 1 }]));
 }
 
-export const countdownFamily: TaskFamily = {
+export const countdownFamily: TaskFamily = characterFamily({
   name: FAMILY,
   description: 'Reach a target from given numbers with +, − and ×, each used at most once; checked by replaying the steps.',
   notation: [
@@ -219,7 +219,7 @@ export const countdownFamily: TaskFamily = {
     { roles: ['verifier'], marker: '56yy', meaning: 'Per step: the recomputed result, then y/n for "the written result is right" and y/n for "both operands were available" (given and unused, or made by an earlier step).' },
     { roles: ['verifier'], marker: 't:y', meaning: 't:y / t:n: whether the last result is the target.' },
   ],
-  charset: familyCharset(`${DIGITS}make: +-*=,ytnx `),
+  ownCharacters: `${DIGITS}make: +-*=,ytnx `,
   generate(options: GenerateOptions): Problem[] {
     const level = countdownLevel(options.difficulty);
     return generateDistinct(FAMILY, options, (rng) => {
@@ -241,7 +241,5 @@ export const countdownFamily: TaskFamily = {
   checkAnswer: checkCountdownAnswer,
   solverTarget,
   verifierTarget,
-  correctorTarget: (problem, solutionText) =>
-    repairedSolution(solutionText, (answer) => checkCountdownAnswer(problem, answer), () => solverTarget(problem)),
   corruptSolution,
-};
+});

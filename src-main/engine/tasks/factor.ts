@@ -28,7 +28,7 @@
  */
 import type { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText, ANSWER_MARKER } from '../agents/formats';
-import { assertDifficulty, familyCharset, firstWrong, generateDistinct, repairedSolution, DIGITS } from './common';
+import { assertDifficulty, characterFamily, firstWrong, generateDistinct, solves, DIGITS } from './common';
 import type { GenerateOptions, Problem, TaskFamily } from './types';
 
 const FAMILY = 'factor';
@@ -182,12 +182,12 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
       return neighbour === undefined ? null : write(factors.map((f, j) => (j === i ? neighbour : f)));
     },
   ];
-  const isCorrect = (solution: string) => checkFactorAnswer(problem, parseSolution(solution).answer);
+  const isCorrect = solves(checkFactorAnswer, problem);
   // Fallback: an extra factor 2 always breaks the product.
   return firstWrong(rng, mutations, isCorrect, () => write([...factors, 2]));
 }
 
-export const factorFamily: TaskFamily = {
+export const factorFamily: TaskFamily = characterFamily({
   name: FAMILY,
   description: 'Write a number as a product of primes; checked by primality of each factor and the product.',
   notation: [
@@ -195,7 +195,7 @@ export const factorFamily: TaskFamily = {
     { roles: ['verifier'], marker: 'p:yyyy', meaning: 'y/n per factor for "is prime".' },
     { roles: ['verifier'], marker: 'm:6,42,462 y', meaning: 'The running products from the second factor on (stopping once past the number), then y/n for "the product is the number".' },
   ],
-  charset: familyCharset(`${DIGITS}factor :*pmyx,`),
+  ownCharacters: `${DIGITS}factor :*pmyx,`,
   generate(options: GenerateOptions): Problem[] {
     const level = factorLevel(options.difficulty);
     const primes = primesUpTo(level.maxPrime);
@@ -217,7 +217,5 @@ export const factorFamily: TaskFamily = {
   checkAnswer: checkFactorAnswer,
   solverTarget,
   verifierTarget,
-  correctorTarget: (problem, solutionText) =>
-    repairedSolution(solutionText, (answer) => checkFactorAnswer(problem, answer), () => solverTarget(problem)),
   corruptSolution,
-};
+});

@@ -19,7 +19,7 @@
  */
 import { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText } from '../agents/formats';
-import { familyCharset, firstWrong, problemsFromRecords, repairedSolution, splitOf, DIGITS } from './common';
+import { characterFamily, firstWrong, problemsFromRecords, solves, splitOf, DIGITS } from './common';
 import type { GenerateOptions, Problem, Split, TaskFamily, TaskNotation } from './types';
 import { FileRefusedError, LIMITS, readRegularFile } from '../util/bounded-read';
 
@@ -168,22 +168,21 @@ export function createJsonlFamily(options: JsonlFamilyOptions): TaskFamily {
       },
       () => (reference.length < 2 ? null : answerText(reference.slice(0, -1))),
     ];
-    const isCorrect = (solution: string) => check(problem, parseSolution(solution).answer);
+    const isCorrect = solves(check, problem);
     return firstWrong(rng, mutations, isCorrect, () => answerText(`${reference}${DIGITS[rng.int(1, 9)]}`));
   };
 
-  return {
+  return characterFamily({
     name: FAMILY,
     description: `Your own problems from ${options.path ?? 'a JSONL file'} (${records.length} lines, ${checker} checker).`,
     notation: JSONL_NOTATION,
-    charset: familyCharset(records.map((r) => r.question + r.answer).join('') + DIGITS),
+    ownCharacters: records.map((r) => r.question + r.answer).join('') + DIGITS,
     generate(generateOptions: GenerateOptions): Problem[] {
       return problemsFromRecords(FAMILY, splitRecords, generateOptions, (record) => ({ line: record.line, checker }));
     },
     checkAnswer: check,
     solverTarget,
     verifierTarget: (problem, solutionText) => verdictText(check(problem, parseSolution(solutionText).answer) ? 'approve' : 'reject'),
-    correctorTarget: (problem, solutionText) => repairedSolution(solutionText, (answer) => check(problem, answer), () => solverTarget(problem)),
     corruptSolution,
-  };
+  });
 }

@@ -2,7 +2,7 @@
  * Task families by name. The generated families are fixed objects; `jsonl` and `math` are built
  * from a config (a user's file, the generator's knobs, the prompt templates), so they take options.
  */
-import { TASK_FAMILIES } from '../config/schema';
+import { TASK_FAMILIES, type TaskFamilyName } from '../vocabulary';
 import { additionFamily } from './addition';
 import { countdownFamily } from './countdown';
 import { factorFamily } from './factor';
@@ -12,7 +12,7 @@ import { MATH_CHECKER_FULL_VERSION } from './math-answer';
 import { sortFamily } from './sort';
 import type { TaskFamily, TaskNotation } from './types';
 
-export type TaskFamilyName = (typeof TASK_FAMILIES)[number];
+export type { TaskFamilyName } from '../vocabulary';
 
 const GENERATED: Record<Exclude<TaskFamilyName, 'jsonl' | 'math'>, TaskFamily> = {
   sort: sortFamily,

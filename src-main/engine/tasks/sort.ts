@@ -38,7 +38,7 @@
  */
 import type { Rng } from '../util/rng';
 import { answerText, parseSolution, verdictText, ANSWER_MARKER } from '../agents/formats';
-import { assertDifficulty, familyCharset, firstWrong, generateDistinct, nudgeDigit, repairedSolution, DIGITS } from './common';
+import { assertDifficulty, characterFamily, firstWrong, generateDistinct, nudgeDigit, solves, DIGITS } from './common';
 import type { GenerateOptions, Problem, TaskFamily } from './types';
 
 const FAMILY = 'sort';
@@ -160,18 +160,18 @@ function corruptSolution(problem: Problem, solutionText: string, rng: Rng): stri
       return wrong === '' ? null : withAnswer(wrong, wrongWork);
     },
   ];
-  const isCorrect = (solution: string) => checkSortAnswer(problem, parseSolution(solution).answer);
+  const isCorrect = solves(checkSortAnswer, problem);
   return firstWrong(rng, mutations, isCorrect, () => withAnswer(`${answer}${DIGITS[position(10)]}`));
 }
 
-export const sortFamily: TaskFamily = {
+export const sortFamily: TaskFamily = characterFamily({
   name: FAMILY,
   description: 'Sort a string of digits; checked by order and by permutation (digit counts).',
   notation: [
     { roles: ['solver', 'corrector'], marker: 'c:1111011111', meaning: "How many times each digit 0…9 occurs in the question (one character per digit: 0–9, then a–g for 10–16), written before the answer." },
     { roles: ['verifier'], marker: 's:0=1=2x3…', meaning: "The question's digits re-sorted, each followed by = when the answer has the same digit at that position and x when it does not (one x per extra answer digit); any x means the answer is wrong. A lone x means the answer was not a digit string." },
   ],
-  charset: familyCharset(`${DIGITS}${COUNT_CHARS}sortc:o<=>x `),
+  ownCharacters: `${DIGITS}${COUNT_CHARS}sortc:o<=>x `,
   generate(options: GenerateOptions): Problem[] {
     const length = sortLength(options.difficulty);
     return generateDistinct(FAMILY, options, (rng) => {
@@ -183,6 +183,5 @@ export const sortFamily: TaskFamily = {
   checkAnswer: checkSortAnswer,
   solverTarget,
   verifierTarget,
-  correctorTarget: (problem, solutionText) => repairedSolution(solutionText, (answer) => checkSortAnswer(problem, answer), () => solverTarget(problem)),
   corruptSolution,
-};
+});

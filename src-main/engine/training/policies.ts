@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PolicyConfig, RunConfig } from '../config/schema';
 import { ROLES, type Role } from '#shared/agents';
-import { resolveModelFolder } from '../config/hf-folder';
+import { resolveModelFolder } from '../preflight/model-folder';
 import { createModel, type GPTConfig } from '../gpt/model';
 import { createOptimizer, type Adam, type AdamState } from '../model/optim';
 import { readWeights, syncWhereReadable, withReadAhead } from '../model/readback';

@@ -5,7 +5,8 @@
  * evaluations, events and a pipeline timeline. Written through the store's BatchWriter, the way
  * the trainer writes. Deterministic (seeded), so screenshots are comparable between runs.
  */
-import { presetDocument, resolveConfig, deepMerge } from '../../../src-main/engine/config/load';
+import { presetDocument, deepMerge } from '../../../src-main/engine/config/load';
+import { resolveConfig } from '../../../src-main/engine/preflight';
 import type { BatchWriter, Store } from '../../../src-main/engine/store';
 import { Rng } from '../../../src-main/engine/util/rng';
 import { episodeRow, turnRow } from './rows';

@@ -6,7 +6,7 @@
 import type { HfArchConfig } from '../hf/config';
 import { hfParameterCount, hfWeightsProblem } from '../hf/config';
 import { gptParameterCount, machineMemoryBytes, runSizeIssues, type DecodeBatch, type PolicyShape, type SizeIssue } from '../model/size-limits';
-import type { RunConfig } from './schema';
+import type { RunConfig } from '../config/schema';
 
 /** A policy's shape from its model block (`hf`: the folder's parsed config.json); null when served. */
 function policyShape(policy: RunConfig['policies'][string], hf: HfArchConfig | undefined): PolicyShape | null {
