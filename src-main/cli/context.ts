@@ -4,7 +4,7 @@ import { openStore, type Store } from '../engine/store';
 import { createStudioService } from '../api/service';
 import type { StudioApi } from '#shared/contract';
 import type { RunRow } from '../engine/store/types';
-import { runRef, UsageError } from './args';
+import { parseCommand, printedHelp, runRef, UsageError, type OptionSpec } from './args';
 
 export interface CommandContext {
   env: NodeJS.ProcessEnv;
@@ -18,6 +18,40 @@ export interface Command {
   usage: string;
   /** Returns the process exit code. */
   run(argv: string[], ctx: CommandContext): Promise<number>;
+}
+
+/** What `parseCommand` read from a command's arguments: its flags and positionals. */
+export type ParsedCommand<O extends OptionSpec> = ReturnType<typeof parseCommand<O>>;
+
+export interface CommandSpec<O extends OptionSpec> {
+  name: string;
+  summary: string;
+  usage: string;
+  /** The command's own flags; `--db`, `--json` and `--help` are every command's (COMMON_OPTIONS). */
+  options: O;
+  /** How many positionals the command takes (any number when absent). */
+  maxPositionals?: number;
+  /** Runs once the flags are read and `--help` is answered; returns the process exit code. */
+  run(parsed: ParsedCommand<O>, ctx: CommandContext): Promise<number>;
+}
+
+/**
+ * A command whose flags are read strictly (an unknown flag or one positional too many is a
+ * UsageError showing the usage) and whose `--help` prints the usage and exits 0 before anything
+ * else runs: the same for every command, written once.
+ */
+export function defineCommand<O extends OptionSpec>(spec: CommandSpec<O>): Command {
+  const { name, summary, usage, options, maxPositionals } = spec;
+  return {
+    name,
+    summary,
+    usage,
+    async run(argv, ctx) {
+      const parsed = parseCommand(argv, options, usage, maxPositionals);
+      if (printedHelp(parsed.values, usage, ctx)) return 0;
+      return spec.run(parsed, ctx);
+    },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread, type MathJudgement } from '../../engine/tasks/math-answer';
-import { parseCommand, printedHelp, UsageError } from '../args';
-import type { Command, CommandContext } from '../context';
+import { UsageError } from '../args';
+import { defineCommand, type CommandContext } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage: marsrl check-answer REFERENCE RESPONSE [--explain] [--json]
@@ -79,13 +79,13 @@ function judgeFile(file: string, outPath: string | undefined, ctx: CommandContex
   return errors > 0 ? 1 : 0;
 }
 
-export const checkAnswerCommand: Command = {
+export const checkAnswerCommand = defineCommand({
   name: 'check-answer',
   summary: 'judge a response against a reference answer with the math checker (or a JSONL file of them)',
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, { explain: { type: 'boolean', default: false }, jsonl: { type: 'string' }, out: { type: 'string' } }, usage, 2);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: { explain: { type: 'boolean', default: false }, jsonl: { type: 'string' }, out: { type: 'string' } },
+  maxPositionals: 2,
+  async run({ values, positionals }, ctx) {
     try {
       if (values.jsonl !== undefined) {
         if (positionals.length > 0) throw new UsageError('--jsonl FILE takes its pairs from the file; give no REFERENCE or RESPONSE with it', usage);
@@ -105,4 +105,4 @@ export const checkAnswerCommand: Command = {
       stopCheckerThread();
     }
   },
-};
+});

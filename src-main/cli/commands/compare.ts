@@ -1,6 +1,6 @@
 import { collapseFlags, compareRuns, compareWarnings, groupTable, loadRuns, runTable, UnknownRunError, DEFAULT_SPIKE_THRESHOLD } from '../../engine/compare';
-import { parseCommand, printedHelp, runRef, UsageError } from '../args';
-import { openCliStudio, type Command } from '../context';
+import { runRef, UsageError } from '../args';
+import { openCliStudio, defineCommand } from '../context';
 import { printJson, table } from '../format';
 
 const compareUsage = `Usage: marsrl compare RUN… [--group-by KEY[,KEY…]] [--baseline RUN] [--baseline-group LABEL]
@@ -17,17 +17,12 @@ shared vs separate policies) and adds a table of group mean ± std over seeds wi
 against the baseline group; * marks a difference whose seed ranges do not overlap.
 --study STUDY compares every run of a study, grouped by its axes.`;
 
-export const compareCommand: Command = {
+export const compareCommand = defineCommand({
   name: 'compare',
   summary: 'compare runs side by side: summary table, deltas against a baseline',
   usage: compareUsage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(
-      argv,
-      { 'group-by': { type: 'string' }, baseline: { type: 'string' }, 'baseline-group': { type: 'string' }, 'spike-threshold': { type: 'string' }, study: { type: 'string' } },
-      compareUsage,
-    );
-    if (printedHelp(values, compareUsage, ctx)) return 0;
+  options: { 'group-by': { type: 'string' }, baseline: { type: 'string' }, 'baseline-group': { type: 'string' }, 'spike-threshold': { type: 'string' }, study: { type: 'string' } },
+  async run({ values, positionals }, ctx) {
     if (values.study === undefined && positionals.length === 0) throw new UsageError('compare needs at least one RUN (id or name), or --study STUDY', compareUsage);
     if (values.study !== undefined && positionals.length > 0) throw new UsageError('give RUNs or --study, not both', compareUsage);
     for (const ref of positionals) runRef(ref, 'each RUN', compareUsage);
@@ -112,4 +107,4 @@ export const compareCommand: Command = {
       store.close();
     }
   },
-};
+});

@@ -2,8 +2,8 @@ import { ConfigError, configToYaml } from '../../engine/config/load';
 import { loadRunConfig } from '../../engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../engine/served/config';
 import { runProbePrompt } from '../../engine/training/task-data';
-import { parseCommand, printedHelp, UsageError } from '../args';
-import type { Command } from '../context';
+import { UsageError } from '../args';
+import { defineCommand } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage:
@@ -25,13 +25,13 @@ const options = {
   probe: { type: 'boolean', default: false },
 } as const;
 
-export const configCommand: Command = {
+export const configCommand = defineCommand({
   name: 'config',
   summary: 'validate a config file or print a resolved config',
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, options, usage, 2);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: options,
+  maxPositionals: 2,
+  async run({ values, positionals }, ctx) {
     const [sub, file] = positionals;
     if (sub === 'validate') {
       if (!file && !values.preset) throw new UsageError('config validate needs a FILE or --preset NAME', usage);
@@ -59,4 +59,4 @@ export const configCommand: Command = {
     }
     throw new UsageError(sub ? `unknown config subcommand ${JSON.stringify(sub)}; use validate or print` : 'config needs a subcommand: validate or print', usage);
   },
-};
+});

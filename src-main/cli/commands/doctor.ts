@@ -1,7 +1,7 @@
 import { BACKENDS } from '../../engine/config/schema';
 import { doctorReport, formatDoctorReport } from '../../engine/model/doctor';
-import { choiceFlag, parseCommand, printedHelp } from '../args';
-import type { Command } from '../context';
+import { choiceFlag } from '../args';
+import { defineCommand } from '../context';
 import { printJson } from '../format';
 
 const usage = `Usage: marsrl doctor [--backend ${BACKENDS.join('|')}] [--json]
@@ -11,17 +11,17 @@ Shows the tensor backend this machine trains on, its threads and SIMD, the WebGP
 skipped (the same choice and reasons are stored with every run, and a run with the same
 runtime.backend makes the same choice).`;
 
-export const doctorCommand: Command = {
+export const doctorCommand = defineCommand({
   name: 'doctor',
   summary: 'show the tensor backend, the WebGPU adapter and why other backends were skipped',
   usage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(argv, { backend: { type: 'string', default: 'auto' } }, usage, 0);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: { backend: { type: 'string', default: 'auto' } },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     choiceFlag('backend', values.backend, BACKENDS, usage);
     const report = await doctorReport(values.backend as (typeof BACKENDS)[number]);
     if (values.json) printJson(report);
     else ctx.out(formatDoctorReport(report));
     return 0;
   },
-};
+});

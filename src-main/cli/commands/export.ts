@@ -1,8 +1,8 @@
 import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult } from '../../engine/export';
 import { validateOptions } from '../../engine/export/options';
 import type { Split } from '../../engine/store/types';
-import { parseCommand, printedHelp, runRef, UsageError } from '../args';
-import { openCliStudio, type Command } from '../context';
+import { runRef, UsageError } from '../args';
+import { openCliStudio, defineCommand } from '../context';
 import { formatDuration } from '#shared/format';
 import { printJson } from '../format';
 
@@ -126,13 +126,12 @@ function summary(result: ExportResult): string {
   );
 }
 
-export const exportCommand: Command = {
+export const exportCommand = defineCommand({
   name: 'export',
   summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)',
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, OPTIONS, usage);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: OPTIONS,
+  async run({ values, positionals }, ctx) {
     if (positionals.length === 0) throw new UsageError('export needs at least one RUN (id or name); list runs with: marsrl runs', usage);
     for (const ref of positionals) runRef(ref, 'each RUN', usage);
     if (values.format === undefined) throw new UsageError(`export needs --format, one of ${EXPORT_FORMATS.join(', ')}`, usage);
@@ -197,4 +196,4 @@ export const exportCommand: Command = {
       store.close();
     }
   },
-};
+});

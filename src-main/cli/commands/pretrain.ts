@@ -7,10 +7,10 @@ import type { Role } from '#shared/agents';
 import { initBackend } from '../../engine/model/backend';
 import { createPolicy, isServedPolicy, rolePolicies, savePolicyCheckpoint, rolesOf, trainedPolicyIds, usedPolicyIds, type PolicyRuntime } from '../../engine/training/policies';
 import { readWeights, withReadAhead } from '../../engine/model/readback';
-import { prepareHfScratch, pretrainPolicy, sampleSolverSolutions, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, type PretrainEval } from '../../engine/training/pretrain';
+import { prepareHfScratch, pretrainPolicy, solverSamplesOf, assertStartFromSolverFits, saveHfWarmStart, startFromSolverWeights, warmStartArgs, type PretrainEval } from '../../engine/training/pretrain';
 import { loadTaskData } from '../../engine/training/trainer';
-import { parseCommand, printedHelp, UsageError } from '../args';
-import type { Command } from '../context';
+import { UsageError } from '../args';
+import { defineCommand } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
 import { formatDuration } from '#shared/format';
@@ -68,18 +68,13 @@ function score(e: PretrainEval): number {
   return values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1);
 }
 
-export const pretrainCommand: Command = {
+export const pretrainCommand = defineCommand({
   name: 'pretrain',
   summary: 'warm-start the policies of a config and save checkpoints',
   usage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(
-      argv,
-      { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true }, out: { type: 'string' }, 'target-solver-accuracy': { type: 'string' }, 'target-verifier-score': { type: 'string' }, 'target-corrector-score': { type: 'string' }, 'eval-every': { type: 'string' } },
-      usage,
-      0,
-    );
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: { preset: { type: 'string' }, config: { type: 'string' }, set: { type: 'string', multiple: true }, out: { type: 'string' }, 'target-solver-accuracy': { type: 'string' }, 'target-verifier-score': { type: 'string' }, 'target-corrector-score': { type: 'string' }, 'eval-every': { type: 'string' } },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     if (!values.preset && !values.config) throw new UsageError('pretrain needs --preset NAME or --config FILE', usage);
     if (!values.out) throw new UsageError('pretrain needs --out DIR (where the checkpoints go)', usage);
     const target = values['target-solver-accuracy'] === undefined ? null : Number(values['target-solver-accuracy']);
@@ -119,9 +114,7 @@ export const pretrainCommand: Command = {
     const started = Date.now();
     for (const policy of ordered) {
       if (policy !== roles.solver && !solverSamples) {
-        const problems = data.train.slice(0, Math.min(1024, data.train.length));
-        const texts = await sampleSolverSolutions(roles.solver, problems, config, config.seed + 3, data.family);
-        solverSamples = new Map(problems.map((p, i) => [p.key, texts[i]]));
+        solverSamples = await solverSamplesOf(roles.solver, config, data, 1024);
       }
       const policyRoles = rolesOf(config, policy.id);
       const isSolver = policyRoles.includes('solver');
@@ -130,13 +123,7 @@ export const pretrainCommand: Command = {
       const targetRoles = isSolver ? [] : policyRoles.filter((r) => roleTargets[r] !== undefined);
       let best: { step: number; value: number; weights: Float32Array; scores: Partial<Record<Role, number>> } | null = null;
       const history = await pretrainPolicy(policy, {
-        family: data.family,
-        config,
-        pretrain: config.pretrain,
-        train: data.train,
-        heldOut,
-        seed: config.seed,
-        solverSamples,
+        ...warmStartArgs(config, data, heldOut, solverSamples),
         evalEvery,
         onProgress: (p) => bar.update(`warm start ${p.policyId}`, p.step + 1, p.steps, `loss ${number(p.loss, 3)}`),
         onEval: async (e) => {
@@ -178,4 +165,4 @@ export const pretrainCommand: Command = {
     else ctx.out(`Warm start done in ${formatDuration(seconds)}; checkpoints in ${values.out}.`);
     return 0;
   },
-};
+});

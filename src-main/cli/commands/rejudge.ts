@@ -1,7 +1,6 @@
 import { rejudgeRun, RejudgeError, type RejudgeReport } from '../../engine/rejudge';
 import { stopCheckerThread } from '../../engine/tasks/math-answer';
-import { parseCommand, printedHelp } from '../args';
-import { openCliRun, runArgument, type Command } from '../context';
+import { openCliRun, runArgument, defineCommand } from '../context';
 import { printJson, table } from '../format';
 
 const usage = `Usage: marsrl rejudge RUN [--dry-run] [--db PATH] [--json]
@@ -43,13 +42,13 @@ function describe(report: RejudgeReport, dryRun: boolean): string {
   return lines.join('\n');
 }
 
-export const rejudgeCommand: Command = {
+export const rejudgeCommand = defineCommand({
   name: 'rejudge',
   summary: "judge a finished math run's turns again with today's answer checker and list what changed",
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, { 'dry-run': { type: 'boolean', default: false } }, usage, 1);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: { 'dry-run': { type: 'boolean', default: false } },
+  maxPositionals: 1,
+  async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'rejudge', usage);
     const opened = openCliRun(values.db, ctx, ref);
     if (!opened) return 1;
@@ -71,4 +70,4 @@ export const rejudgeCommand: Command = {
       store.close();
     }
   },
-};
+});

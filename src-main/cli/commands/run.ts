@@ -8,8 +8,8 @@ import { staleRunReason } from '../../engine/store/liveness';
 import { runActions, runAgainRequest } from '../../engine/training/advice';
 import { createRunManager, type RunManager } from '../../runner/manager';
 import type { WorkerToManager } from '../../runner/messages';
-import { parseCommand, printedHelp, runRef, UsageError } from '../args';
-import { findRunOrSay, type Command, type CommandContext } from '../context';
+import { runRef, UsageError } from '../args';
+import { findRunOrSay, defineCommand, type CommandContext } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
 
@@ -94,13 +94,13 @@ export function progressPrinter(bar: ProgressLine) {
   };
 }
 
-export const runCommand: Command = {
+export const runCommand = defineCommand({
   name: 'run',
   summary: 'start a training run and follow it',
   usage: runUsage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(argv, { preset: { type: 'string' }, config: { type: 'string' }, like: { type: 'string' }, set: { type: 'string', multiple: true } }, runUsage, 0);
-    if (printedHelp(values, runUsage, ctx)) return 0;
+  options: { preset: { type: 'string' }, config: { type: 'string' }, like: { type: 'string' }, set: { type: 'string', multiple: true } },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     const sources = [values.preset, values.config, values.like].filter((v) => v !== undefined).length;
     if (sources !== 1) throw new UsageError(`run needs one of --preset NAME, --config FILE or --like RUN${sources > 1 ? ' (not several)' : ' (see `marsrl presets`)'}`, runUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
@@ -140,19 +140,19 @@ export const runCommand: Command = {
       store.close();
     }
   },
-};
+});
 
 const resumeUsage = `Usage: marsrl resume RUN [--db PATH] [--json]
 
 Continues an interrupted run from its last checkpoint, in a new worker process.`;
 
-export const resumeCommand: Command = {
+export const resumeCommand = defineCommand({
   name: 'resume',
   summary: 'continue an interrupted run from its last checkpoint',
   usage: resumeUsage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, {}, resumeUsage, 1);
-    if (printedHelp(values, resumeUsage, ctx)) return 0;
+  options: {},
+  maxPositionals: 1,
+  async run({ values, positionals }, ctx) {
     if (!positionals[0]) throw new UsageError('resume needs a RUN (id or name)', resumeUsage);
     const databasePath = resolveDatabasePath(values.db, ctx.env);
     const store = openStore(databasePath);
@@ -174,4 +174,4 @@ export const resumeCommand: Command = {
       store.close();
     }
   },
-};
+});

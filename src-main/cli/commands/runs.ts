@@ -3,8 +3,8 @@ import type { RunConfig } from '../../engine/config/schema';
 import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
 import type { RunDetail } from '#shared/contract';
-import { choiceFlag, intFlag, parseCommand, printedHelp } from '../args';
-import { openCliRun, openCliStudio, runArgument, type Command } from '../context';
+import { choiceFlag, intFlag } from '../args';
+import { openCliRun, openCliStudio, runArgument, defineCommand } from '../context';
 import { inertLine } from '../../engine/util/inert';
 import { formatAge, formatDuration } from '#shared/format';
 import { number, printJson, table } from '../format';
@@ -13,13 +13,13 @@ const runsUsage = `Usage: marsrl runs [--status STATUS] [--search TEXT] [--limit
 
 Lists runs, newest first. STATUS is one of ${RUN_STATUSES.join(', ')}.`;
 
-export const runsCommand: Command = {
+export const runsCommand = defineCommand({
   name: 'runs',
   summary: 'list runs in the store',
   usage: runsUsage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(argv, { status: { type: 'string' }, search: { type: 'string' }, limit: { type: 'string' } }, runsUsage, 0);
-    if (printedHelp(values, runsUsage, ctx)) return 0;
+  options: { status: { type: 'string' }, search: { type: 'string' }, limit: { type: 'string' } },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     choiceFlag('status', values.status, RUN_STATUSES, runsUsage);
     const limit = intFlag('limit', values.limit, 1, 500, runsUsage) ?? 50;
     const { store, service, databasePath } = openCliStudio(values.db, ctx.env);
@@ -57,7 +57,7 @@ export const runsCommand: Command = {
       store.close();
     }
   },
-};
+});
 
 const showUsage = `Usage: marsrl show RUN [--db PATH] [--json]
 
@@ -76,13 +76,13 @@ function checkerLines(checker: RunDetail['checker']): string[] {
   return lines;
 }
 
-export const showCommand: Command = {
+export const showCommand = defineCommand({
   name: 'show',
   summary: 'show one run in detail',
   usage: showUsage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, {}, showUsage, 1);
-    if (printedHelp(values, showUsage, ctx)) return 0;
+  options: {},
+  maxPositionals: 1,
+  async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'show', showUsage);
     const opened = openCliRun(values.db, ctx, ref);
     if (!opened) return 1;
@@ -142,4 +142,4 @@ export const showCommand: Command = {
       store.close();
     }
   },
-};
+});

@@ -4,8 +4,8 @@
  * variable and a URL, and only an approval made here lets the variable's value go there.
  */
 import { allowKey, keyApprovalsFile, loadKeyApprovals, revokeKey } from '../../engine/served/key-approvals';
-import { parseCommand, printedHelp, UsageError } from '../args';
-import type { Command } from '../context';
+import { UsageError } from '../args';
+import { defineCommand } from '../context';
 import { printJson, table } from '../format';
 
 const usage = `Usage:
@@ -24,13 +24,13 @@ list     every approved variable and its hosts (names only; no value is ever sto
 
 The approvals are kept in key-approvals.json in the Studio's data folder (MARSRL_HOME moves it).`;
 
-export const secretsCommand: Command = {
+export const secretsCommand = defineCommand({
   name: 'secrets',
   summary: 'approve the API key variables endpoints may send, host by host',
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, { host: { type: 'string', multiple: true } }, usage, 2);
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: { host: { type: 'string', multiple: true } },
+  maxPositionals: 2,
+  async run({ values, positionals }, ctx) {
     const [sub, variable] = positionals;
     const hosts = values.host ?? [];
     if (sub === 'list') {
@@ -61,4 +61,4 @@ export const secretsCommand: Command = {
     ctx.err(`(approvals in ${file})`);
     return 0;
   },
-};
+});

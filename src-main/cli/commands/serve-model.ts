@@ -8,8 +8,8 @@ import { openStore } from '../../engine/store';
 import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy, type ServedPolicyInfo } from '../../server/openai/policy';
 import { ThreadEngine } from '../../server/openai/engine';
 import { createModelServer } from '../../server/openai/server';
-import { choiceFlag, intFlag, parseCommand, printedHelp, UsageError } from '../args';
-import type { Command } from '../context';
+import { choiceFlag, intFlag, UsageError } from '../args';
+import { defineCommand } from '../context';
 import { accessLines, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 8000;
@@ -52,29 +52,24 @@ Example: marsrl serve-model resources/checkpoints/quick/solver resources/checkpo
 then:    curl http://127.0.0.1:${DEFAULT_PORT}/v1/chat/completions -H 'content-type: application/json' \\
            -d '{"model":"solver","messages":[{"role":"user","content":"sort 53819072"}],"temperature":0}'`;
 
-export const serveModelCommand: Command = {
+export const serveModelCommand = defineCommand({
   name: 'serve-model',
   summary: 'serve Studio policies on the OpenAI-compatible API',
   usage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(
-      argv,
-      {
-        host: { type: 'string' },
-        port: { type: 'string' },
-        token: { type: 'string' },
-        run: { type: 'string' },
-        step: { type: 'string' },
-        role: { type: 'string' },
-        'batch-window': { type: 'string' },
-        'join-wait': { type: 'string' },
-        backend: { type: 'string' },
-        engine: { type: 'string' },
-        'engine-thread': { type: 'boolean' },
-      },
-      usage,
-    );
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    token: { type: 'string' },
+    run: { type: 'string' },
+    step: { type: 'string' },
+    role: { type: 'string' },
+    'batch-window': { type: 'string' },
+    'join-wait': { type: 'string' },
+    backend: { type: 'string' },
+    engine: { type: 'string' },
+    'engine-thread': { type: 'boolean' },
+  },
+  async run({ values, positionals }, ctx) {
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
     const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 0;
@@ -128,7 +123,7 @@ export const serveModelCommand: Command = {
     ctx.err('Stopped.');
     return 0;
   },
-};
+});
 
 /** The policy folders of a run's checkpoint at `step` (default: its latest), from the store. */
 function runCheckpoints(run: string, step: string | undefined, databasePath: string): Array<{ dir: string; id?: string }> {

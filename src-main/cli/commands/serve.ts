@@ -4,8 +4,8 @@ import { resolveDatabasePath } from '../../engine/paths';
 import { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
 import { createStudioServer } from '../../server/server';
 import { rendererBuilt } from '../../server/static-files';
-import { intFlag, parseCommand, printedHelp, UsageError } from '../args';
-import type { Command } from '../context';
+import { intFlag, UsageError } from '../args';
+import { defineCommand } from '../context';
 import { accessLines, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 7878;
@@ -30,24 +30,19 @@ train, including runs started by other processes.
 To watch a GPU box from a laptop, keep the default host and tunnel over SSH:
   ssh -L ${DEFAULT_PORT}:127.0.0.1:${DEFAULT_PORT} gpu-box   then open http://127.0.0.1:${DEFAULT_PORT}/`;
 
-export const serveCommand: Command = {
+export const serveCommand = defineCommand({
   name: 'serve',
   summary: 'serve the interface to a web browser (HTTP + WebSocket)',
   usage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(
-      argv,
-      {
-        host: { type: 'string' },
-        port: { type: 'string' },
-        token: { type: 'string' },
-        renderer: { type: 'string' },
-        'no-build': { type: 'boolean', default: false },
-      },
-      usage,
-      0,
-    );
-    if (printedHelp(values, usage, ctx)) return 0;
+  options: {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    token: { type: 'string' },
+    renderer: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+  },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     const host = values.host ?? '127.0.0.1';
     const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
     const { token, generated } = serverToken(host, values.token, ctx.env, usage);
@@ -97,4 +92,4 @@ export const serveCommand: Command = {
     ctx.err('Stopped.');
     return 0;
   },
-};
+});

@@ -2,8 +2,8 @@ import { StudioError } from '#shared/errors';
 import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
 import { requestRunStop, waitUntilStopped } from '../../runner/stop';
-import { intFlag, parseCommand, printedHelp } from '../args';
-import { openCliRun, runArgument, type Command } from '../context';
+import { intFlag } from '../args';
+import { openCliRun, runArgument, defineCommand } from '../context';
 import { printJson } from '../format';
 
 const stopUsage = `Usage: marsrl stop RUN [--no-wait] [--timeout SECONDS] [--db PATH] [--json]
@@ -14,13 +14,13 @@ marks it interrupted, as Ctrl-C does; it stays resumable from its last checkpoin
 owning process is gone is marked interrupted at once. Waits until the run has stopped (at most
 --timeout seconds, default: as long as it takes) unless --no-wait.`;
 
-export const stopCommand: Command = {
+export const stopCommand = defineCommand({
   name: 'stop',
   summary: 'stop a run at its next safe point, whichever process owns it',
   usage: stopUsage,
-  async run(argv, ctx) {
-    const { values, positionals } = parseCommand(argv, { 'no-wait': { type: 'boolean', default: false }, timeout: { type: 'string' } }, stopUsage, 1);
-    if (printedHelp(values, stopUsage, ctx)) return 0;
+  options: { 'no-wait': { type: 'boolean', default: false }, timeout: { type: 'string' } },
+  maxPositionals: 1,
+  async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
     const opened = openCliRun(values.db, ctx, ref);
@@ -64,7 +64,7 @@ export const stopCommand: Command = {
       store.close();
     }
   },
-};
+});
 
 /** What can be done with the stopped run, in the CLI's words (training/advice.ts decides). */
 function nextStep(store: Store, runId: number): string {

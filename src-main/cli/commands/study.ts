@@ -6,8 +6,8 @@ import { likeRunsMatrix } from '../../engine/study/like';
 import { expandMatrix, MatrixError, parseMatrix, parseMatrixText } from '../../engine/study/matrix';
 import { createStudy, runStudy, studyProgress, type StudyProgress } from '../../engine/study/runner';
 import { createRunManager } from '../../runner/manager';
-import { intFlag, parseCommand, printedHelp, runRef, UsageError } from '../args';
-import { assertDatabaseExists, type Command, type CommandContext } from '../context';
+import { intFlag, runRef, UsageError } from '../args';
+import { assertDatabaseExists, defineCommand, type CommandContext } from '../context';
 import { printJson, table } from '../format';
 import { FileRefusedError, LIMITS, readTextFile } from '../../engine/util/bounded-read';
 
@@ -87,18 +87,13 @@ async function writeReport(store: Store, studyId: number, outDir: string, ctx: C
   return result;
 }
 
-export const studyCommand: Command = {
+export const studyCommand = defineCommand({
   name: 'study',
   summary: 'run a study matrix (config values × seeds) and report it',
   usage: studyUsage,
-  async run(argv, ctx) {
-    const { values } = parseCommand(
-      argv,
-      { matrix: { type: 'string' }, like: { type: 'string' }, seeds: { type: 'string' }, resume: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
-      studyUsage,
-      0,
-    );
-    if (printedHelp(values, studyUsage, ctx)) return 0;
+  options: { matrix: { type: 'string' }, like: { type: 'string' }, seeds: { type: 'string' }, resume: { type: 'string' }, report: { type: 'string' }, list: { type: 'boolean', default: false }, concurrency: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } },
+  maxPositionals: 0,
+  async run({ values }, ctx) {
     const modes = [values.matrix !== undefined, values.like !== undefined, values.resume !== undefined, values.report !== undefined, values.list].filter(Boolean).length;
     if (modes !== 1) throw new UsageError('study needs exactly one of --matrix FILE, --like RUNS, --resume STUDY, --report STUDY or --list', studyUsage);
     if (values.seeds !== undefined && values.like === undefined) throw new UsageError('--seeds goes with --like (a matrix file names its own seeds)', studyUsage);
@@ -205,4 +200,4 @@ export const studyCommand: Command = {
       store.close();
     }
   },
-};
+});
