@@ -172,6 +172,27 @@ function* roleScoreSteps(policy: PolicyRuntime, family: TaskFamily, role: Role, 
   return right / Math.max(results.length, 1);
 }
 
+/** What a warm start reads of a run's task data. */
+interface WarmStartData {
+  family: TaskFamily;
+  train: readonly Problem[];
+}
+
+/**
+ * The Solver's own samples on the first `count` training problems, by problem key: the Verifier
+ * and Corrector warm-start on real Solver output (both `marsrl pretrain` and a run's warm start).
+ */
+export async function solverSamplesOf(solver: PolicyRuntime, config: RunConfig, data: WarmStartData, count: number): Promise<Map<string, string>> {
+  const problems = data.train.slice(0, Math.min(count, data.train.length));
+  const texts = await sampleSolverSolutions(solver, problems, config, config.seed + 3, data.family);
+  return new Map(problems.map((p, i) => [p.key, texts[i]]));
+}
+
+/** The arguments of `pretrainPolicy` that a run's config and task data fix, for `marsrl pretrain` and a run's warm start alike. */
+export function warmStartArgs(config: RunConfig, data: WarmStartData, heldOut: readonly Problem[], solverSamples: Map<string, string> | undefined) {
+  return { family: data.family, config, pretrain: config.pretrain, train: data.train, heldOut, seed: config.seed, solverSamples };
+}
+
 /**
  * Supervised training of one policy on the roles it plays. Returns the evaluation history; the
  * caller snapshots weights at the chosen evaluation via `onEval` (return true to keep them).

@@ -27,7 +27,7 @@ import { answerCheckerVersion } from '../tasks/registry';
 import type { TrainerEndpoint } from './pipeline-protocol';
 import { trainPipelined } from './pipeline-trainer';
 import { createPolicy, rolePolicies, trainedPolicyIds, type PolicyRuntime } from './policies';
-import { assertStartFromSolverFits, pretrainPolicy, sampleSolverSolutions, startFromSolverWeights } from './pretrain';
+import { assertStartFromSolverFits, pretrainPolicy, solverSamplesOf, startFromSolverWeights, warmStartArgs } from './pretrain';
 import { ProblemIds } from './records';
 import { loadNewestUsableCheckpoint } from './resume';
 import { FIXED_SET_EVENT, runEvaluations } from './run-evaluation';
@@ -207,9 +207,7 @@ async function warmStart(shell: RunShell, options: TrainOptions, data: TaskData,
   let globalStep = 0;
   for (const policy of ordered) {
     if (roles.solver && policy !== roles.solver && !solverSamples && ROLES.some((r: Role) => roles[r] === roles.solver)) {
-      const sampleProblems = data.train.slice(0, Math.min(512, data.train.length));
-      const texts = await sampleSolverSolutions(roles.solver, sampleProblems, config, config.seed + 3, data.family);
-      solverSamples = new Map(sampleProblems.map((p, i) => [p.key, texts[i]]));
+      solverSamples = await solverSamplesOf(roles.solver, config, data, 512);
     }
     await yieldToEventLoop();
     if (options.signal?.aborted) throw new Error('stopped during warm start');
@@ -217,13 +215,7 @@ async function warmStart(shell: RunShell, options: TrainOptions, data: TaskData,
     if (fromSolver) startFromSolverWeights(policy, (solverWeights ??= await readWeights(startFromSolver.model)));
     store.events.log(runId, 'info', 'warm_start', `warm-starting policy ${policy.id} for ${config.pretrain.steps} steps${fromSolver ? ` from the Solver's weights` : ''}`, { policy: policy.id });
     await pretrainPolicy(policy, {
-      family: data.family,
-      config,
-      pretrain: config.pretrain,
-      train: data.train,
-      heldOut,
-      seed: config.seed,
-      solverSamples,
+      ...warmStartArgs(config, data, heldOut, solverSamples),
       evalEvery: Math.max(50, Math.floor(config.pretrain.steps / 4)),
       signal: options.signal,
       onProgress: (p) => {
