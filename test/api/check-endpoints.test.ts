@@ -3,13 +3,12 @@
  * `marsrl config validate --probe` against real loopback servers, and every finding comes back as
  * an issue on the field to fix; validateConfig already reports a key variable that is not set.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callStudio } from '../../src-main/api/dispatch';
 import type { ConfigValidation, EndpointCheckResult, StudioApi } from '#shared/contract';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { approvedHome } from '../helpers/key-approvals';
+import { closedPortUrl, useStudioHome } from '../helpers/env';
 import { refusal } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
 
@@ -21,7 +20,7 @@ let service: StudioApi;
 let served: FaultServer;
 let closedUrl = '';
 let home: ReturnType<typeof approvedHome>;
-let previousHome: string | undefined;
+let restoreHome: (() => void) | undefined;
 
 beforeAll(async () => {
   service = studio.service;
@@ -29,19 +28,13 @@ beforeAll(async () => {
   process.env[KEY_VARIABLE] = 'the-key';
   // Issue #36: this process's data folder approves the variable for the loopback server.
   home = approvedHome({ [KEY_VARIABLE]: ['127.0.0.1'] });
-  previousHome = process.env.MARSRL_HOME;
-  process.env.MARSRL_HOME = home.dir;
+  restoreHome = useStudioHome(home.dir);
   delete process.env[MISSING_VARIABLE];
-  // A port that was just free: nothing listens there once the server is closed.
-  const probe = http.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  closedUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/v1`;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  closedUrl = await closedPortUrl();
 });
 afterAll(async () => {
   delete process.env[KEY_VARIABLE];
-  if (previousHome === undefined) delete process.env.MARSRL_HOME;
-  else process.env.MARSRL_HOME = previousHome;
+  restoreHome?.();
   home?.cleanup();
   await served?.close();
 });

@@ -17,6 +17,7 @@ import { Rng } from '../../src-main/engine/util/rng';
 import type { ModelExportResult, StudioApi } from '#shared/contract';
 import { refusal as refusalOf } from '../helpers/errors';
 import { serviceInTemp } from '../helpers/service';
+import { useStudioHome } from '../helpers/env';
 import { trainedLookingAdapters } from '../hf/fixtures';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
@@ -26,14 +27,14 @@ let service: StudioApi;
 let policy: PolicyRuntime;
 let runId = 0;
 let bareRunId = 0;
-const previousHome = process.env.MARSRL_HOME;
+let restoreHome: (() => void) | undefined;
 /** The trained lora_B of layer 0's v_proj, in PEFT's [out, r] layout. */
 let trainedB: Float32Array;
 
 beforeAll(async () => {
   await initBackend('wasm');
   ({ store, service } = studio);
-  process.env.MARSRL_HOME = path.join(studio.dir, 'home');
+  restoreHome = useStudioHome(path.join(studio.dir, 'home'));
   const modelDir = writeTinyQwen3Model(path.join(studio.dir, 'qwen3-tiny'));
   const config = resolveConfig({
     task: { family: 'math' },
@@ -58,8 +59,7 @@ beforeAll(async () => {
   bareRunId = store.runs.create({ name: 'no checkpoints', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 1, status: 'failed' });
 });
 afterAll(() => {
-  if (previousHome === undefined) delete process.env.MARSRL_HOME;
-  else process.env.MARSRL_HOME = previousHome;
+  restoreHome?.();
   policy?.dispose();
 });
 

@@ -12,19 +12,19 @@ import { StudioError } from '#shared/errors';
 import { confinedOutput, writableRoots } from '../../src-main/api/write-paths';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { tempDir } from '../helpers/tmp';
+import { useStudioHome } from '../helpers/env';
 
 let tmp: ReturnType<typeof tempDir>;
 let outside: ReturnType<typeof tempDir>;
 let store: Store;
-let previousHome: string | undefined;
+let restoreHome: () => void;
 let roots: string[];
 const dbPath = () => path.join(tmp.dir, 'db', 'studio.db');
 
 beforeAll(() => {
   tmp = tempDir();
   outside = tempDir();
-  previousHome = process.env.MARSRL_HOME;
-  process.env.MARSRL_HOME = path.join(tmp.dir, 'home');
+  restoreHome = useStudioHome(path.join(tmp.dir, 'home'));
   fs.mkdirSync(path.join(tmp.dir, 'home', 'exports'), { recursive: true });
   fs.symlinkSync(outside.dir, path.join(tmp.dir, 'home', 'exports', 'link-out'));
   store = openStore(dbPath());
@@ -33,8 +33,7 @@ beforeAll(() => {
 });
 afterAll(() => {
   store.close();
-  if (previousHome === undefined) delete process.env.MARSRL_HOME;
-  else process.env.MARSRL_HOME = previousHome;
+  restoreHome();
   tmp.cleanup();
   outside.cleanup();
 });

@@ -6,8 +6,6 @@
  * check passes.
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +13,7 @@ import { validateConfig } from '../../src-main/engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
 import { allowKey } from '../../src-main/engine/served/key-approvals';
 import { REPO_ROOT } from '../helpers/cli';
+import { closedPortUrl, useStudioHome } from '../helpers/env';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { screenshot } from './browser';
 import { seedStudio } from '../helpers/seed';
@@ -31,7 +30,7 @@ delete process.env[MISSING_VARIABLE];
 let page: Page;
 let served: FaultServer;
 let closedUrl = '';
-let previousHome: string | undefined;
+let restoreHome: (() => void) | undefined;
 // Issue #36: the session's data folder (its `marsrl serve` reads it) approves the key variable for
 // the loopback servers, as a user runs `marsrl secrets allow VAR --host 127.0.0.1`; this process
 // reads the same folder, so the CLI's messages below are computed against the same approvals.
@@ -45,18 +44,13 @@ const session = studioInChromium({
 });
 beforeAll(async () => {
   ({ page } = session);
-  previousHome = process.env.MARSRL_HOME;
-  process.env.MARSRL_HOME = path.join(session.dir, 'home');
+  restoreHome = useStudioHome(path.join(session.dir, 'home'));
   served = await startFaultServer({ model: 'served-model', key: 'e2e-key' });
-  const free = http.createServer();
-  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-  closedUrl = `http://127.0.0.1:${(free.address() as AddressInfo).port}/v1`;
-  await new Promise<void>((resolve) => free.close(() => resolve()));
+  closedUrl = await closedPortUrl();
 });
 afterAll(async () => {
   delete process.env[KEY_VARIABLE];
-  if (previousHome === undefined) delete process.env.MARSRL_HOME;
-  else process.env.MARSRL_HOME = previousHome;
+  restoreHome?.();
   await served?.close();
 });
 

@@ -19,6 +19,7 @@ import { createRunManager } from '../../src-main/runner/manager';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { approvedHome } from '../helpers/key-approvals';
+import { useStudioHome } from '../helpers/env';
 import { runsDatabase } from '../helpers/runs-db';
 
 const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
@@ -29,7 +30,7 @@ const STEPS = 2;
 const database = runsDatabase();
 let server: ModelServer;
 let home: ReturnType<typeof approvedHome>;
-let previousHome: string | undefined;
+let restoreHome: (() => void) | undefined;
 
 beforeAll(async () => {
   await initBackend('wasm');
@@ -38,14 +39,12 @@ beforeAll(async () => {
   process.env[KEY_ENV] = KEY;
   // Issue #36: and the data folder they read approves that variable for the loopback server.
   home = approvedHome({ [KEY_ENV]: ['127.0.0.1'] });
-  previousHome = process.env.MARSRL_HOME;
-  process.env.MARSRL_HOME = home.dir;
+  restoreHome = useStudioHome(home.dir);
 }, 60_000);
 
 afterAll(async () => {
   delete process.env[KEY_ENV];
-  if (previousHome === undefined) delete process.env.MARSRL_HOME;
-  else process.env.MARSRL_HOME = previousHome;
+  restoreHome?.();
   home?.cleanup();
   await server?.close();
 });
