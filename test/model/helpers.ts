@@ -74,3 +74,33 @@ export function worstDirectionalError(
   }
   return worst;
 }
+
+/**
+ * The relative error |fd − an| / max(|fd|, |an|, floor) of an analytic directional derivative
+ * `an` (g·d over one parameter's slice of the flat weights `w`) against central differences of
+ * an asynchronous loss along d, for backends read back asynchronously (webgpu). The best of
+ * several steps counts: float32 rounding hurts small ones, curvature large ones; a wrong
+ * gradient matches at none.
+ */
+export async function sliceDirectionalError(
+  lossAt: (w: Float32Array) => Promise<number>,
+  w: Float32Array,
+  slice: { offset: number; size: number },
+  d: Float32Array,
+  an: number,
+  steps: readonly number[] = [3e-3, 1e-3, 3e-4],
+  floor = 1e-2,
+): Promise<number> {
+  let best = Infinity;
+  for (const eps of steps) {
+    const plus = w.slice();
+    const minus = w.slice();
+    for (let j = 0; j < slice.size; j++) {
+      plus[slice.offset + j] += eps * d[j];
+      minus[slice.offset + j] -= eps * d[j];
+    }
+    const fd = ((await lossAt(plus)) - (await lossAt(minus))) / (2 * eps);
+    best = Math.min(best, Math.abs(fd - an) / Math.max(Math.abs(fd), Math.abs(an), floor));
+  }
+  return best;
+}
