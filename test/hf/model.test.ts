@@ -134,18 +134,22 @@ describe('chunked LM head', () => {
     const coef = Float32Array.from({ length: 2 * M }, () => rng.normal());
     const loss = (h: tf.Tensor2D, w: tf.Tensor2D, rows: number) => tf.sum(tf.mul(chunkedHeadStats(h, w, targets, 0.7, true, rows), tf.tensor2d(coef, [2, M]))) as tf.Scalar;
     // Reference value in float64: log-softmax and entropy of (h W)/τ row by row.
-    let ref = 0;
-    for (let m = 0; m < M; m++) {
-      const z = Array.from({ length: V }, (_, v) => {
-        let s = 0;
-        for (let d = 0; d < D; d++) s += hData[m * D + d] * wData[d * V + v];
-        return s / 0.7;
-      });
-      const mx = Math.max(...z);
-      const lse = mx + Math.log(z.reduce((a, x) => a + Math.exp(x - mx), 0));
-      const ent = -z.reduce((a, x) => a + Math.exp(x - lse) * (x - lse), 0);
-      ref += coef[m] * (z[targets[m]] - lse) + coef[M + m] * ent;
-    }
+    const f64 = (hh: Float32Array, ww: Float32Array) => {
+      let s = 0;
+      for (let m = 0; m < M; m++) {
+        const z = Array.from({ length: V }, (_, v) => {
+          let a = 0;
+          for (let d = 0; d < D; d++) a += hh[m * D + d] * ww[d * V + v];
+          return a / 0.7;
+        });
+        const mx = Math.max(...z);
+        const lse = mx + Math.log(z.reduce((a, x) => a + Math.exp(x - mx), 0));
+        const ent = -z.reduce((a, x) => a + Math.exp(x - lse) * (x - lse), 0);
+        s += coef[m] * (z[targets[m]] - lse) + coef[M + m] * ent;
+      }
+      return s;
+    };
+    const ref = f64(hData, wData);
     const before = tf.memory().numTensors;
     const h = tf.tensor2d(hData, [M, D]);
     const w = tf.tensor2d(wData, [D, V]);
@@ -158,21 +162,7 @@ describe('chunked LM head', () => {
     const [dhAll, dwAll] = grads(M);
     expect(maxAbs(dh3, dhAll)).toBeLessThan(1e-5);
     expect(maxAbs(dw3, dwAll)).toBeLessThan(1e-5);
-    // Central differences in float64 along random directions of h and of W.
-    const f64 = (hh: Float32Array, ww: Float32Array) => {
-      let s = 0;
-      for (let m = 0; m < M; m++) {
-        const z = Array.from({ length: V }, (_, v) => {
-          let a = 0;
-          for (let d = 0; d < D; d++) a += hh[m * D + d] * ww[d * V + v];
-          return a / 0.7;
-        });
-        const mx = Math.max(...z);
-        const lse = mx + Math.log(z.reduce((a, x) => a + Math.exp(x - mx), 0));
-        s += coef[m] * (z[targets[m]] - lse) - coef[M + m] * z.reduce((a, x) => a + Math.exp(x - lse) * (x - lse), 0);
-      }
-      return s;
-    };
+    // Central differences of the float64 reference along random directions of h and of W.
     const eps = 1e-4;
     const dirH = Float32Array.from({ length: M * D }, () => rng.normal());
     const dirW = Float32Array.from({ length: D * V }, () => rng.normal());
