@@ -28,6 +28,17 @@ function restrict(files, { paths = [], patterns = [] }) {
   return { files, rules: { 'no-restricted-imports': ['error', { paths, patterns }] } };
 }
 
+/**
+ * A main-process folder that runs without Electron: it refuses electron (and electron/*), the
+ * preload and the renderer, and whatever `patterns` its place in the layering adds.
+ */
+function withoutElectron(files, ...patterns) {
+  return restrict(files, {
+    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
+    patterns: [{ group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL }, ...patterns, MAIN_IS_NOT_THE_PAGE],
+  });
+}
+
 export default tseslint.config(
   {
     ignores: ['out/**', 'dist/**', 'node_modules/**', '.native/**', 'coverage/**', 'test-results/**', 'bench-results/**', '.bench/**'],
@@ -81,34 +92,10 @@ export default tseslint.config(
       { regex: '(^|/)src-(main|preload)(/|$)', message: RENDERER_IS_SANDBOXED },
     ],
   }),
-  restrict(['src-main/engine/**'], {
-    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
-    patterns: [
-      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
-      { regex: '^(\\.\\./)+(api|runner|cli|server|electron|app|bench)(/|$)', message: ENGINE_IS_BELOW },
-      MAIN_IS_NOT_THE_PAGE,
-    ],
-  }),
+  withoutElectron(['src-main/engine/**'], { regex: '^(\\.\\./)+(api|runner|cli|server|electron|app|bench)(/|$)', message: ENGINE_IS_BELOW }),
   // The vocabulary (names and types the config, agents and tasks share) is a leaf: it reads only util.
-  restrict(['src-main/engine/vocabulary/**'], {
-    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
-    patterns: [
-      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
-      { regex: '^\\.\\./(?!util/)', message: VOCABULARY_IS_A_LEAF },
-      MAIN_IS_NOT_THE_PAGE,
-    ],
-  }),
-  restrict(['src-main/runner/**'], {
-    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
-    patterns: [
-      { group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL },
-      { regex: '^(\\.\\./)+(api|cli|server|electron|app|bench)(/|$)', message: RUNNER_IS_BELOW_THE_API },
-      MAIN_IS_NOT_THE_PAGE,
-    ],
-  }),
-  restrict(['src-main/api/**', 'src-main/app/**', 'src-main/cli/**', 'src-main/server/**', 'src-main/bench/**'], {
-    paths: [{ name: 'electron', message: ELECTRON_IS_FOR_THE_SHELL }],
-    patterns: [{ group: ['electron/*'], message: ELECTRON_IS_FOR_THE_SHELL }, MAIN_IS_NOT_THE_PAGE],
-  }),
+  withoutElectron(['src-main/engine/vocabulary/**'], { regex: '^\\.\\./(?!util/)', message: VOCABULARY_IS_A_LEAF }),
+  withoutElectron(['src-main/runner/**'], { regex: '^(\\.\\./)+(api|cli|server|electron|app|bench)(/|$)', message: RUNNER_IS_BELOW_THE_API }),
+  withoutElectron(['src-main/api/**', 'src-main/app/**', 'src-main/cli/**', 'src-main/server/**', 'src-main/bench/**']),
   restrict(['src-main/electron/**', 'src-main/index.ts'], { patterns: [MAIN_IS_NOT_THE_PAGE] }),
 );
