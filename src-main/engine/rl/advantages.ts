@@ -35,6 +35,7 @@
  * Rewards must be finite; an empty group returns [].
  */
 import {
+import { Registry } from '../util/registry';
   ADVANTAGE_MODES,
   AdvantageSchema,
   SINGLE_SAMPLE_RULES,
@@ -149,23 +150,12 @@ function normalize(shape: ModeShape): AdvantageFn {
   };
 }
 
-const registry = new Map<string, AdvantageFn>();
+const registry = new Registry<AdvantageFn>('advantage mode', 'modes');
 
 /** Adds a mode; a name can be registered once (a silent override would change old runs' meaning). */
-export function registerAdvantage(name: string, fn: AdvantageFn): void {
-  if (registry.has(name)) throw new Error(`advantage mode "${name}" is already registered`);
-  registry.set(name, fn);
-}
-
-export function getAdvantage(name: string): AdvantageFn {
-  const fn = registry.get(name);
-  if (fn === undefined) throw new Error(`unknown advantage mode "${name}"; known modes: ${listAdvantages().join(', ')}`);
-  return fn;
-}
-
-export function listAdvantages(): string[] {
-  return [...registry.keys()];
-}
+export const registerAdvantage = (name: string, fn: AdvantageFn): void => registry.register(name, fn);
+export const getAdvantage = (name: string): AdvantageFn => registry.get(name);
+export const listAdvantages = (): string[] => registry.names();
 
 registerAdvantage('global', normalize({ baseline: 'group', scale: 'group' }));
 registerAdvantage('agentwise', normalize({ baseline: 'agent', scale: 'agent' }));

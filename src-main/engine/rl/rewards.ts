@@ -24,6 +24,7 @@
  */
 import type { Role } from '#shared/agents';
 import { REWARD_SCHEMES, RewardSchema } from '../config/schema';
+import { Registry } from '../util/registry';
 
 export interface RewardTurn {
   agent: string;
@@ -61,23 +62,12 @@ export type RewardFn = (turns: readonly RewardTurn[], outcome: EpisodeOutcome, o
 
 export const DEFAULT_REWARD_OPTIONS: RewardOptions = { formatPenalty: RewardSchema.parse({}).format_penalty };
 
-const registry = new Map<string, RewardFn>();
+const registry = new Registry<RewardFn>('reward scheme', 'schemes');
 
 /** Adds a scheme; a name can be registered once (a silent override would change old runs' meaning). */
-export function registerReward(name: string, fn: RewardFn): void {
-  if (registry.has(name)) throw new Error(`reward scheme "${name}" is already registered`);
-  registry.set(name, fn);
-}
-
-export function getReward(name: string): RewardFn {
-  const fn = registry.get(name);
-  if (fn === undefined) throw new Error(`unknown reward scheme "${name}"; known schemes: ${listRewards().join(', ')}`);
-  return fn;
-}
-
-export function listRewards(): string[] {
-  return [...registry.keys()];
-}
+export const registerReward = (name: string, fn: RewardFn): void => registry.register(name, fn);
+export const getReward = (name: string): RewardFn => registry.get(name);
+export const listRewards = (): string[] => registry.names();
 
 function scaleOf(role: Role, options: RewardOptions): number {
   const scale = options.roleScale?.[role] ?? 1;
