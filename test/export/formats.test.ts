@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { pairsOfGroup, runExport, type ExportOptions } from '../../src-main/engine/export';
 import { resolveRuns, TurnPages } from '../../src-main/engine/export/queries';
 import type { TurnRecord } from '../../src-main/engine/export/queries';
+import type { TurnRecord as StoredTurnRecord } from '../../src-main/engine/store';
 import { emptyPairStats } from '../../src-main/engine/export/formats';
 import { columnTypes, components, duck, source } from './duck';
 import { exportFixture } from '../helpers/seed';
@@ -24,27 +25,9 @@ async function exportTo(options: Omit<ExportOptions, 'out'>, ext?: string) {
   return { out, result };
 }
 
-interface StoreTurn {
-  id: number;
-  run_id: number;
+/** A turns row as the store holds it, with what this file's own SQL joins to it. */
+interface StoreTurn extends StoredTurnRecord {
   run_name: string;
-  episode_id: number | null;
-  step: number;
-  agent: string;
-  policy_id: string;
-  round: number;
-  group_id: number;
-  parent_turn_id: number | null;
-  sample_index: number;
-  prompt: string;
-  text: string;
-  token_count: number;
-  parsed: string | null;
-  correct: number | null;
-  format_valid: number;
-  policy_version_min: number;
-  policy_version_max: number;
-  created_at: number;
   split: string | null;
   problem_id: number | null;
   problem_key: string | null;
