@@ -172,12 +172,7 @@ describe('exports from the browser land in the documented exports folder (issue 
   it('resolves a relative path against the per-user exports folder, shows the full path, and words errors for the form', async () => {
     const run = seeded.done;
     const exportsFolder = path.join(session.dir, 'home', 'exports');
-    await session.open('#/runs', { fresh: true });
-    const row = page.locator(`[role="rowgroup"] [data-run-id="${run.id}"]`);
-    await row.hover();
-    await row.getByTestId('row-export').click();
-    const dialog = page.getByTestId('export-dialog');
-    await dialog.waitFor();
+    const dialog = await session.openRunExport(run.id);
     // The default name is unique per run: it carries the run id.
     expect(await dialog.getByTestId('export-out').inputValue()).toContain(`-run${run.id}-`);
     await dialog.locator('[data-format="sft"]').click();

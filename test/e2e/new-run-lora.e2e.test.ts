@@ -214,12 +214,7 @@ describe('new-run form: a qwen-lora-style run', () => {
     await dialog.waitFor({ state: 'hidden' });
 
     // The dataset export dialog lists the model export too: from it, the merged folder.
-    await session.open('#/runs', { fresh: true });
-    const row = page.locator(`[role="rowgroup"] [data-run-id="${runId}"]`);
-    await row.hover();
-    await row.getByTestId('row-export').click();
-    const datasets = page.getByTestId('export-dialog');
-    await datasets.waitFor();
+    const datasets = await session.openRunExport(runId);
     await datasets.getByTestId('export-model-from-dialog').click();
     await datasets.waitFor({ state: 'hidden' });
     await dialog.waitFor();

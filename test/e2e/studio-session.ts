@@ -5,7 +5,7 @@
  * page error behind (the strict CSP holds for every view, ECharts' tooltips included).
  */
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { tempDir } from '../helpers/tmp';
@@ -25,6 +25,8 @@ export interface StudioSession {
    * change alone keeps the previous view's state.
    */
   open(hash: string, options?: { fresh?: boolean }): Promise<void>;
+  /** The runs list, freshly opened, and the export dialog of one run's row action; returns the open dialog. */
+  openRunExport(runId: number): Promise<Locator>;
 }
 
 export function studioInChromium(options: { tmpPrefix: string; database: string; seed: (store: Store, dir: string) => void }): StudioSession {
@@ -63,6 +65,13 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
     expect(problems?.errors).toEqual([]);
   });
 
+  const open = async (hash: string, { fresh = false } = {}) => {
+    const p = ready(page, 'page');
+    if (fresh) await p.goto('about:blank');
+    await p.goto(`${ready(served, 'server').url}${hash}`);
+    await p.getByTestId('connection').and(p.locator('[data-state="open"]')).waitFor();
+  };
+
   return {
     get dir() {
       return ready(tmp, 'temp folder').dir;
@@ -79,11 +88,16 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
     get problems() {
       return ready(problems, 'page');
     },
-    async open(hash, { fresh = false } = {}) {
+    open,
+    async openRunExport(runId) {
+      await open('#/runs', { fresh: true });
       const p = ready(page, 'page');
-      if (fresh) await p.goto('about:blank');
-      await p.goto(`${ready(served, 'server').url}${hash}`);
-      await p.getByTestId('connection').and(p.locator('[data-state="open"]')).waitFor();
+      const row = p.locator(`[role="rowgroup"] [data-run-id="${runId}"]`);
+      await row.hover();
+      await row.getByTestId('row-export').click();
+      const dialog = p.getByTestId('export-dialog');
+      await dialog.waitFor();
+      return dialog;
     },
   };
 }
