@@ -95,14 +95,28 @@ export function findRunOrSay(store: Store, ref: string, databasePath: string, ct
   return run ?? null;
 }
 
+/** What a command on one stored run works on: the store, the service and the run. */
+export interface CliRun {
+  store: Store;
+  service: StudioApi;
+  databasePath: string;
+  run: RunRow;
+}
+
 /**
- * What a command on one stored run works on: the store (the caller closes it), the service and
- * the run `ref` names; null, with the store closed, after saying there is no such run.
+ * Runs a command's work on the run `ref` names and closes the store after, however the work
+ * ends; exit code 1, after saying where runs are listed, when there is no such run.
  */
-export function openCliRun(dbFlag: string | undefined, ctx: CommandContext, ref: string): { store: Store; service: StudioApi; databasePath: string; run: RunRow } | null {
+export async function withCliRun(dbFlag: string | undefined, ctx: CommandContext, ref: string, work: (opened: CliRun) => Promise<number>): Promise<number> {
   const studio = openCliStudio(dbFlag, ctx.env);
   const run = findRunOrSay(studio.store, ref, studio.databasePath, ctx);
-  if (run) return { ...studio, run };
-  studio.store.close();
-  return null;
+  if (!run) {
+    studio.store.close();
+    return 1;
+  }
+  try {
+    return await work({ ...studio, run });
+  } finally {
+    studio.store.close();
+  }
 }

@@ -1,6 +1,6 @@
 import { rejudgeRun, RejudgeError, type RejudgeReport } from '../../engine/rejudge';
 import { stopCheckerThread } from '../../engine/tasks/math-answer';
-import { openCliRun, runArgument, defineCommand } from '../context';
+import { runArgument, defineCommand, withCliRun } from '../context';
 import { printJson, table } from '../format';
 
 const usage = `Usage: marsrl rejudge RUN [--dry-run] [--db PATH] [--json]
@@ -50,24 +50,22 @@ export const rejudgeCommand = defineCommand({
   maxPositionals: 1,
   async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'rejudge', usage);
-    const opened = openCliRun(values.db, ctx, ref);
-    if (!opened) return 1;
-    const { store, run } = opened;
-    try {
-      const dryRun = values['dry-run'] === true;
-      const report = rejudgeRun(store, run.id, { write: !dryRun });
-      if (values.json) printJson({ ...report, dryRun });
-      else ctx.out(describe(report, dryRun));
-      return 0;
-    } catch (error) {
-      if (error instanceof RejudgeError) {
-        ctx.err(`marsrl rejudge: ${error.message}`);
-        return 1;
+    return withCliRun(values.db, ctx, ref, async ({ store, run }) => {
+      try {
+        const dryRun = values['dry-run'] === true;
+        const report = rejudgeRun(store, run.id, { write: !dryRun });
+        if (values.json) printJson({ ...report, dryRun });
+        else ctx.out(describe(report, dryRun));
+        return 0;
+      } catch (error) {
+        if (error instanceof RejudgeError) {
+          ctx.err(`marsrl rejudge: ${error.message}`);
+          return 1;
+        }
+        throw error;
+      } finally {
+        stopCheckerThread();
       }
-      throw error;
-    } finally {
-      stopCheckerThread();
-      store.close();
-    }
+    });
   },
 });

@@ -4,7 +4,7 @@ import { RUN_STATUSES, type RunStatus } from '../../engine/store/types';
 import { toRunDetail } from '../../api/views';
 import type { RunDetail } from '#shared/contract';
 import { choiceFlag, intFlag } from '../args';
-import { openCliRun, openCliStudio, runArgument, defineCommand } from '../context';
+import { openCliStudio, runArgument, defineCommand, withCliRun } from '../context';
 import { inertLine } from '../../engine/util/inert';
 import { formatAge, formatDuration } from '#shared/format';
 import { number, printJson, table } from '../format';
@@ -84,10 +84,7 @@ export const showCommand = defineCommand({
   maxPositionals: 1,
   async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'show', showUsage);
-    const opened = openCliRun(values.db, ctx, ref);
-    if (!opened) return 1;
-    const { store, run } = opened;
-    try {
+    return withCliRun(values.db, ctx, ref, async ({ store, run }) => {
       const detail = toRunDetail(store, run);
       const latest = store.metrics.latest(run.id, store.metrics.keys(run.id));
       const events = store.events.events(run.id, 0, 1000).items.slice(-10);
@@ -138,8 +135,6 @@ export const showCommand = defineCommand({
       lines.push('', 'Configuration:', configToYaml(detail.config as unknown as RunConfig).trimEnd().replace(/^/gm, '  '));
       ctx.out(lines.join('\n'));
       return 0;
-    } finally {
-      store.close();
-    }
+    });
   },
 });

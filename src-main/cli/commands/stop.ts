@@ -3,7 +3,7 @@ import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
 import { requestRunStop, waitUntilStopped } from '../../runner/stop';
 import { intFlag } from '../args';
-import { openCliRun, runArgument, defineCommand } from '../context';
+import { runArgument, defineCommand, withCliRun } from '../context';
 import { printJson } from '../format';
 
 const stopUsage = `Usage: marsrl stop RUN [--no-wait] [--timeout SECONDS] [--db PATH] [--json]
@@ -23,10 +23,7 @@ export const stopCommand = defineCommand({
   async run({ values, positionals }, ctx) {
     const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
-    const opened = openCliRun(values.db, ctx, ref);
-    if (!opened) return 1;
-    const { store, run } = opened;
-    try {
+    return withCliRun(values.db, ctx, ref, async ({ store, run }) => {
       let outcome;
       try {
         outcome = requestRunStop(store, run.id, `marsrl stop (pid ${process.pid})`);
@@ -60,9 +57,7 @@ export const stopCommand = defineCommand({
         if (ended.status === 'interrupted') ctx.out(`  ${nextStep(store, run.id)}`);
       }
       return 0;
-    } finally {
-      store.close();
-    }
+    });
   },
 });
 
