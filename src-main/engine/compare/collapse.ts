@@ -41,23 +41,21 @@ export function collapseFromCounts(counts: AgentOutputCounts): CollapseFlag[] {
     const wrong = v.wrongApproved + v.wrongRejected;
     // Precision and recall of rejection, the numbers the Compare table reads (summary.ts).
     const quality = `precision ${ratio(v.wrongRejected, v.rejections)}, recall ${ratio(v.wrongRejected, wrong)}`;
-    if (v.rejections / verdicts >= NEARLY_ALL && right >= MIN_CLASS && v.rightRejected / right >= NEARLY_ALL) {
+    // One rule read both ways: nearly every verdict is one verdict, and it is given to nearly every
+    // solution it is wrong for (a rejection of a right one, an approval of a wrong one).
+    const sides = [
+      { kind: 'rejects-everything', verb: 'rejects', given: v.rejections, class: 'right', of: right, mistaken: v.rightRejected },
+      { kind: 'approves-everything', verb: 'approves', given: v.approvals, class: 'wrong', of: wrong, mistaken: v.wrongApproved },
+    ] as const;
+    const side = sides.find((s) => s.given / verdicts >= NEARLY_ALL && s.of >= MIN_CLASS && s.mistaken / s.of >= NEARLY_ALL);
+    if (side) {
       flags.push({
         agent: v.agent,
-        kind: 'rejects-everything',
-        share: v.rejections / verdicts,
+        kind: side.kind,
+        share: side.given / verdicts,
         count: verdicts,
         steps,
-        message: `${v.agent} rejects nearly everything: ${v.rejections} of ${verdicts} verdicts (${pct(v.rejections / verdicts)}) ${where}, ${v.rightRejected} of the ${right} right solutions among them; ${quality}`,
-      });
-    } else if (v.approvals / verdicts >= NEARLY_ALL && wrong >= MIN_CLASS && v.wrongApproved / wrong >= NEARLY_ALL) {
-      flags.push({
-        agent: v.agent,
-        kind: 'approves-everything',
-        share: v.approvals / verdicts,
-        count: verdicts,
-        steps,
-        message: `${v.agent} approves nearly everything: ${v.approvals} of ${verdicts} verdicts (${pct(v.approvals / verdicts)}) ${where}, ${v.wrongApproved} of the ${wrong} wrong solutions among them; ${quality}`,
+        message: `${v.agent} ${side.verb} nearly everything: ${side.given} of ${verdicts} verdicts (${pct(side.given / verdicts)}) ${where}, ${side.mistaken} of the ${side.of} ${side.class} solutions among them; ${quality}`,
       });
     }
   }
