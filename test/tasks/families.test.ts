@@ -3,6 +3,7 @@ import { getTaskFamily, TASK_FAMILY_NAMES } from '../../src-main/engine/tasks';
 import type { Problem, TaskFamily } from '../../src-main/engine/tasks';
 import { correctorPrompt, parseSolution, parseVerdict, verifierPrompt } from '../../src-main/engine/agents/formats';
 import { Rng } from '../../src-main/engine/util/rng';
+import { mistakeShapes } from '../helpers/mistakes';
 import { problemsInBothSplits } from '../helpers/splits';
 
 const GENERATED = ['sort', 'countdown', 'factor', 'addition'] as const;
@@ -74,17 +75,7 @@ describe.each(GENERATED)('%s family', (name) => {
   });
 
   it('constructs plausible mistakes that are always wrong and well formed', () => {
-    const rng = new Rng(4, 'corrupt');
-    const kinds = new Set<string>();
-    for (const p of train) {
-      for (let i = 0; i < 3; i++) {
-        const wrong = family.corruptSolution(p, family.solverTarget(p), rng);
-        const parsed = parseSolution(wrong);
-        expect(parsed.formatValid, wrong).toBe(true);
-        expect(family.checkAnswer(p, parsed.answer), `${p.key}: ${wrong}`).toBe(false);
-        kinds.add(family.verifierTarget(p, wrong).replace(/[0-9]/g, '#'));
-      }
-    }
+    const kinds = mistakeShapes(family, train, parseSolution, { shape: /[0-9]/g, label: (p, wrong) => `${p.key}: ${wrong}` });
     // Mistakes come in several shapes, not one.
     expect(kinds.size).toBeGreaterThan(3);
   });

@@ -11,6 +11,7 @@ import { createMathFamily } from '../../src-main/engine/tasks/math';
 import { parseSteps, wordProblemSettings } from '../../src-main/engine/tasks/math-generator';
 import type { Problem, TaskFamily } from '../../src-main/engine/tasks/types';
 import { Rng } from '../../src-main/engine/util/rng';
+import { mistakeShapes } from '../helpers/mistakes';
 import { problemsInBothSplits } from '../helpers/splits';
 
 const family: TaskFamily = getTaskFamily('math');
@@ -126,17 +127,7 @@ describe('math family, shipped generator', () => {
   });
 
   it('constructs plausible mistakes that are always wrong and well formed, of several kinds', () => {
-    const rng = new Rng(4, 'corrupt');
-    const kinds = new Set<string>();
-    for (const p of train) {
-      for (let i = 0; i < 3; i++) {
-        const wrong = family.corruptSolution(p, family.solverTarget(p), rng);
-        const parsed = parseBoxedSolution(wrong);
-        expect(parsed.formatValid, wrong).toBe(true);
-        expect(family.checkAnswer(p, parsed.answer), `${p.question}\n${wrong}`).toBe(false);
-        kinds.add(family.verifierTarget(p, wrong).replace(/[0-9]+/g, '#'));
-      }
-    }
+    const kinds = mistakeShapes(family, train, parseBoxedSolution, { shape: /[0-9]+/g, label: (p, wrong) => `${p.question}\n${wrong}` });
     expect(kinds.size).toBeGreaterThan(3);
   });
 
