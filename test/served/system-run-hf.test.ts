@@ -16,6 +16,7 @@ import { callSampling } from '../../src-main/engine/served/roles';
 import { systemRun } from '../../src-main/engine/system/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { evaluate } from '../../src-main/engine/training/evaluate';
+import { expectSameMetrics, greedyEpisodes } from '../helpers/served-eval';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { evaluationSet, loadTaskData } from '../../src-main/engine/training/task-data';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
@@ -76,15 +77,10 @@ describe('a reasoning-system run of served Hugging Face policies', () => {
     for (const id of usedPolicyIds(local)) locals.set(id, createPolicy(id, local.policies[id], data.tokenizer, local.seed).policy);
     const { problems, seed } = evaluationSet(local, data);
     const reference = evaluate({ family: data.family, policies: rolePolicies(local, locals), config: local }, problems, seed);
-    for (const key of ['eval/solver/accuracy', 'eval/system/accuracy', 'eval/verifier/recall']) {
-      if (reference.metrics[key] === undefined) continue;
-      expect({ key, value: served[key] }).toEqual({ key, value: reference.metrics[key] });
-    }
-    const episodes = store.trajectories.pageEpisodes({ runId, split: 'test', limit: 1000 }).items.filter((e) => (e.meta as { eval?: string }).eval === 'greedy');
+    expectSameMetrics(served, reference, ['eval/solver/accuracy', 'eval/system/accuracy', 'eval/verifier/recall']);
+    const episodes = greedyEpisodes(store, runId, reference);
     expect(episodes).toHaveLength(12);
-    for (const e of episodes) {
-      const turns = store.trajectories.episodeTurns(e.id);
-      const chain = reference.greedyChains[(e.meta as { problem: number }).problem];
+    for (const { turns, chain } of episodes) {
       expect(turns.map((t) => t.text)).toEqual(chain.steps.map((s) => s.text));
       // Token counts as the server reported them: the ids the local policy generated.
       expect(turns.map((t) => t.tokenCount)).toEqual(chain.steps.map((s) => s.tokens));

@@ -23,6 +23,7 @@ import { initBackend } from '../../src-main/engine/model/backend';
 import { systemRun } from '../../src-main/engine/system/system-run';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { evaluate } from '../../src-main/engine/training/evaluate';
+import { expectSameMetrics, greedyEpisodes } from '../helpers/served-eval';
 import { createPolicy, rolePolicies, usedPolicyIds, type PolicyRuntime } from '../../src-main/engine/training/policies';
 import { evaluationSet, loadTaskData } from '../../src-main/engine/training/task-data';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
@@ -123,16 +124,11 @@ describe('a reasoning-system run against marsrl serve-model', () => {
     const { problems, seed } = evaluationSet(local, data);
     const reference = evaluate(ctx, problems, seed);
 
-    for (const key of ['eval/solver/accuracy', 'eval/system/accuracy', 'eval/system/margin', 'eval/control/oracle_verifier/accuracy', 'eval/control/corrector_always/accuracy', 'eval/verifier/recall', 'eval/corrector/fix_rate']) {
-      if (reference.metrics[key] === undefined) continue;
-      expect({ key, value: served[key] }).toEqual({ key, value: reference.metrics[key] });
-    }
+    expectSameMetrics(served, reference, ['eval/solver/accuracy', 'eval/system/accuracy', 'eval/system/margin', 'eval/control/oracle_verifier/accuracy', 'eval/control/corrector_always/accuracy', 'eval/verifier/recall', 'eval/corrector/fix_rate']);
     // The greedy chains themselves: every stored turn's text is the in-process chain's text.
-    const episodes = store.trajectories.pageEpisodes({ runId, split: 'test', limit: 1000 }).items.filter((e) => (e.meta as { eval?: string }).eval === 'greedy');
+    const episodes = greedyEpisodes(store, runId, reference);
     expect(episodes).toHaveLength(24);
-    for (const e of episodes) {
-      const turns = store.trajectories.episodeTurns(e.id);
-      const chain = reference.greedyChains[(e.meta as { problem: number }).problem];
+    for (const { turns, chain } of episodes) {
       expect(turns.map((t) => [t.agent, t.text])).toEqual(chain.steps.map((s) => [s.role === 'solver' ? 'solver' : `${s.role}${s.round}`, s.text]));
     }
     // Sampled: the served streams are other random draws of the same policies.
