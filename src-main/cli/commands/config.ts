@@ -29,7 +29,7 @@ export const configCommand = defineCommand({
   name: 'config',
   summary: 'validate a config file or print a resolved config',
   usage,
-  options: options,
+  options,
   maxPositionals: 2,
   async run({ values, positionals }, ctx) {
     const [sub, file] = positionals;
