@@ -1,18 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
 import { resolveConfig } from '../../src-main/engine/preflight';
 import { marsrl } from '../helpers/cli';
-import { tempDir } from '../helpers/tmp';
+import { seededDatabase } from '../helpers/runs-db';
 
-let tmp: ReturnType<typeof tempDir>;
-let dbPath: string;
-
-beforeAll(() => {
-  tmp = tempDir();
-  dbPath = path.join(tmp.dir, 'cli.db');
-  const store = openStore(dbPath);
+const db = seededDatabase('cli.db', (store) => {
   const config = resolveConfig({ seed: 4, reward: { scheme: 'shared' } });
   const id = store.runs.create({ name: 'cli-run', preset: 'quick', config: config as unknown as Record<string, unknown>, codeVersion: 'test', seed: 4 });
   store.runs.setStatus(id, 'running');
@@ -23,10 +17,7 @@ beforeAll(() => {
   writer.metric({ runId: id, step: 0, wallTime: 0, key: 'eval/verifier/recall', value: 0.25 });
   writer.close();
   store.events.log(id, 'warning', 'interrupted', 'rollout worker exited with SIGKILL', null, 3);
-  store.close();
 });
-
-afterAll(() => tmp.cleanup());
 
 describe('marsrl CLI (child process)', () => {
   it('prints an overview and fails on an unknown command', () => {
@@ -47,23 +38,23 @@ describe('marsrl CLI (child process)', () => {
   });
 
   it('validates a good file and rejects a bad one with every field path, writing nothing', () => {
-    const good = path.join(tmp.dir, 'good.yaml');
+    const good = path.join(db.dir, 'good.yaml');
     fs.writeFileSync(good, 'seed: 3\nrollout:\n  solver_group: 4\n');
-    const ok = marsrl(['config', 'validate', good], { MARSRL_DB: path.join(tmp.dir, 'never.db') });
+    const ok = marsrl(['config', 'validate', good], { MARSRL_DB: path.join(db.dir, 'never.db') });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/valid/);
 
-    const bad = path.join(tmp.dir, 'bad.yaml');
+    const bad = path.join(db.dir, 'bad.yaml');
     fs.writeFileSync(bad, 'seed: -1\nrollout:\n  solver_group: 0\n  colour: blue\npolicies:\n  solver:\n    optimizer:\n      lr: -0.1\n');
-    const result = marsrl(['config', 'validate', bad], { MARSRL_DB: path.join(tmp.dir, 'never.db') });
+    const result = marsrl(['config', 'validate', bad], { MARSRL_DB: path.join(db.dir, 'never.db') });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/seed: must be at least 0 \(got -1\)/);
     expect(result.stderr).toMatch(/rollout\.solver_group: must be at least 1 \(got 0\)/);
     expect(result.stderr).toMatch(/rollout\.colour: unknown key/);
     expect(result.stderr).toMatch(/policies\.solver\.optimizer\.lr: must be greater than 0 \(got -0\.1\)/);
-    expect(fs.existsSync(path.join(tmp.dir, 'never.db'))).toBe(false);
+    expect(fs.existsSync(path.join(db.dir, 'never.db'))).toBe(false);
 
-    const missing = marsrl(['config', 'validate', path.join(tmp.dir, 'nope.yaml')]);
+    const missing = marsrl(['config', 'validate', path.join(db.dir, 'nope.yaml')]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/nope\.yaml.*no such file/s);
   });
@@ -84,13 +75,13 @@ describe('marsrl CLI (child process)', () => {
   });
 
   it('lists and shows runs from --db or MARSRL_DB', () => {
-    const list = marsrl(['runs', '--db', dbPath]);
+    const list = marsrl(['runs', '--db', db.path]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/cli-run\s+interrupted\s+quick\s+sort\s+shared\s+agentwise\s+4\s+3\s+0\.625/);
-    const json = JSON.parse(marsrl(['runs', '--json'], { MARSRL_DB: dbPath }).stdout);
+    const json = JSON.parse(marsrl(['runs', '--json'], { MARSRL_DB: db.path }).stdout);
     expect(json.items[0]).toMatchObject({ name: 'cli-run', status: 'interrupted', statusReason: 'worker killed (SIGKILL)', lastStep: 3 });
 
-    const show = marsrl(['show', 'cli-run', '--db', dbPath]);
+    const show = marsrl(['show', 'cli-run', '--db', db.path]);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/status\s+interrupted \(worker killed \(SIGKILL\)\)/);
     expect(show.stdout).toMatch(/eval\/system\/accuracy\s+0\.6250/);
@@ -100,20 +91,20 @@ describe('marsrl CLI (child process)', () => {
     expect(show.stdout).toMatch(/Held-out evaluations \(by step\):\s+metric\s+@0\s+@3/);
     expect(show.stdout).toMatch(/system\/accuracy\s+0\.500\s+0\.625/);
     expect(show.stdout).toMatch(/verifier\/recall\s+0\.250\s+—/);
-    const showJson = JSON.parse(marsrl(['show', '1', '--json', '--db', dbPath]).stdout);
+    const showJson = JSON.parse(marsrl(['show', '1', '--json', '--db', db.path]).stdout);
     expect(showJson.config.seed).toBe(4);
     expect(showJson.evaluations['eval/system/accuracy']).toEqual({ 0: 0.5, 3: 0.625 });
 
-    const none = marsrl(['show', '999', '--db', dbPath]);
+    const none = marsrl(['show', '999', '--db', db.path]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/No run "999"/);
-    const badStatus = marsrl(['runs', '--status', 'paused', '--db', dbPath]);
+    const badStatus = marsrl(['runs', '--status', 'paused', '--db', db.path]);
     expect(badStatus.code).toBe(2);
     expect(badStatus.stderr).toMatch(/--status must be one of queued, running, done, failed, interrupted/);
   });
 
   it('uses the per-user data folder by default, the same one the app uses', () => {
-    const home = path.join(tmp.dir, 'home');
+    const home = path.join(db.dir, 'home');
     const result = marsrl(['runs'], { MARSRL_HOME: home });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(path.join(home, 'marsrl.db'));
@@ -121,7 +112,7 @@ describe('marsrl CLI (child process)', () => {
   });
 
   it('refuses a database from a newer schema with a clear message', () => {
-    const future = path.join(tmp.dir, 'future.db');
+    const future = path.join(db.dir, 'future.db');
     const store = openStore(future);
     store.db.pragma('user_version = 99');
     store.close();

@@ -43,3 +43,32 @@ export function storeInTemp(file: string, prefix?: string): TempStore {
 export function runsDatabase(): TempStore {
   return storeInTemp('runs.db');
 }
+
+/**
+ * A database `file` in a fresh temp folder, seeded and closed before the file's tests for the
+ * `marsrl` child processes they start (each opens it itself); the folder is removed after them.
+ */
+export function seededDatabase(file: string, seed: (store: Store) => void, prefix?: string): { readonly path: string; readonly dir: string } {
+  const opened = perFile(
+    'seededDatabase',
+    () => {
+      const tmp = tempDir(prefix);
+      const store = openStore(path.join(tmp.dir, file));
+      try {
+        seed(store);
+      } finally {
+        store.close();
+      }
+      return tmp;
+    },
+    (tmp) => tmp.cleanup(),
+  );
+  return {
+    get path() {
+      return path.join(opened().dir, file);
+    },
+    get dir() {
+      return opened().dir;
+    },
+  };
+}

@@ -1,31 +1,26 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../../src-main/engine/store';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { marsrl } from '../helpers/cli';
 import { startServe } from '../helpers/serve-process';
-import { tempDir } from '../helpers/tmp';
+import { seededDatabase } from '../helpers/runs-db';
 import { api, request } from './http';
 
-let tmp: ReturnType<typeof tempDir>;
-let dbPath: string;
 let rendererDir: string;
 
-beforeAll(() => {
-  tmp = tempDir('marsrl-serve-cli-');
-  dbPath = path.join(tmp.dir, 'serve.db');
-  const store = openStore(dbPath);
+const db = seededDatabase('serve.db', (store) => {
   store.runs.create({ name: 'served-run', config: {}, codeVersion: 't', seed: 1 });
-  store.close();
-  rendererDir = path.join(tmp.dir, 'renderer');
+}, 'marsrl-serve-cli-');
+
+beforeAll(() => {
+  rendererDir = path.join(db.dir, 'renderer');
   fs.mkdirSync(rendererDir);
   fs.writeFileSync(path.join(rendererDir, 'index.html'), '<!doctype html><title>served</title>');
 });
-afterAll(() => tmp.cleanup());
 
 describe('marsrl serve (child process)', () => {
   it('serves the database on loopback and stops cleanly on Ctrl-C', async () => {
-    const served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir]);
+    const served = await startServe(['--db', db.path, '--port', '0', '--renderer', rendererDir]);
     const port = served.port;
     expect(served.url).toBe(`http://127.0.0.1:${port}/`);
     expect(served.stdout()).toMatch(/Only this machine can connect/);
@@ -37,7 +32,7 @@ describe('marsrl serve (child process)', () => {
   });
 
   it('generates and prints a token when bound off loopback, and requires it', async () => {
-    const served = await startServe(['--db', dbPath, '--host', '0.0.0.0', '--port', '0', '--renderer', rendererDir]);
+    const served = await startServe(['--db', db.path, '--host', '0.0.0.0', '--port', '0', '--renderer', rendererDir]);
     try {
       const login = new URL(served.url);
       const token = login.searchParams.get('token') ?? '';
@@ -52,7 +47,7 @@ describe('marsrl serve (child process)', () => {
   });
 
   it('takes the token from MARSRL_TOKEN, and refuses a weak one', async () => {
-    const served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir], { MARSRL_TOKEN: 'an-env-token-of-good-length' });
+    const served = await startServe(['--db', db.path, '--port', '0', '--renderer', rendererDir], { MARSRL_TOKEN: 'an-env-token-of-good-length' });
     try {
       const port = Number(new URL(served.url).port);
       expect(served.url).toContain('?token=an-env-token-of-good-length');
@@ -60,13 +55,13 @@ describe('marsrl serve (child process)', () => {
     } finally {
       await served.stop();
     }
-    const weak = marsrl(['serve', '--db', dbPath, '--token', 'abc']);
+    const weak = marsrl(['serve', '--db', db.path, '--token', 'abc']);
     expect(weak.code).toBe(2);
     expect(weak.stderr).toMatch(/--token: the token must be at least 16 characters/);
   });
 
   it('says what to run when --renderer has no build', () => {
-    const result = marsrl(['serve', '--db', dbPath, '--renderer', tmp.dir]);
+    const result = marsrl(['serve', '--db', db.path, '--renderer', db.dir]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/no index\.html there \(build the renderer with: cd .* && npm run build\)/);
   });
