@@ -34,8 +34,8 @@
  *   give the raw reward (divided by 1 + ε). The two rules agree everywhere else.
  * Rewards must be finite; an empty group returns [].
  */
-import {
 import { Registry } from '../util/registry';
+import {
   ADVANTAGE_MODES,
   AdvantageSchema,
   SINGLE_SAMPLE_RULES,
