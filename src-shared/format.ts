@@ -112,7 +112,15 @@ export function formatGroupStats(s: CompareStats | null, unit: CompareUnit): str
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return 'more bytes than can be counted';
   if (bytes < 1024) return `${Math.max(0, bytes)} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  return scaleBytes(bytes, ['KiB', 'MiB', 'GiB', 'TiB']);
+}
+
+/**
+ * 1024 bytes or more in the largest of `units` (1024¹, 1024², … bytes) that keeps the value at
+ * least 1, one decimal: the scaling behind `formatBytes` and the export dialog's sizes, which name
+ * the same powers of 1024 `kB`, `MB` (its tests and files keep those labels).
+ */
+export function scaleBytes(bytes: number, units: readonly string[]): string {
   let value = bytes / 1024;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {

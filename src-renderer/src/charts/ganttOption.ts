@@ -7,7 +7,7 @@ import type { TimelineSpan } from '#shared/contract';
 import { CSP_SAFE_TOOLTIP, echarts, type ChartOption } from './echarts';
 import { formatDuration } from '#shared/format';
 import { compareAgents } from '#shared/agents';
-import { agentColor, CHART_THEME } from './palette';
+import { agentColor, CHART_BASE, CHART_THEME, TOOLTIP_BOX } from './palette';
 
 export interface GanttModel {
   lanes: string[];
@@ -66,14 +66,12 @@ export function ganttOption(spans: readonly TimelineSpan[]): ChartOption {
     return { fill: agentColor(span.agent), opacity: span.kind === 'update' ? 0.55 : 0.9 };
   };
   return {
-    animation: false,
-    textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
+    ...CHART_BASE,
     grid: { left: 8, right: 16, top: 8, bottom: 44, containLabel: true },
     tooltip: {
       ...CSP_SAFE_TOOLTIP,
+      ...TOOLTIP_BOX,
       trigger: 'item',
-      backgroundColor: CHART_THEME.tooltipBg,
-      borderColor: CHART_THEME.tooltipBorder,
       textStyle: { color: CHART_THEME.textStrong, fontSize: 12 },
       formatter: (raw: unknown) => {
         const value = (raw as { value?: number[] }).value;

@@ -5,7 +5,7 @@ import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
 import { formatAxisX, formatTick } from './format';
 import { formatValue } from '#shared/format';
 import type { PanelLine } from './metricPanels';
-import { CHART_THEME } from './palette';
+import { CHART_BASE, CHART_THEME, TOOLTIP_BOX } from './palette';
 import { debiasedEma } from './smoothing';
 
 export type Points = readonly (readonly [number, number])[];
@@ -122,15 +122,13 @@ export function lineChartOption({ lines, data, smoothing, xAxis, unit, range, mi
     }
   }
   return {
-    animation: false,
-    textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text },
+    ...CHART_BASE,
     // The legend is HTML above the canvas (it wraps, and toggles lines by leaving them out).
     grid: { left: 22, right: 14, top: 10, bottom: 20, containLabel: true },
     tooltip: {
       ...CSP_SAFE_TOOLTIP,
+      ...TOOLTIP_BOX,
       trigger: 'axis',
-      backgroundColor: CHART_THEME.tooltipBg,
-      borderColor: CHART_THEME.tooltipBorder,
       textStyle: { color: CHART_THEME.textStrong, fontSize: 12, fontFamily: CHART_THEME.font },
       axisPointer: { type: 'line', lineStyle: { color: '#4a525d', width: 1 } },
       formatter: (raw: unknown) => {

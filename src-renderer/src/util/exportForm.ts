@@ -5,6 +5,7 @@
  * the renderer-logic tests pin the rules.
  */
 import type { ExportFormatName, ExportRequest } from '#shared/contract';
+import { scaleBytes } from '#shared/format';
 
 export type ExportContainerName = 'jsonl' | 'parquet';
 export type Correctness = 'any' | 'correct' | 'incorrect';
@@ -226,14 +227,7 @@ export function fieldOfMessage(message: string): string | null {
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes) || bytes < 0) return '—';
   if (bytes < 1024) return `${bytes} B`;
-  const units = ['kB', 'MB', 'GB', 'TB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
+  return scaleBytes(bytes, ['kB', 'MB', 'GB', 'TB']);
 }
 
 /** A file-name-safe form of a run name: `sort8 decoupled/agentwise` → `sort8-decoupled-agentwise`. */
