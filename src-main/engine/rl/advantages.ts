@@ -125,10 +125,23 @@ function groupStatistics(turns: readonly AdvantageTurn[], convention: StdConvent
 }
 
 /** Where a mode takes its baseline and its scale from. */
-interface ModeShape {
+export interface ModeShape {
   baseline: 'group' | 'agent';
   scale: 'group' | 'agent' | 'none';
 }
+
+/**
+ * Each built-in mode's baseline and scale (Dr. MAS Table 3): the one table the registry below and
+ * the advantage explanation (explain.ts) both read. A mode of another shape registers its own
+ * function and has no explanation page.
+ */
+export const MODE_SHAPES: Readonly<Record<AdvantageMode, ModeShape>> = {
+  global: { baseline: 'group', scale: 'group' },
+  agentwise: { baseline: 'agent', scale: 'agent' },
+  'agent-mean': { baseline: 'agent', scale: 'group' },
+  'agent-std': { baseline: 'group', scale: 'agent' },
+  'no-std': { baseline: 'agent', scale: 'none' },
+};
 
 function normalize(shape: ModeShape): AdvantageFn {
   return (turns, options, groupKey = '') => {
@@ -157,13 +170,10 @@ export const registerAdvantage = (name: string, fn: AdvantageFn): void => regist
 export const getAdvantage = (name: string): AdvantageFn => registry.get(name);
 export const listAdvantages = (): string[] => registry.names();
 
-registerAdvantage('global', normalize({ baseline: 'group', scale: 'group' }));
-registerAdvantage('agentwise', normalize({ baseline: 'agent', scale: 'agent' }));
-registerAdvantage('agent-mean', normalize({ baseline: 'agent', scale: 'group' }));
-registerAdvantage('agent-std', normalize({ baseline: 'group', scale: 'agent' }));
-registerAdvantage('no-std', normalize({ baseline: 'agent', scale: 'none' }));
+for (const [mode, shape] of Object.entries(MODE_SHAPES)) registerAdvantage(mode, normalize(shape));
 
-// The config schema and this registry must agree on the built-in names.
+// The config schema and this registry must agree on the built-in names (the schema's list lives in
+// the vocabulary leaf, below this folder, so it cannot read the registry).
 for (const mode of ADVANTAGE_MODES) getAdvantage(mode);
 
 /**

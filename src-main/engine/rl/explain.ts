@@ -8,16 +8,10 @@
  */
 import type { AdvantageExplanation, AdvantageStatistic } from '#shared/contract';
 import type { AdvantageGroupRows } from '../store';
-import type { AdvantageOptions } from './advantages';
+import { MODE_SHAPES, type AdvantageOptions, type ModeShape } from './advantages';
 
-/** Where each mode takes its baseline and its scale (advantages.ts's table, Dr. MAS Table 3). */
-const SHAPES: Record<string, { baseline: 'group' | 'agent'; scale: 'group' | 'agent' | 'none' }> = {
-  global: { baseline: 'group', scale: 'group' },
-  agentwise: { baseline: 'agent', scale: 'agent' },
-  'agent-mean': { baseline: 'agent', scale: 'group' },
-  'agent-std': { baseline: 'group', scale: 'agent' },
-  'no-std': { baseline: 'agent', scale: 'none' },
-};
+/** Where each mode takes its baseline and its scale: advantages.ts's table (Dr. MAS Table 3). */
+const SHAPES: Readonly<Record<string, ModeShape | undefined>> = MODE_SHAPES;
 
 /** A statistic with its working, and the whole explanation: the StudioApi's shapes (one definition). */
 export type StatisticExplained = AdvantageStatistic;
