@@ -8,9 +8,9 @@
  */
 import type { CompareBand, CompareSeriesResult, CompareXAxis } from '#shared/contract';
 import { describeMetric, unitLabel } from '#shared/metric-catalog';
-import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
+import { chartTooltip, type ChartOption } from './echarts';
 import { formatTick } from './format';
-import { CHART_BASE, CHART_THEME, TOOLTIP_BOX } from './palette';
+import { CHART_BASE, CHART_THEME } from './palette';
 import { debiasedEma } from './smoothing';
 
 const BASE = ['#f0883e', '#58a6ff', '#3fb950', '#d2a8ff', '#e3b341', '#ff7b72', '#79c0ff', '#f778ba', '#7ee787', '#ffa657'];
@@ -99,7 +99,7 @@ export function compareChartOption({ data, smoothing, grouped, runOrder, legend:
     // the plot starts below however many rows it takes (about 5 entries a row).
     legend: { show: showLegend, type: 'plain', top: 0, data: legend, textStyle: { color: CHART_THEME.textStrong } },
     grid: { left: 26, right: 16, top: showLegend ? 34 + 22 * Math.max(0, Math.ceil(legend.length / 5) - 1) : 16, bottom: 28, containLabel: true },
-    tooltip: { ...CSP_SAFE_TOOLTIP, ...TOOLTIP_BOX, trigger: 'axis', textStyle: { color: CHART_THEME.textStrong } },
+    tooltip: chartTooltip('axis'),
     xAxis: {
       type: 'value',
       name: X_AXIS_LABELS[data.xAxis],

@@ -7,6 +7,7 @@ import { CustomChart, LineChart } from 'echarts/charts';
 import { DataZoomComponent, GridComponent, LegendComponent, MarkLineComponent, TooltipComponent } from 'echarts/components';
 import * as echarts from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
+import { CHART_THEME, TOOLTIP_BOX } from './palette';
 
 echarts.use([LineChart, CustomChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent, MarkLineComponent, CanvasRenderer]);
 
@@ -19,3 +20,8 @@ export type ChartOption = Parameters<ECharts['setOption']>[0];
  * attributes into its markup, which the app's CSP (style-src 'self') refuses.
  */
 export const CSP_SAFE_TOOLTIP = { renderMode: 'richText', confine: true } as const;
+
+/** Every chart's tooltip: CSP-safe, in the theme's box, its text bright; `textStyle` adds to that. */
+export function chartTooltip(trigger: 'axis' | 'item', textStyle: Record<string, string | number> = {}) {
+  return { ...CSP_SAFE_TOOLTIP, ...TOOLTIP_BOX, trigger, textStyle: { color: CHART_THEME.textStrong, ...textStyle } };
+}

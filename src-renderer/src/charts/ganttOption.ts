@@ -4,10 +4,10 @@
  * agent's rollout; under sync mode the lanes take turns. Pure, so it is tested without a browser.
  */
 import type { TimelineSpan } from '#shared/contract';
-import { CSP_SAFE_TOOLTIP, echarts, type ChartOption } from './echarts';
+import { chartTooltip, echarts, type ChartOption } from './echarts';
 import { formatDuration } from '#shared/format';
 import { compareAgents } from '#shared/agents';
-import { agentColor, CHART_BASE, CHART_THEME, TOOLTIP_BOX } from './palette';
+import { agentColor, CHART_BASE, CHART_THEME } from './palette';
 
 export interface GanttModel {
   lanes: string[];
@@ -69,10 +69,7 @@ export function ganttOption(spans: readonly TimelineSpan[]): ChartOption {
     ...CHART_BASE,
     grid: { left: 8, right: 16, top: 8, bottom: 44, containLabel: true },
     tooltip: {
-      ...CSP_SAFE_TOOLTIP,
-      ...TOOLTIP_BOX,
-      trigger: 'item',
-      textStyle: { color: CHART_THEME.textStrong, fontSize: 12 },
+      ...chartTooltip('item', { fontSize: 12 }),
       formatter: (raw: unknown) => {
         const value = (raw as { value?: number[] }).value;
         const span = value ? spans[value[3]] : undefined;

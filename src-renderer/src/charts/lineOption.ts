@@ -1,11 +1,11 @@
 /** The ECharts option of one metric panel: pure, so it is tested without a browser. */
 import type { SeriesXAxis } from '#shared/contract';
 import { unitLabel, type MetricUnit } from '#shared/metric-catalog';
-import { CSP_SAFE_TOOLTIP, type ChartOption } from './echarts';
+import { chartTooltip, type ChartOption } from './echarts';
 import { formatAxisX, formatTick } from './format';
 import { formatValue } from '#shared/format';
 import type { PanelLine } from './metricPanels';
-import { CHART_BASE, CHART_THEME, TOOLTIP_BOX } from './palette';
+import { CHART_BASE, CHART_THEME } from './palette';
 import { debiasedEma } from './smoothing';
 
 export type Points = readonly (readonly [number, number])[];
@@ -126,10 +126,7 @@ export function lineChartOption({ lines, data, smoothing, xAxis, unit, range, mi
     // The legend is HTML above the canvas (it wraps, and toggles lines by leaving them out).
     grid: { left: 22, right: 14, top: 10, bottom: 20, containLabel: true },
     tooltip: {
-      ...CSP_SAFE_TOOLTIP,
-      ...TOOLTIP_BOX,
-      trigger: 'axis',
-      textStyle: { color: CHART_THEME.textStrong, fontSize: 12, fontFamily: CHART_THEME.font },
+      ...chartTooltip('axis', { fontSize: 12, fontFamily: CHART_THEME.font }),
       axisPointer: { type: 'line', lineStyle: { color: '#4a525d', width: 1 } },
       formatter: (raw: unknown) => {
         const params = (Array.isArray(raw) ? raw : [raw]) as TooltipParam[];
