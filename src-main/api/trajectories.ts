@@ -51,23 +51,9 @@ export function createTrajectoriesApi({ store, requireRun }: ServiceContext): Tr
   };
 }
 
-/** The contract's fields of an episode row (its `meta` stays in the store). */
-function toEpisodeSummary(e: EpisodeListItem): EpisodeSummary {
-  return {
-    id: e.id,
-    runId: e.runId,
-    step: e.step,
-    split: e.split,
-    problemId: e.problemId,
-    question: e.question,
-    reference: e.reference,
-    finalAnswer: e.finalAnswer,
-    correct: e.correct,
-    rounds: e.rounds,
-    turnCount: e.turnCount,
-    attempt: e.attempt,
-    supersededBy: e.supersededBy,
-  };
+/** The contract's fields of an episode row: all but its `meta`, which stays in the store. */
+function toEpisodeSummary({ meta: _meta, ...summary }: EpisodeListItem): EpisodeSummary {
+  return summary;
 }
 
 /** The std convention, ε and one-sample rule a run normalised its advantages with (the defaults for a config that no longer resolves). */

@@ -4,8 +4,20 @@
  */
 import os from 'node:os';
 import { checkTokenStrength, generateToken, isLoopbackHost } from '../server/security';
-import { UsageError } from './args';
+import { intFlag, UsageError, type OptionSpec } from './args';
 import type { CommandContext } from './context';
+
+/** The flags saying where a server listens and what it requires, the same for both servers. */
+export const SERVER_OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  token: { type: 'string' },
+} as const satisfies OptionSpec;
+
+/** Where a server listens: --host (default loopback only) and --port (0 picks a free one). */
+export function listenAddress(values: { host?: string; port?: string }, defaultPort: number, usage: string): { host: string; port: number } {
+  return { host: values.host ?? '127.0.0.1', port: intFlag('port', values.port, 0, 65535, usage) ?? defaultPort };
+}
 
 /**
  * The token a server requires: --token, else MARSRL_TOKEN (either refused when weak), else one

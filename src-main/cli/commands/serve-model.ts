@@ -10,7 +10,7 @@ import { ThreadEngine } from '../../server/openai/engine';
 import { createModelServer } from '../../server/openai/server';
 import { choiceFlag, intFlag, UsageError } from '../args';
 import { defineCommand } from '../context';
-import { accessLines, serverToken, untilStopped } from '../serving';
+import { accessLines, listenAddress, SERVER_OPTIONS, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 8000;
 
@@ -57,9 +57,7 @@ export const serveModelCommand = defineCommand({
   summary: 'serve Studio policies on the OpenAI-compatible API',
   usage,
   options: {
-    host: { type: 'string' },
-    port: { type: 'string' },
-    token: { type: 'string' },
+    ...SERVER_OPTIONS,
     run: { type: 'string' },
     step: { type: 'string' },
     role: { type: 'string' },
@@ -70,8 +68,7 @@ export const serveModelCommand = defineCommand({
     'engine-thread': { type: 'boolean' },
   },
   async run({ values, positionals }, ctx) {
-    const host = values.host ?? '127.0.0.1';
-    const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
+    const { host, port } = listenAddress(values, DEFAULT_PORT, usage);
     const batchWindowMs = intFlag('batch-window', values['batch-window'], 0, 10_000, usage) ?? 0;
     const joinWaitMs = intFlag('join-wait', values['join-wait'], 0, 10_000, usage) ?? 0;
     choiceFlag('role', values.role, ROLES, usage);

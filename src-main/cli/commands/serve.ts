@@ -4,9 +4,9 @@ import { resolveDatabasePath } from '../../engine/paths';
 import { buildInstructions, buildOutDir, buildRenderer, defaultRendererDir } from '../../server/renderer-build';
 import { createStudioServer } from '../../server/server';
 import { rendererBuilt } from '../../server/static-files';
-import { intFlag, UsageError } from '../args';
+import { UsageError } from '../args';
 import { defineCommand } from '../context';
-import { accessLines, serverToken, untilStopped } from '../serving';
+import { accessLines, listenAddress, SERVER_OPTIONS, serverToken, untilStopped } from '../serving';
 
 const DEFAULT_PORT = 7878;
 
@@ -35,16 +35,13 @@ export const serveCommand = defineCommand({
   summary: 'serve the interface to a web browser (HTTP + WebSocket)',
   usage,
   options: {
-    host: { type: 'string' },
-    port: { type: 'string' },
-    token: { type: 'string' },
+    ...SERVER_OPTIONS,
     renderer: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
   },
   maxPositionals: 0,
   async run({ values }, ctx) {
-    const host = values.host ?? '127.0.0.1';
-    const port = intFlag('port', values.port, 0, 65535, usage) ?? DEFAULT_PORT;
+    const { host, port } = listenAddress(values, DEFAULT_PORT, usage);
     const { token, generated } = serverToken(host, values.token, ctx.env, usage);
 
     let rendererDir = values.renderer ? path.resolve(values.renderer) : defaultRendererDir(ctx.env);

@@ -201,10 +201,17 @@ function countJoins(needs: { episode: boolean; reward: boolean }): string {
  * (the progress total), and the run it reads.
  */
 abstract class RunPages {
-  protected abstract readonly countStmt: Statement;
-  protected abstract readonly params: Record<string, unknown>;
+  private readonly countStmt: Statement;
 
-  constructor(protected readonly source: SourceRun) {}
+  /** `params` are every query's parameters for this run; `countSql` counts what passes the filters. */
+  constructor(
+    db: Database,
+    protected readonly source: SourceRun,
+    protected readonly params: Record<string, unknown>,
+    countSql: string,
+  ) {
+    this.countStmt = db.prepare(countSql);
+  }
 
   count(): number {
     return (this.countStmt.get(this.params) as { n: number }).n;
@@ -218,8 +225,6 @@ abstract class RunPages {
 /** Keyset pages of filtered turns of one run, in id order. */
 export class TurnPages extends RunPages {
   private readonly page: Statement;
-  protected readonly countStmt: Statement;
-  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
@@ -227,12 +232,10 @@ export class TurnPages extends RunPages {
     filters: ResolvedFilters,
     private readonly limit = 1000,
   ) {
-    super(source);
     const { clauses, params, needs } = turnFilterSql(filters);
     const where = ['t.run_id = @runId', 't.id <= @maxId', ...clauses];
-    this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId };
+    super(db, source, { ...params, runId: source.run.id, maxId: source.maxTurnId }, `SELECT COUNT(*) AS n FROM turns t ${countJoins(needs)} WHERE ${where.join(' AND ')}`);
     this.page = db.prepare(`SELECT ${TURN_COLUMNS} FROM turns t ${TURN_JOINS} WHERE ${where.join(' AND ')} AND t.id > @after ORDER BY t.id LIMIT @limit`).raw(true);
-    this.countStmt = db.prepare(`SELECT COUNT(*) AS n FROM turns t ${countJoins(needs)} WHERE ${where.join(' AND ')}`);
   }
 
   /** The page query and its parameters, for EXPLAIN QUERY PLAN in tests and benchmarks. */
@@ -254,9 +257,7 @@ export class TurnPages extends RunPages {
 export class EpisodeTurnPages extends RunPages {
   private readonly episodes: Statement;
   private readonly turns: Statement;
-  protected readonly countStmt: Statement;
   private readonly noEpisodeStmt: Statement | null;
-  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
@@ -264,17 +265,20 @@ export class EpisodeTurnPages extends RunPages {
     filters: ResolvedFilters,
     private readonly episodeLimit = 50,
   ) {
-    super(source);
     const { clauses, params, needs } = turnFilterSql(filters);
-    this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId, maxEpisode: source.maxEpisodeId };
+    const countWhere = ['t.run_id = @runId', 't.id <= @maxId', 't.episode_id <= @maxEpisode', ...clauses];
+    super(
+      db,
+      source,
+      { ...params, runId: source.run.id, maxId: source.maxTurnId, maxEpisode: source.maxEpisodeId },
+      `SELECT COUNT(*) AS n FROM turns t ${countJoins({ ...needs, episode: true })} WHERE ${countWhere.join(' AND ')}`,
+    );
     const episodeWhere = ['run_id = @runId', 'id <= @maxEpisode', 'id > @after'];
     if (filters.split !== null) episodeWhere.push('+split = @split');
     if (!filters.includeSuperseded) episodeWhere.push('+superseded_by IS NULL');
     this.episodes = db.prepare(`SELECT id FROM episodes WHERE ${episodeWhere.join(' AND ')} ORDER BY id LIMIT @limit`);
     const turnWhere = ['t.episode_id IN (SELECT value FROM json_each(@episodes))', '+t.run_id = @runId', '+t.id <= @maxId', ...clauses];
     this.turns = db.prepare(`SELECT ${TURN_COLUMNS} FROM turns t ${TURN_JOINS} WHERE ${turnWhere.join(' AND ')} ORDER BY t.episode_id, t.group_id, t.agent, t.id`).raw(true);
-    const countWhere = ['t.run_id = @runId', 't.id <= @maxId', 't.episode_id <= @maxEpisode', ...clauses];
-    this.countStmt = db.prepare(`SELECT COUNT(*) AS n FROM turns t ${countJoins({ ...needs, episode: true })} WHERE ${countWhere.join(' AND ')}`);
     // Turns outside any episode have no group to be compared in; they are counted, not lost. A
     // split filter already excludes them (split is a property of the episode).
     const noEpisodeWhere = ['t.run_id = @runId', 't.id <= @maxId', 't.episode_id IS NULL', ...clauses];
@@ -303,8 +307,6 @@ export class EpisodeTurnPages extends RunPages {
  */
 export class ProblemPages extends RunPages {
   private readonly page: Statement;
-  protected readonly countStmt: Statement;
-  protected readonly params: Record<string, unknown>;
 
   constructor(
     db: Database,
@@ -312,24 +314,23 @@ export class ProblemPages extends RunPages {
     filters: ResolvedFilters,
     private readonly limit = 500,
   ) {
-    super(source);
     const { clauses, params } = turnFilterSql({ ...filters, split: null });
-    this.params = { ...params, runId: source.run.id, maxId: source.maxTurnId };
+    const runParams: Record<string, unknown> = { ...params, runId: source.run.id, maxId: source.maxTurnId };
     const exists = `EXISTS (SELECT 1 FROM episodes e JOIN turns t ON t.episode_id = e.id
         ${filters.minReward !== null || filters.maxReward !== null ? 'JOIN rewards r ON r.turn_id = t.id' : ''}
         WHERE e.problem_id = p.id AND t.id <= @maxId ${clauses.map((c) => `AND ${c}`).join(' ')})`;
     const where = ['p.run_id = @runId', exists];
     if (filters.split !== null) {
       where.push('p.split = @split');
-      this.params.split = filters.split;
+      runParams.split = filters.split;
     }
+    super(db, source, runParams, `SELECT COUNT(*) AS n FROM problems p WHERE ${where.join(' AND ')}`);
     const solverPrompt = `(SELECT t.prompt FROM episodes e JOIN turns t ON t.episode_id = e.id
         WHERE e.problem_id = p.id AND t.agent = 'solver' AND t.id <= @maxId ORDER BY t.id LIMIT 1)`;
     this.page = db.prepare(
       `SELECT p.id, p.run_id, p.split, p.family, p.problem_key, p.question, p.answer, ${solverPrompt} AS solver_prompt
        FROM problems p WHERE ${where.join(' AND ')} AND p.id > @after ORDER BY p.id LIMIT @limit`,
     );
-    this.countStmt = db.prepare(`SELECT COUNT(*) AS n FROM problems p WHERE ${where.join(' AND ')}`);
   }
 
   next(after: number): ProblemRecord[] {

@@ -18,7 +18,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { batchMajorLogits, batchMajorStats, timeMajorBatch } from '../model/batch-layout';
-import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { FlatWeightsModel } from '../model/flat-weights';
 import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
@@ -140,11 +140,11 @@ export interface KVCache {
   js: Array<{ k: Float32Array; v: Float32Array }>;
 }
 
-export class GPT implements PolicyModel<KVCache> {
+export class GPT extends FlatWeightsModel implements PolicyModel<KVCache> {
   readonly family = 'gpt' as const;
   readonly config: GPTConfig;
-  readonly specs: ParamSpec[];
-  readonly variables: tf.Variable[];
+  override readonly specs: ParamSpec[];
+  override readonly variables: tf.Variable[];
   /** Unique prefix of this model's variable names (TensorFlow.js names are process-global). */
   readonly id: string;
   readonly wte: tf.Variable;
@@ -153,11 +153,12 @@ export class GPT implements PolicyModel<KVCache> {
   readonly lnf: tf.Variable;
   readonly head: tf.Variable;
   private readonly kernelsOverride?: KernelStrategy;
-  private readonly weightsVersion = new WeightsVersion(GPT_VERSIONS, () => this.variables.map((v) => v.dataId));
+  protected override readonly weightsVersion = new WeightsVersion(GPT_VERSIONS, () => this.variables.map((v) => v.dataId));
   private decodeCache: { version: number; weights: DecodeWeights } | null = null;
   private disposed = false;
 
   constructor(config: GPTConfig, weights: Float32Array, opts: CreateModelOptions = {}) {
+    super();
     validateConfig(config);
     registerMissingGradients();
     this.config = { ...config };
@@ -197,23 +198,9 @@ export class GPT implements PolicyModel<KVCache> {
     return this.config.context;
   }
 
-  get numParams(): number {
-    return flatLength(this.specs);
-  }
-
   /** The kernel strategy in use (from the active backend unless overridden). */
   get kernels(): KernelStrategy {
     return this.kernelsOverride ?? strategyForBackend(tf.getBackend());
-  }
-
-  /**
-   * Weights version: changes whenever any variable's value has been replaced (optimizer step,
-   * setWeights, or any other `assign`). Versions are unique across the models of a process, so a
-   * decoding state never mistakes another model's cache for its own. Decoding state records it to
-   * know when its cache is stale.
-   */
-  get version(): number {
-    return this.weightsVersion.current();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -286,12 +273,10 @@ export class GPT implements PolicyModel<KVCache> {
     return batchMajorStats(this.nextTokenStatsTimeMajor(tokens, opts));
   }
 
-
   /** Validate a batch and lay it out time-major: row t·B + b holds tokens[b][t]. */
   private timeMajor(tokens: number[][], leftPad?: readonly number[]): { tm: Int32Array; pos: Int32Array; T: number; B: number } {
     return timeMajorBatch(tokens, leftPad, this.config.vocabSize, this.config.context);
   }
-
 
   // -------------------------------------------------------------------------------------------
   // Incremental decoding with a key/value cache
@@ -594,28 +579,7 @@ export class GPT implements PolicyModel<KVCache> {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Weights in and out
-
-  /**
-   * All weights as one flat Float32Array in `specs` order (one transferable ArrayBuffer, for
-   * sending between worker processes).
-   */
-  getWeights(): Float32Array {
-    return readFlatWeights(this.variables, this.specs, this.numParams);
-  }
-
-
-  /** `getWeights` for every backend, WebGPU included. */
-  async getWeightsAsync(): Promise<Float32Array> {
-    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
-  }
-
-
-  /** Replace all weights from a flat buffer laid out as `getWeights` returns it. */
-  setWeights(flat: Float32Array): void {
-    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the model has');
-  }
-
+  // Weights in and out (numParams, version, getWeights, setWeights: FlatWeightsModel); disposal
 
   disposeCache(cache: KVCache): void {
     disposeCache(cache);

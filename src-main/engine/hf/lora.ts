@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { Rng } from '../util/rng';
-import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { FlatWeightsModel } from '../model/flat-weights';
 import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { finishAsync, readSync, takeAsync } from '../model/readback';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
@@ -125,12 +125,12 @@ export interface LoraModelOptions {
  * `getWeights` and `setWeights` cover the adapters only; the base is shared and frozen.
  * With `settings` null it is the base itself (no adapters: the KL reference).
  */
-export class LoraHfModel implements PolicyModel<HfCache> {
+export class LoraHfModel extends FlatWeightsModel implements PolicyModel<HfCache> {
   readonly family = 'hf' as const;
   readonly config: HfArchConfig;
   readonly settings: LoraSettings | null;
-  readonly variables: tf.Variable[] = [];
-  readonly specs: ParamSpec[] = [];
+  override readonly variables: tf.Variable[] = [];
+  override readonly specs: ParamSpec[] = [];
   /** Adapters on (the default) or off (the base's function exactly). */
   adaptersEnabled = true;
   /** Training passes apply dropout to the adapters' inputs (nextTokenStatsTimeMajor only). */
@@ -139,7 +139,9 @@ export class LoraHfModel implements PolicyModel<HfCache> {
   private readonly scaling: number;
   private readonly hook: HfLinearAdapter;
   private readonly dropoutRng: Rng;
-  private readonly weightsVersion = new WeightsVersion(LORA_VERSIONS, () => [this.adaptersEnabled, ...this.variables.map((v) => v.dataId)]);
+  /** Changes whenever an adapter's value changed or the adapters were switched on or off. */
+  protected override readonly weightsVersion = new WeightsVersion(LORA_VERSIONS, () => [this.adaptersEnabled, ...this.variables.map((v) => v.dataId)]);
+  protected override readonly weightsOwner = 'the adapters have';
   private disposed = false;
   /** Set by withAdapters for the passes that may drop adapter inputs. */
   private dropoutActive = false;
@@ -149,6 +151,7 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     settings: LoraSettings | null,
     opts: LoraModelOptions,
   ) {
+    super();
     this.config = base.model.config;
     this.settings = settings ? checkLoraSettings(this.config, settings) : null;
     this.scaling = settings ? settings.alpha / settings.rank : 0;
@@ -199,15 +202,6 @@ export class LoraHfModel implements PolicyModel<HfCache> {
 
   get context(): number {
     return this.base.model.context;
-  }
-
-  get numParams(): number {
-    return flatLength(this.specs);
-  }
-
-  /** Changes whenever an adapter's value changed or the adapters were switched on or off. */
-  get version(): number {
-    return this.weightsVersion.current();
   }
 
   /** The KL reference: the same base with no adapters (a counted reference, no second copy). */
@@ -272,10 +266,6 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return this.withAdapters((m) => m.lastLogits(rows, leftPad));
   }
 
-  getWeights(): Float32Array {
-    return readFlatWeights(this.variables, this.specs, this.numParams);
-  }
-
   // --- asynchronous twins (issue #15: WebGPU in Node reads back only asynchronously) ----------
   // The hook is set only while the staged call builds its tensors (withAdapters is synchronous):
   // an await inside it would leave the adapters on the shared base for whatever else runs then.
@@ -302,10 +292,6 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return takeAsync(this.withAdapters((m) => m.lastLogitsTensor(rows, leftPad)));
   }
 
-  getWeightsAsync(): Promise<Float32Array> {
-    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
-  }
-
   /** `loraWeights` for every backend, WebGPU included (for writing a PEFT adapter from a webgpu run). */
   async loraWeightsAsync(): Promise<LoraWeights> {
     const values = new Map<tf.Variable, Float32Array>();
@@ -313,12 +299,6 @@ export class LoraHfModel implements PolicyModel<HfCache> {
     return this.loraWeights((v) => values.get(v)!);
   }
   // --- end of the asynchronous twins ----------------------------------------------------------
-
-
-  setWeights(flat: Float32Array): void {
-    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the adapters have');
-  }
-
 
   /**
    * The adapters in PEFT's layout (A [r, in], B [out, r]) by module name. `read` gives a

@@ -35,7 +35,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { batchMajorLogits, batchMajorStats, timeMajorBatch } from '../model/batch-layout';
-import { assignFlatWeights, flatLength, readFlatWeights, readFlatWeightsAsync } from '../model/flat-weights';
+import { FlatWeightsModel } from '../model/flat-weights';
 import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
@@ -340,11 +340,11 @@ export function chunkedHeadStats(h: tf.Tensor2D, w: tf.Tensor2D, targets: Int32A
 // ---------------------------------------------------------------------------------------------
 // The model
 
-export class HfModel implements PolicyModel<HfCache> {
+export class HfModel extends FlatWeightsModel implements PolicyModel<HfCache> {
   readonly family = 'hf' as const;
   readonly config: HfArchConfig;
-  readonly specs: ParamSpec[];
-  readonly variables: tf.Variable[];
+  override readonly specs: ParamSpec[];
+  override readonly variables: tf.Variable[];
   /** Unique prefix of this model's variable names (TensorFlow.js names are process-global). */
   readonly id: string;
   /** Token embedding, [D, V]. */
@@ -355,7 +355,7 @@ export class HfModel implements PolicyModel<HfCache> {
   readonly head: tf.Variable;
   private readonly invFreq: Float64Array;
   private readonly opts: HfModelOptions;
-  private readonly weightsVersion = new WeightsVersion(HF_VERSIONS, () => this.variables.map((v) => v.dataId));
+  protected override readonly weightsVersion = new WeightsVersion(HF_VERSIONS, () => this.variables.map((v) => v.dataId));
   private disposed = false;
   /** LoRA hook (issue #14): added to every linear of the layers while set; see HfLinearAdapter. */
   adapter: HfLinearAdapter | null = null;
@@ -365,6 +365,7 @@ export class HfModel implements PolicyModel<HfCache> {
    * the model takes ownership of the tensor.
    */
   constructor(config: HfArchConfig, init: (spec: ParamSpec) => tf.Tensor, opts: HfModelOptions = {}) {
+    super();
     registerMissingGradients();
     this.config = { ...config };
     this.opts = opts;
@@ -418,20 +419,11 @@ export class HfModel implements PolicyModel<HfCache> {
     return this.config.maxPositions;
   }
 
-  get numParams(): number {
-    return flatLength(this.specs);
-  }
-
   /** The decode mode in use (from the active backend unless overridden). */
   get decodeMode(): HfDecodeMode {
     if (this.opts.decodeMode) return this.opts.decodeMode;
     const b = tf.getBackend();
     return b === 'wasm' || b === 'cpu' ? 'js' : 'concat';
-  }
-
-  /** Changes whenever a variable's value was replaced (optimizer step, setWeights, assign). */
-  get version(): number {
-    return this.weightsVersion.current();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -550,12 +542,10 @@ export class HfModel implements PolicyModel<HfCache> {
     return batchMajorStats(this.nextTokenStatsTimeMajor(tokens, opts));
   }
 
-
   /** Validate a batch and lay it out time-major: row t·B + b holds tokens[b][t]; positions count from each row's padding. */
   private timeMajor(tokens: number[][], leftPad?: readonly number[]): { tm: Int32Array; pos: Int32Array; T: number; B: number } {
     return timeMajorBatch(tokens, leftPad, this.config.vocabSize, this.context);
   }
-
 
   // -------------------------------------------------------------------------------------------
   // Incremental decoding
@@ -816,22 +806,7 @@ export class HfModel implements PolicyModel<HfCache> {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Weights in and out
-
-  getWeights(): Float32Array {
-    return readFlatWeights(this.variables, this.specs, this.numParams);
-  }
-
-  /** `getWeights` for every backend, WebGPU included (issue #15). */
-  getWeightsAsync(): Promise<Float32Array> {
-    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
-  }
-
-
-  setWeights(flat: Float32Array): void {
-    assignFlatWeights(this.variables, this.specs, this.numParams, flat, 'the model has');
-  }
-
+  // Weights in and out (numParams, version, getWeights, setWeights: FlatWeightsModel); disposal
 
   dispose(): void {
     if (this.disposed) return;

@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ParamSpec } from './policy-model';
 import { readSync } from './readback';
+import type { WeightsVersion } from './weights-version';
 
 /** Length of the flat buffer of parameters laid out as `specs` (0 for none). */
 export function flatLength(specs: readonly ParamSpec[]): number {
@@ -39,4 +40,49 @@ export function assignFlatWeights(variables: readonly tf.Variable[], specs: read
     v.assign(t);
     t.dispose();
   });
+}
+
+/**
+ * The weights half of a PolicyModel written once for the GPT, the Hugging Face family and its
+ * LoRA adapters: the flat buffer's size, the weights version, and the weights in and out. Each
+ * family keeps its own `specs`, `variables` and version sequence.
+ */
+export abstract class FlatWeightsModel {
+  abstract readonly specs: ParamSpec[];
+  abstract readonly variables: tf.Variable[];
+  protected abstract readonly weightsVersion: WeightsVersion;
+  /** Whose weights these are, in setWeights' length error. */
+  protected readonly weightsOwner: string = 'the model has';
+
+  get numParams(): number {
+    return flatLength(this.specs);
+  }
+
+  /**
+   * Weights version: changes whenever any variable's value has been replaced (optimizer step,
+   * setWeights, or any other `assign`), or whatever else the family's WeightsVersion watches.
+   * Versions are unique across the models of a process, so a decoding state never mistakes
+   * another model's cache for its own.
+   */
+  get version(): number {
+    return this.weightsVersion.current();
+  }
+
+  /**
+   * All weights as one flat Float32Array in `specs` order (one transferable ArrayBuffer, for
+   * sending between worker processes).
+   */
+  getWeights(): Float32Array {
+    return readFlatWeights(this.variables, this.specs, this.numParams);
+  }
+
+  /** `getWeights` for every backend, WebGPU included (issue #15). */
+  getWeightsAsync(): Promise<Float32Array> {
+    return readFlatWeightsAsync(this.variables, this.specs, this.numParams);
+  }
+
+  /** Replace all weights from a flat buffer laid out as `getWeights` returns it. */
+  setWeights(flat: Float32Array): void {
+    assignFlatWeights(this.variables, this.specs, this.numParams, flat, this.weightsOwner);
+  }
 }

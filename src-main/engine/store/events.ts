@@ -1,5 +1,5 @@
 /** Events (errors, warnings, checkpoints, interruptions), checkpoints and the pipeline timeline. */
-import { keysetPage } from './keyset';
+import { keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { parseJsonColumn, toJsonColumn } from './json';
 import { CURRENT_ATTEMPT } from './trajectories';
@@ -46,8 +46,8 @@ export class EventsRepo {
     this.insertEvent.run(EventsRepo.eventParams({ runId, step, time: Date.now(), level, kind, message, data }));
   }
 
-  events(runId: number, afterId = 0, limit = 200): KeysetPage<EventRow> {
-    const capped = Math.min(Math.max(limit, 1), 1000);
+  events(runId: number, afterId = 0, limit?: number): KeysetPage<EventRow> {
+    const capped = pageLimit(limit, 200, 1000);
     const rows = (this.page.all(runId, afterId, capped + 1) as Record<string, unknown>[]).map(toEvent);
     return keysetPage(rows, capped, (row) => row.id);
   }

@@ -1,5 +1,5 @@
 /** Metrics: slash-named scalar series per run (`solver/grad_norm`, `eval/system/accuracy`, …). */
-import { keysetPage } from './keyset';
+import { keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { CURRENT_ATTEMPT } from './trajectories';
 import type { KeysetPage, MetricPoint } from './types';
@@ -65,10 +65,10 @@ export class MetricsRepo {
   }
 
   /** A keyset page of one series in step order (cursor = last step returned). */
-  series(runId: number, key: string, afterStep = -Infinity, limit = 10_000): KeysetPage<SeriesPoint> {
+  series(runId: number, key: string, afterStep = -Infinity, limit?: number): KeysetPage<SeriesPoint> {
     const keyId = this.existingKeyId(key);
     if (keyId === null) return { items: [], nextCursor: null };
-    const capped = Math.min(Math.max(limit, 1), 1_000_000);
+    const capped = pageLimit(limit, 10_000, 1_000_000);
     const rows = this.seriesPage.all(runId, keyId, afterStep === -Infinity ? Number.MIN_SAFE_INTEGER : afterStep, capped + 1) as SeriesPoint[];
     return keysetPage(rows, capped, (row) => row.step);
   }
