@@ -7,23 +7,14 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { inspectHfFolder } from '../../src-main/engine/checkpoint/inspect';
-import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { screenshot } from './browser';
-import { seedStudio } from '../helpers/seed';
-import { studioInChromium } from './studio-session';
+import { studioWithTinyQwen3 } from './studio-session';
 
 const POLL = { timeout: 20_000, interval: 100 };
 
 let page: Page;
-let modelDir = '';
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-model-',
-  database: 'model-form.db',
-  seed: (store, dir) => {
-    seedStudio(store);
-    modelDir = writeTinyQwen3Model(path.join(dir, 'qwen3-tiny'), { context: 384 });
-  },
-});
+const studio = studioWithTinyQwen3({ tmpPrefix: 'marsrl-e2e-model-', database: 'model-form.db', context: 384 });
+const { session } = studio;
 beforeAll(() => {
   ({ page } = session);
 });
@@ -48,15 +39,15 @@ describe('new-run form: a Hugging Face policy', () => {
     await page.locator('[data-issue-path="policies.solver.model.path"]').waitFor();
 
     // A folder that is not a model: the summary says why.
-    await page.locator('#field-policies-solver-model-path').fill(path.dirname(modelDir));
+    await page.locator('#field-policies-solver-model-path').fill(path.dirname(studio.modelDir));
     const inspect = solver.getByTestId('model-inspect');
     await expect.poll(() => inspect.getAttribute('data-supported'), POLL).toBe('false');
     expect(await inspect.textContent()).toMatch(/Not supported:.*config\.json/s);
 
-    await page.locator('#field-policies-solver-model-path').fill(modelDir);
+    await page.locator('#field-policies-solver-model-path').fill(studio.modelDir);
     await expect.poll(() => inspect.getAttribute('data-supported'), POLL).toBe('true');
     const text = (await inspect.textContent()) ?? '';
-    const report = inspectHfFolder(modelDir);
+    const report = inspectHfFolder(studio.modelDir);
     expect(text).toMatch(/Supported: this folder can be the policy\./);
     expect(text).toMatch(/Qwen3ForCausalLM · qwen3/);
     expect(text).toMatch(/384 tokens/);

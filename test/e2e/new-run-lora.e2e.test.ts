@@ -12,24 +12,15 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { REPO_ROOT, marsrl } from '../helpers/cli';
-import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { screenshot } from './browser';
-import { seedStudio } from '../helpers/seed';
-import { studioInChromium } from './studio-session';
+import { studioWithTinyQwen3 } from './studio-session';
 
 const POLL = { timeout: 30_000, interval: 100 };
 const SEVEN = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 let page: Page;
-let modelDir = '';
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-lora-',
-  database: 'lora.db',
-  seed: (store, dir) => {
-    seedStudio(store);
-    modelDir = writeTinyQwen3Model(path.join(dir, 'qwen3-tiny'), { context: 1024 });
-  },
-});
+const studio = studioWithTinyQwen3({ tmpPrefix: 'marsrl-e2e-lora-', database: 'lora.db', context: 1024 });
+const { session } = studio;
 beforeAll(() => {
   ({ page } = session);
 });
@@ -72,8 +63,8 @@ describe('new-run form: the qwen-lora preset', () => {
     await expect.poll(() => page.getByTestId('preset-folder-issue').first().textContent(), POLL).toMatch(/missing: set policies\.solver\.model\.path .* to your downloaded Qwen folder/);
     expect(await page.getByTestId('launch').isDisabled()).toBe(true);
 
-    await page.locator('#field-preset-model-folder').fill(modelDir);
-    for (const id of ['solver', 'verifier', 'corrector']) await expect.poll(() => page.locator(`#field-policies-${id}-model-path`).inputValue(), POLL).toBe(modelDir);
+    await page.locator('#field-preset-model-folder').fill(studio.modelDir);
+    for (const id of ['solver', 'verifier', 'corrector']) await expect.poll(() => page.locator(`#field-policies-${id}-model-path`).inputValue(), POLL).toBe(studio.modelDir);
     // The preset's rank 16 is more than the tiny model's k_proj (8 × 16) allows: said at each rank field.
     for (const id of ['solver', 'verifier', 'corrector']) {
       await expect.poll(() => placed(`policies.${id}.model.lora.rank`).textContent(), POLL).toMatch(/rank 16 is larger than the k_proj layer allows/);
@@ -119,7 +110,7 @@ describe('new-run form: a qwen-lora-style run', () => {
 
     // The folder as the policy's model; the inspect summary reads it and LoRA lists its modules.
     await page.locator('#field-policies-solver-model-kind').selectOption('hf');
-    await fill('policies-solver-model-path', modelDir);
+    await fill('policies-solver-model-path', studio.modelDir);
     const solver = page.locator('[data-policy="solver"]');
     await expect.poll(() => solver.getByTestId('model-inspect').getAttribute('data-supported'), POLL).toBe('true');
     const lora = solver.getByTestId('lora');
@@ -153,7 +144,7 @@ describe('new-run form: a qwen-lora-style run', () => {
       name: 'e2e tiny lora run',
       task: { family: 'math' },
       agents: { solver: 'solver', verifier: 'solver', corrector: 'solver' },
-      policies: { solver: { model: { kind: 'hf', path: modelDir, lora: { rank: 12, targets: [...SEVEN, 'qkv_proj'] } } } },
+      policies: { solver: { model: { kind: 'hf', path: studio.modelDir, lora: { rank: 12, targets: [...SEVEN, 'qkv_proj'] } } } },
       rollout: { max_response_tokens: 12 },
       pipeline: { segment_tokens: 6 },
       prompts: { solver: { user: '{question}\nHint: {hint}' } },
@@ -186,7 +177,7 @@ describe('new-run form: a qwen-lora-style run', () => {
     const runId = Number(/#\/runs\/(\d+)$/.exec(page.url())?.[1]);
     const run = session.store.runs.get(runId)!;
     const model = (run.config.policies as Record<string, { model: Record<string, unknown> }>).solver.model;
-    expect(model).toMatchObject({ kind: 'hf', path: modelDir, lora: { rank: 4, targets: SEVEN.filter((m) => m !== 'gate_proj') } });
+    expect(model).toMatchObject({ kind: 'hf', path: studio.modelDir, lora: { rank: 4, targets: SEVEN.filter((m) => m !== 'gate_proj') } });
     await page.locator('.run__header .status-badge--done, .run__header .status-badge--failed').waitFor({ timeout: 240_000 });
     const failure = session.store.events.events(runId).items.find((e) => e.level === 'error');
     expect(session.store.runs.get(runId)?.status, failure?.message).toBe('done');

@@ -12,6 +12,9 @@ import { tempDir } from '../helpers/tmp';
 import { launchChromium, watchedPage, type PageProblems } from './browser';
 import { builtRenderer } from './renderer-build';
 import { startServe, type ServeProcess } from '../helpers/serve-process';
+import { startedBy } from '../helpers/started';
+import { seedStudio } from '../helpers/seed';
+import { writeTinyQwen3Model } from '../training/hf-tiny';
 
 export interface StudioSession {
   readonly dir: string;
@@ -36,10 +39,7 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
   let browser: Browser | undefined;
   let page: Page | undefined;
   let problems: PageProblems | undefined;
-  const ready = <T>(value: T | undefined, what: string): T => {
-    if (value === undefined) throw new Error(`the e2e session's ${what} is not started yet (use it inside a test or a later hook)`);
-    return value;
-  };
+  const ready = startedBy('the e2e session');
 
   beforeAll(async () => {
     tmp = tempDir(options.tmpPrefix);
@@ -98,6 +98,30 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
       const dialog = p.getByTestId('export-dialog');
       await dialog.waitFor();
       return dialog;
+    },
+  };
+}
+
+/**
+ * A session on the seeded Studio with a tiny random Qwen3 folder of `context` tokens beside the
+ * database, for the new-run form's Hugging Face policies (a browser has no folder picker: its
+ * path is typed).
+ */
+export function studioWithTinyQwen3(options: { tmpPrefix: string; database: string; context: number }): { session: StudioSession; readonly modelDir: string } {
+  let modelDir: string | undefined;
+  const session = studioInChromium({
+    tmpPrefix: options.tmpPrefix,
+    database: options.database,
+    seed: (store, dir) => {
+      seedStudio(store);
+      modelDir = writeTinyQwen3Model(path.join(dir, 'qwen3-tiny'), { context: options.context });
+    },
+  });
+  const ready = startedBy('the e2e session');
+  return {
+    session,
+    get modelDir() {
+      return ready(modelDir, 'model folder');
     },
   };
 }

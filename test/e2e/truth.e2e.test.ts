@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
 import { resolveConfig } from '../../src-main/engine/preflight';
@@ -107,11 +107,17 @@ async function atSizes(name: string, ready: () => Promise<unknown>): Promise<voi
   await page.setViewportSize({ width: 1440, height: 900 });
 }
 
+/** A run's page, freshly opened, and its one `testId` element once it shows. */
+async function onRunPage(runId: number, testId: string): Promise<Locator> {
+  await session.open(`#/runs/${runId}`, { fresh: true });
+  const shown = page.getByTestId(testId);
+  await expect.poll(() => shown.count(), POLL).toBe(1);
+  return shown;
+}
+
 describe('stop from the app, and advice that is true', () => {
   it('a run killed before its first checkpoint offers "run again with this config", never a resume, and the button starts one', async () => {
-    await session.open(`#/runs/${ids.killedEarly}`, { fresh: true });
-    const advice = page.getByTestId('run-advice');
-    await expect.poll(() => advice.count(), POLL).toBe(1);
+    const advice = await onRunPage(ids.killedEarly, 'run-advice');
     expect(await advice.getAttribute('data-kind')).toBe('run-again');
     expect(await advice.textContent()).toMatch(new RegExp(`no checkpoint was saved before it stopped, so it cannot be resumed.*marsrl run --like ${ids.killedEarly}`, 's'));
     expect(await page.getByTestId('resume-run').count()).toBe(0);
@@ -164,9 +170,7 @@ describe('stop from the app, and advice that is true', () => {
 
 describe('collapse flags and a comparison that warns', () => {
   it('flags the collapsed Verifier on its run page with the numbers, and not the other run', async () => {
-    await session.open(`#/runs/${ids.shared}`, { fresh: true });
-    const flag = page.getByTestId('collapse-flag');
-    await expect.poll(() => flag.count(), POLL).toBe(1);
+    const flag = await onRunPage(ids.shared, 'collapse-flag');
     expect(await flag.getAttribute('data-agent')).toBe('verifier1');
     expect(await flag.textContent()).toMatch(/verifier1 rejects nearly everything: 605 of 605 verdicts \(100\.0%\) in steps 50–59, 224 of the 224 right solutions among them; precision 0\.630, recall 1\.000/);
     await atSizes('run-collapse', () => flag.waitFor());

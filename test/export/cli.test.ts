@@ -1,19 +1,18 @@
 /** `marsrl export` as a user runs it: a separate process through the bin entry. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { marsrl } from '../helpers/cli';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { duck, source } from './duck';
 import { createFixture } from '../helpers/seed';
 
-let tmp: ReturnType<typeof tempDir>;
+const tmp = tempFolder('marsrl-export-cli-');
 let dbPath: string;
 let alphaTurns: number;
 let alphaBetaTurns: number;
 
 beforeAll(() => {
-  tmp = tempDir('marsrl-export-cli-');
   const fx = createFixture(tmp.dir);
   dbPath = fx.dbPath;
   const count = (ids: number[]) => (fx.store.db.prepare(`SELECT COUNT(*) AS n FROM turns WHERE run_id IN (${ids.join(',')})`).get() as { n: number }).n;
@@ -21,8 +20,6 @@ beforeAll(() => {
   alphaBetaTurns = count([fx.runs.alpha, fx.runs.beta]);
   fx.store.close();
 });
-
-afterAll(() => tmp.cleanup());
 
 const files = () => fs.readdirSync(tmp.dir).filter((f) => !f.startsWith('export.db')).sort();
 

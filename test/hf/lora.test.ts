@@ -272,21 +272,17 @@ describe('adapters out', () => {
       randomizeB(model, 22);
       writePeftAdapter(out, { config: model.config, settings: model.settings!, weights: model.loraWeights(), baseModelNameOrPath: 'Qwen/Qwen3-0.6B' });
       // PEFT's documented naming for a LlamaForCausalLM-style model: base_model.model.<module path>.lora_A.weight
-      // [r, in_features] and .lora_B.weight [out_features, r]; here in/out: q 64→128, v 64→64, down 96→64.
-      const fixture: Record<string, number[]> = {
-        'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight': [4, 64],
-        'base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight': [128, 4],
-        'base_model.model.model.layers.0.self_attn.v_proj.lora_A.weight': [4, 64],
-        'base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight': [64, 4],
-        'base_model.model.model.layers.0.mlp.down_proj.lora_A.weight': [4, 96],
-        'base_model.model.model.layers.0.mlp.down_proj.lora_B.weight': [64, 4],
-        'base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight': [4, 64],
-        'base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight': [128, 4],
-        'base_model.model.model.layers.1.self_attn.v_proj.lora_A.weight': [4, 64],
-        'base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight': [64, 4],
-        'base_model.model.model.layers.1.mlp.down_proj.lora_A.weight': [4, 96],
-        'base_model.model.model.layers.1.mlp.down_proj.lora_B.weight': [64, 4],
-      };
+      // [r, in_features] and .lora_B.weight [out_features, r]; here in/out: q 64→128, v 64→64, down 96→64,
+      // in each of the two layers.
+      const layer = (l: number): Record<string, number[]> => ({
+        [`base_model.model.model.layers.${l}.self_attn.q_proj.lora_A.weight`]: [4, 64],
+        [`base_model.model.model.layers.${l}.self_attn.q_proj.lora_B.weight`]: [128, 4],
+        [`base_model.model.model.layers.${l}.self_attn.v_proj.lora_A.weight`]: [4, 64],
+        [`base_model.model.model.layers.${l}.self_attn.v_proj.lora_B.weight`]: [64, 4],
+        [`base_model.model.model.layers.${l}.mlp.down_proj.lora_A.weight`]: [4, 96],
+        [`base_model.model.model.layers.${l}.mlp.down_proj.lora_B.weight`]: [64, 4],
+      });
+      const fixture = { ...layer(0), ...layer(1) };
       const st = openSafetensors(path.join(out, PEFT_WEIGHTS));
       expect(Object.fromEntries([...st.tensors].map(([n, t]) => [n, t.shape]))).toEqual(fixture);
       expect([...st.tensors.values()].every((t) => t.dtype === 'F32')).toBe(true);

@@ -7,30 +7,28 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src-main/engine/model/policy-model';
 import { byteLevelPieces, byteToUnicode, END_OF_TEXT, IM_END, IM_START, trainByteLevelBpe, writeTinyTokenizer, type TinyTokenizerFacts } from '../../src-main/engine/hf/tiny-tokenizer';
 import { HfTokenizer, hfPolicyTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { createMathFamily } from '../../src-main/engine/tasks/math';
 import { taskCorpus } from '../../src-main/engine/hf/tiny-qwen';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 
 const family = createMathFamily();
 const problems = family.generate({ seed: 3, count: 200, split: 'train', difficulty: 5 });
 const corpus = taskCorpus(family, problems, 3);
 
-let tmp: ReturnType<typeof tempDir>;
+const tmp = tempFolder('marsrl-tiny-tok-');
 let facts: TinyTokenizerFacts;
 let tiny: HfTokenizer;
 let qwen: HfTokenizer;
 beforeAll(() => {
-  tmp = tempDir('marsrl-tiny-tok-');
   facts = writeTinyTokenizer(tmp.dir, { corpus, maxMerges: 300, context: 384 });
   tiny = HfTokenizer.fromFolder(tmp.dir);
   qwen = HfTokenizer.fromFolder(QWEN3_TOKENIZER);
 });
-afterAll(() => tmp?.cleanup());
 
 /** Plain-loop BPE (Sennrich et al. 2016): in each piece, merge the lowest-ranked adjacent pair until none applies. */
 function referenceEncode(text: string, vocab: Record<string, number>, merges: Array<[string, string]>): number[] {

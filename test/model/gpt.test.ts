@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { createModel, disposeCache, type GPT } from '../../src-main/engine/gpt/model';
 import { Rng } from '../../src-main/engine/util/rng';
-import { maxAbsDiff, randomArray, randomTokens, scalar, TINY, worstDirectionalError } from './helpers';
+import { maxAbsDiff, ppoLikeLoss, randomTokens, scalar, TINY, worstDirectionalError } from './helpers';
 
 beforeAll(async () => {
   await initBackend('wasm');
@@ -26,14 +26,7 @@ describe('GPT gradients', () => {
     // A larger initial scale than GPT-2's makes attention and the MLP far from linear.
     const model = createModel(TINY, 11, { initStd: 0.3 });
     const rng = new Rng(12, 'fd');
-    const tokens = randomTokens(rng, 3, 6, TINY.vocabSize);
-    const a = tf.tensor2d(randomArray(rng, 3 * 5), [3, 5]);
-    const b = tf.tensor2d(randomArray(rng, 3 * 5), [3, 5]);
-    // A PPO-like functional of both outputs: Σ a·log π + Σ b·H.
-    const loss = () => {
-      const { logProbs, entropy } = model.sequenceLogProbs(tokens);
-      return tf.add(tf.sum(tf.mul(logProbs, a)), tf.sum(tf.mul(entropy, b))) as tf.Scalar;
-    };
+    const { loss, a, b } = ppoLikeLoss(model, rng, 3);
     const { grads } = tf.variableGrads(loss, model.variables);
     const flat = model.getWeights();
     model.specs.forEach((spec, i) => {

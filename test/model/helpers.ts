@@ -1,6 +1,6 @@
 /** Shared helpers for the model tests: finite differences and tiny models. */
 import * as tf from '@tensorflow/tfjs-core';
-import type { GPTConfig } from '../../src-main/engine/gpt/model';
+import type { GPT, GPTConfig } from '../../src-main/engine/gpt/model';
 import { Rng } from '../../src-main/engine/util/rng';
 
 export const TINY: GPTConfig = { vocabSize: 7, d_model: 8, n_layers: 2, n_heads: 2, context: 16, mlp_ratio: 2 };
@@ -13,6 +13,22 @@ export function randomArray(rng: Rng, n: number, scale = 1): Float32Array {
   const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = rng.normal() * scale;
   return a;
+}
+
+/**
+ * A PPO-like functional of both outputs of `model` on `rows` random rows of 6 tokens:
+ * Σ a·log π + Σ b·H with random weights a and b (which the caller disposes). Both terms reach
+ * every parameter, so its gradients check the whole model.
+ */
+export function ppoLikeLoss(model: GPT, rng: Rng, rows: number, opts?: { temperature?: number }): { loss: () => tf.Scalar; a: tf.Tensor2D; b: tf.Tensor2D } {
+  const tokens = randomTokens(rng, rows, 6, model.config.vocabSize);
+  const a = tf.tensor2d(randomArray(rng, rows * 5), [rows, 5]);
+  const b = tf.tensor2d(randomArray(rng, rows * 5), [rows, 5]);
+  const loss = () => {
+    const { logProbs, entropy } = model.sequenceLogProbs(tokens, opts);
+    return tf.add(tf.sum(tf.mul(logProbs, a)), tf.sum(tf.mul(entropy, b))) as tf.Scalar;
+  };
+  return { loss, a, b };
 }
 
 /** Read a scalar tensor and dispose it. */

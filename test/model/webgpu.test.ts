@@ -23,7 +23,7 @@ import { sample, sampleAsync, type SampledSequence } from '../../src-main/engine
 import { supervisedStep, supervisedStepAsync, type SupervisedBatch } from '../../src-main/engine/model/train';
 import { Rng } from '../../src-main/engine/util/rng';
 import { marsrl } from '../helpers/cli';
-import { dot, maxAbsDiff, randomArray, randomTokens, sliceDirectionalError } from './helpers';
+import { dot, maxAbsDiff, ppoLikeLoss, randomArray, randomTokens, sliceDirectionalError } from './helpers';
 import { expectSegmentResume, onBackend, requireWebGpu } from '../helpers/webgpu';
 
 const CONFIG: GPTConfig = { vocabSize: 13, d_model: 16, n_layers: 2, n_heads: 2, context: 24, mlp_ratio: 2 };
@@ -96,13 +96,7 @@ describe('the GPT on webgpu equals the cpu backend', () => {
   it('gradients of a PPO-like functional match finite differences on webgpu', async () => {
     const model = createModel(CONFIG, 11, { initStd: 0.3 });
     const rng = new Rng(12, 'fd');
-    const tokens = randomTokens(rng, 2, 6, CONFIG.vocabSize);
-    const a = tf.tensor2d(randomArray(rng, 2 * 5), [2, 5]);
-    const b = tf.tensor2d(randomArray(rng, 2 * 5), [2, 5]);
-    const loss = () => {
-      const { logProbs, entropy } = model.sequenceLogProbs(tokens, { temperature: 0.9 });
-      return tf.add(tf.sum(tf.mul(logProbs, a)), tf.sum(tf.mul(entropy, b))) as tf.Scalar;
-    };
+    const { loss, a, b } = ppoLikeLoss(model, rng, 2, { temperature: 0.9 });
     const { value, grads } = tf.variableGrads(loss, model.variables);
     value.dispose();
     const flat = await model.getWeightsAsync();

@@ -21,8 +21,8 @@ import { createModelServer, type ModelServer } from '../../src-main/server/opena
 import { approvedHome } from '../helpers/key-approvals';
 import { useStudioHome } from '../helpers/env';
 import { runsDatabase } from '../helpers/runs-db';
+import { QUICK_CHECKPOINTS } from '../helpers/model-server';
 
-const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const KEY = 'mixed-run-secret-key-7c1d9e2f3a4b5c6d';
 const KEY_ENV = 'MIXED_RUN_TEST_KEY';
 const STEPS = 2;
@@ -34,7 +34,7 @@ let restoreHome: (() => void) | undefined;
 
 beforeAll(async () => {
   await initBackend('wasm');
-  server = await createModelServer({ policies: [loadCheckpointPolicy(path.join(QUICK, 'verifier'))], token: KEY, log: () => {} });
+  server = await createModelServer({ policies: [loadCheckpointPolicy(path.join(QUICK_CHECKPOINTS, 'verifier'))], token: KEY, log: () => {} });
   // The run's worker processes inherit this environment: the key reaches them only by the variable's name.
   process.env[KEY_ENV] = KEY;
   // Issue #36: and the data folder they read approves that variable for the loopback server.
@@ -110,7 +110,7 @@ describe.each(['sync', 'pipeline'] as const)('an RL run with a served Verifier (
     const newest = path.dirname(checkpoints[0].path);
     expect(fs.existsSync(path.join(newest, 'verifier'))).toBe(false);
     for (const role of ['solver', 'corrector']) {
-      const start = loadCheckpoint(path.join(QUICK, role));
+      const start = loadCheckpoint(path.join(QUICK_CHECKPOINTS, role));
       const trained = loadCheckpoint(path.join(newest, role));
       try {
         expect(maxDifference(start.model.getWeights(), trained.model.getWeights()), role).toBeGreaterThan(0);
@@ -156,7 +156,7 @@ describe.each(['sync', 'pipeline'] as const)('an RL run with a served Verifier (
 describe('an RL run whose served Verifier goes away', () => {
   it('fails with the endpoint named (never its key), and resumes from its checkpoint once the endpoint is back', async () => {
     const { store, databasePath } = database;
-    const policies = [loadCheckpointPolicy(path.join(QUICK, 'verifier'))];
+    const policies = [loadCheckpointPolicy(path.join(QUICK_CHECKPOINTS, 'verifier'))];
     let judge: ModelServer | null = await createModelServer({ policies, token: KEY, log: () => {} });
     const port = Number(new URL(judge.baseUrl).port);
     const config = mixedConfig('sync', judge.baseUrl, { optimization: { steps: 6, minibatch_size: 16, checkpoint_every: 1 } });

@@ -6,7 +6,6 @@
  * score like any other; `drain` refuses the served role by name.
  */
 import path from 'node:path';
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { textFormatOf } from '../../src-main/engine/agents/prompts';
 import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
@@ -24,8 +23,8 @@ import { rolloutMetrics } from '../../src-main/engine/training/step-metrics';
 import { scoreEpisodes } from '../../src-main/engine/training/scoring';
 import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { openAiClient, QUICK_CHECKPOINTS } from '../helpers/model-server';
 
-const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 let server: ModelServer;
 let config: RunConfig;
 let data: TaskData;
@@ -34,7 +33,7 @@ const locals: PolicyRuntime[] = [];
 
 beforeAll(async () => {
   await initBackend('wasm');
-  server = await createModelServer({ policies: [loadCheckpointPolicy(path.join(QUICK, 'verifier'))], log: () => {} });
+  server = await createModelServer({ policies: [loadCheckpointPolicy(path.join(QUICK_CHECKPOINTS, 'verifier'))], log: () => {} });
   config = resolveConfig(
     deepMerge(presetDocument('quick'), {
       pipeline: { mode: 'sync', segment_tokens: 4 },
@@ -101,7 +100,7 @@ describe('a served Verifier in the RL rollout', () => {
     for (const e of episodes) for (const c of e.turns.filter((t) => t.role === 'corrector')) expect(e.turns[c.parent!].verdict).toBe('reject');
 
     // What the pool sent is what an independent client gets for the same request (seeded).
-    const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'unused-on-loopback', maxRetries: 0 });
+    const client = openAiClient(server.baseUrl);
     const first = calls[0].requests[0];
     const again = await client.chat.completions.create({ model: 'verifier', messages: [{ role: 'user', content: first.promptText }], seed: first.seed, temperature: first.temperature, top_p: config.rollout.top_p, max_tokens: config.rollout.max_response_tokens });
     expect(again.choices[0].message.content).toBe(calls[0].texts[0]);

@@ -2,12 +2,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
 import { marsrl, REPO_ROOT } from '../helpers/cli';
 import { startListening } from '../helpers/serve-process';
 import { tempDir } from '../helpers/tmp';
+import { openAiClient } from '../helpers/model-server';
 
 const startServeModel = (args: string[], env: NodeJS.ProcessEnv = {}) => startListening('serve-model', args, /Serving on (\S+)/, env);
 
@@ -18,7 +18,7 @@ describe('marsrl serve-model (child process)', () => {
       const baseURL = await served.ready;
       expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
       expect(served.stdout()).toMatch(/Only this machine can connect/);
-      const client = new OpenAI({ baseURL, apiKey: 'unused-on-loopback', maxRetries: 0 });
+      const client = openAiClient(baseURL);
       expect((await client.models.list()).data.map((m) => m.id)).toEqual(['solver', 'fixer']);
       const r = await client.chat.completions.create({ model: 'solver', messages: [{ role: 'user', content: 'sort 53819072' }], temperature: 0, max_tokens: 64 });
       expect(r.choices[0].message.content).toMatch(/ A:\d+$/);
@@ -42,7 +42,7 @@ describe('marsrl serve-model (child process)', () => {
     for (const [extra, where] of modes) {
       const served = startServeModel([...args, ...extra]);
       try {
-        const client = new OpenAI({ baseURL: await served.ready, apiKey: 'unused-on-loopback', maxRetries: 0 });
+        const client = openAiClient(await served.ready);
         expect(served.stdout()).toMatch(where);
         expect(served.stdout()).toMatch(/solver .*\(context 128 tokens\)/);
         answers.push((await client.chat.completions.create(request)).choices.map((c) => c.message.content ?? ''));
@@ -66,9 +66,9 @@ describe('marsrl serve-model (child process)', () => {
       const baseURL = await served.ready;
       const key = /API key: (\S+) \(generated/.exec(served.stdout())![1];
       expect(key.length).toBeGreaterThanOrEqual(32);
-      const without = await new OpenAI({ baseURL, apiKey: 'not-the-key-at-all', maxRetries: 0 }).models.list().catch((e: unknown) => e);
+      const without = await openAiClient(baseURL, 'not-the-key-at-all').models.list().catch((e: unknown) => e);
       expect((without as { status?: number }).status).toBe(401);
-      expect((await new OpenAI({ baseURL, apiKey: key, maxRetries: 0 }).models.list()).data[0].id).toBe('solver');
+      expect((await openAiClient(baseURL, key).models.list()).data[0].id).toBe('solver');
     } finally {
       await served.stop();
     }
@@ -105,7 +105,7 @@ describe('marsrl serve-model (child process)', () => {
       const served = startServeModel(['--run', 'served-run', '--db', db, '--port', '0', '--backend', 'wasm']);
       try {
         const baseURL = await served.ready;
-        const client = new OpenAI({ baseURL, apiKey: 'unused-on-loopback', maxRetries: 0 });
+        const client = openAiClient(baseURL);
         expect((await client.models.list()).data.map((m) => m.id)).toEqual(['solver', 'verifier']);
         expect(served.stdout()).toContain(path.join('step-000020', 'solver'));
       } finally {

@@ -6,44 +6,38 @@
  */
 import path from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadHfModel } from '../../src-main/engine/hf/load';
-import { initBackend } from '../../src-main/engine/model/backend';
 import { saveHfCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { sample } from '../../src-main/engine/model/sampling';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { describeCheckpointPolicy, loadCheckpointPolicy, type ServedPolicy } from '../../src-main/server/openai/policy';
-import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
+import { createModelServer } from '../../src-main/server/openai/server';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
+import { servedModels } from '../helpers/model-server';
 import { tempDir } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof tempDir>;
 let folder: string;
 let folderPolicy: ServedPolicy;
 let checkpointPolicy: ServedPolicy;
-let server: ModelServer;
-let client: OpenAI;
 let hfTok: HfTokenizer;
-
-beforeAll(async () => {
-  await initBackend('wasm');
-  tmp = tempDir('marsrl-serve-hf-');
-  folder = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'));
-  hfTok = HfTokenizer.fromFolder(folder);
-  // A Studio checkpoint of the hf family whose weights differ from its base folder's.
-  const { model, identity } = loadHfModel(folder);
-  model.setWeights(model.getWeights().map((w, i) => w + 0.5 * Math.sin(i * 0.7)));
-  saveHfCheckpoint(path.join(tmp.dir, 'hf-step'), { model, base: identity, tokenizerDir: folder, prompts: { systemPrompts: { solver: 'Solve.' }, enableThinking: false }, config: null, step: 0 });
-  model.dispose();
-  folderPolicy = loadCheckpointPolicy(folder);
-  checkpointPolicy = loadCheckpointPolicy(path.join(tmp.dir, 'hf-step'), { id: 'qwen3-step' });
-  server = await createModelServer({ policies: [folderPolicy, checkpointPolicy], log: () => {} });
-  client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'unused-on-loopback', maxRetries: 0 });
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-  tmp?.cleanup();
+const served = servedModels({
+  start: () => {
+    tmp = tempDir('marsrl-serve-hf-');
+    folder = writeTinyQwen3Model(path.join(tmp.dir, 'qwen3-tiny'));
+    hfTok = HfTokenizer.fromFolder(folder);
+    // A Studio checkpoint of the hf family whose weights differ from its base folder's.
+    const { model, identity } = loadHfModel(folder);
+    model.setWeights(model.getWeights().map((w, i) => w + 0.5 * Math.sin(i * 0.7)));
+    saveHfCheckpoint(path.join(tmp.dir, 'hf-step'), { model, base: identity, tokenizerDir: folder, prompts: { systemPrompts: { solver: 'Solve.' }, enableThinking: false }, config: null, step: 0 });
+    model.dispose();
+    folderPolicy = loadCheckpointPolicy(folder);
+    checkpointPolicy = loadCheckpointPolicy(path.join(tmp.dir, 'hf-step'), { id: 'qwen3-step' });
+    return createModelServer({ policies: [folderPolicy, checkpointPolicy], log: () => {} });
+  },
+  cleanup: () => tmp?.cleanup(),
+  timeoutMs: 60_000,
 });
 
 /** In-process greedy decoding of `prompt` by the served policy's own model. */
@@ -74,14 +68,14 @@ describe('marsrl serve-model: the Hugging Face family through the official opena
   });
 
   it('lists a model folder and an hf Studio checkpoint', async () => {
-    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['qwen3-tiny', 'qwen3-step']);
+    expect((await served.client.models.list()).data.map((m) => m.id)).toEqual(['qwen3-tiny', 'qwen3-step']);
   });
 
   it("renders chat with the model's chat template and decodes as in-process sampling", async () => {
     // Qwen3's template for one user message with a generation prompt (enable_thinking undefined).
     const expected = hfTok.encode('<|im_start|>user\nsort 3 1 2<|im_end|>\n<|im_start|>assistant\n', { addSpecialTokens: false });
     expect(folderPolicy.tokenizer.chatPrompt([{ role: 'user', content: 'sort 3 1 2' }])).toEqual(expected);
-    const r = await client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12, logprobs: true });
+    const r = await served.client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12, logprobs: true });
     const tokens = greedy(folderPolicy, expected, 12);
     expect(r.usage?.prompt_tokens).toBe(expected.length);
     expect(r.usage?.completion_tokens).toBe(tokens.length);
@@ -96,30 +90,30 @@ describe('marsrl serve-model: the Hugging Face family through the official opena
     expect(checkpointPolicy.tokenizer.chatPrompt(messages)).toEqual(noThinking);
     expect(folderPolicy.tokenizer.chatPrompt(messages, { enable_thinking: false })).toEqual(noThinking);
     const body = { model: 'qwen3-tiny', messages, temperature: 0, max_tokens: 6, chat_template_kwargs: { enable_thinking: false } };
-    const r = (await client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)) as OpenAI.ChatCompletion;
+    const r = (await served.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)) as OpenAI.ChatCompletion;
     expect(r.usage?.prompt_tokens).toBe(noThinking.length);
     expect(r.choices[0].message.content).toBe(folderPolicy.tokenizer.responseText(greedy(folderPolicy, noThinking, 6)));
     // The checkpoint's own (changed) weights answer, not its base folder's.
-    const step = await client.chat.completions.create({ model: 'qwen3-step', messages, temperature: 0, max_tokens: 6 });
+    const step = await served.client.chat.completions.create({ model: 'qwen3-step', messages, temperature: 0, max_tokens: 6 });
     expect(step.choices[0].message.content).toBe(checkpointPolicy.tokenizer.responseText(greedy(checkpointPolicy, noThinking, 6)));
     // The same prompt to both (thinking off): only the weights differ.
-    const lp = async (model: string) => ((await client.chat.completions.create({ model, messages, temperature: 0, max_tokens: 1, logprobs: true, chat_template_kwargs: { enable_thinking: false } } as OpenAI.ChatCompletionCreateParamsNonStreaming)) as OpenAI.ChatCompletion).choices[0].logprobs!.content![0].logprob;
+    const lp = async (model: string) => ((await served.client.chat.completions.create({ model, messages, temperature: 0, max_tokens: 1, logprobs: true, chat_template_kwargs: { enable_thinking: false } } as OpenAI.ChatCompletionCreateParamsNonStreaming)) as OpenAI.ChatCompletion).choices[0].logprobs!.content![0].logprob;
     expect(await lp('qwen3-step')).not.toBeCloseTo(await lp('qwen3-tiny'), 4);
-    const bad = await client.chat.completions.create({ ...body, chat_template_kwargs: { enable_thinking: 'no' } } as OpenAI.ChatCompletionCreateParamsNonStreaming).catch((e: unknown) => e);
+    const bad = await served.client.chat.completions.create({ ...body, chat_template_kwargs: { enable_thinking: 'no' } } as OpenAI.ChatCompletionCreateParamsNonStreaming).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect((bad as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/enable_thinking must be true or false/);
   });
 
   it('continues raw text on /v1/completions and streams chat', async () => {
     const prompt = '<|im_start|>user\nhi';
-    const r = await client.completions.create({ model: 'qwen3-tiny', prompt, temperature: 0, max_tokens: 5 });
+    const r = await served.client.completions.create({ model: 'qwen3-tiny', prompt, temperature: 0, max_tokens: 5 });
     const ids = hfTok.encode(prompt, { addSpecialTokens: false });
     expect(ids).toContain(hfTok.tokenToId('<|im_start|>'));
     expect(r.choices[0].text).toBe(folderPolicy.tokenizer.responseText(greedy(folderPolicy, ids, 5)));
-    const stream = await client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12, stream: true });
+    const stream = await served.client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12, stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
-    const whole = await client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12 });
+    const whole = await served.client.chat.completions.create({ model: 'qwen3-tiny', messages: [{ role: 'user', content: 'sort 3 1 2' }], temperature: 0, max_tokens: 12 });
     expect(text).toBe(whole.choices[0].message.content);
   });
 });

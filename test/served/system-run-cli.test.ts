@@ -17,8 +17,8 @@ import { createModelServer, type ModelServer } from '../../src-main/server/opena
 import { MARSRL_BIN, REPO_ROOT } from '../helpers/cli';
 import { approvals, approvedHome } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
+import { QUICK_CHECKPOINTS } from '../helpers/model-server';
 
-const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const KEY = 'system-cli-secret-key-0a1b2c3d4e5f6789';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -41,7 +41,7 @@ beforeAll(async () => {
   await initBackend('wasm');
   tmp = tempDir('marsrl-system-cli-');
   home = approvedHome({ SYSTEM_CLI_KEY: ['127.0.0.1'] });
-  server = await createModelServer({ policies: ['solver', 'verifier', 'corrector'].map((r) => loadCheckpointPolicy(path.join(QUICK, r))), token: KEY, log: () => {} });
+  server = await createModelServer({ policies: ['solver', 'verifier', 'corrector'].map((r) => loadCheckpointPolicy(path.join(QUICK_CHECKPOINTS, r))), token: KEY, log: () => {} });
   const endpoint = (model: string) => ({ base_url: server.baseUrl, model, api_key_env: 'SYSTEM_CLI_KEY', concurrency: 4 });
   configFile = path.join(tmp.dir, 'sys.yaml');
   fs.writeFileSync(

@@ -30,8 +30,8 @@ import { loadCheckpointPolicy } from '../../src-main/server/openai/policy';
 import { createModelServer, type ModelServer } from '../../src-main/server/openai/server';
 import { approvals } from '../helpers/key-approvals';
 import { tempDir } from '../helpers/tmp';
+import { QUICK_CHECKPOINTS } from '../helpers/model-server';
 
-const QUICK = path.resolve(__dirname, '../../resources/checkpoints/quick');
 const KEY = 'system-run-secret-key-7f3a9c2e51d04b68';
 const ENV = { SYSTEM_RUN_KEY: KEY };
 // Issue #36: the key variable is approved for the loopback proxy, as a user approves theirs.
@@ -94,7 +94,7 @@ function newRun(config: RunConfig, name: string): number {
 beforeAll(async () => {
   await initBackend('wasm');
   tmp = tempDir('marsrl-system-');
-  const policies = ['solver', 'verifier', 'corrector'].map((role) => loadCheckpointPolicy(path.join(QUICK, role)));
+  const policies = ['solver', 'verifier', 'corrector'].map((role) => loadCheckpointPolicy(path.join(QUICK_CHECKPOINTS, role)));
   server = await createModelServer({ policies, token: KEY, batchWindowMs: 2, log: () => {} });
   proxy = await countingProxy(server.url);
   store = openStore(path.join(tmp.dir, 'runs.db'));

@@ -7,7 +7,6 @@
  * `marsrl serve-model` serves the run's LoRA checkpoints (issue #16) as the run decodes them.
  */
 import fs from 'node:fs';
-import OpenAI from 'openai';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig } from '../../src-main/engine/preflight';
@@ -25,6 +24,7 @@ import type { Store } from '../../src-main/engine/store';
 import { PRETRAIN_INFO_FILE } from '../../src-main/engine/training/pretrain';
 import type { TrainOutcome } from '../../src-main/engine/training/trainer';
 import { trainedRun } from '../helpers/trained-run';
+import { openAiClient } from '../helpers/model-server';
 
 const { config: preset } = loadRunConfig({ preset: 'tiny-qwen' });
 const ROLES = ['solver', 'verifier', 'corrector'] as const;
@@ -142,7 +142,7 @@ describe('two RL steps of the tiny-qwen preset through LoRA', () => {
     const own = loadLoraCheckpoint(row.path);
     const base = loadHfModel(folderOf('solver'));
     try {
-      const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'unused-on-loopback', maxRetries: 0 });
+      const client = openAiClient(server.baseUrl);
       const messages = [{ role: 'user' as const, content: 'Mia has 7 apples and buys 5 more. How many apples does Mia have now?' }];
       const r = await client.chat.completions.create({ model: 'solver', messages, temperature: 0, max_tokens: 24, logprobs: true, top_logprobs: 3 });
       const prompt = served.tokenizer.chatPrompt(messages);
