@@ -18,6 +18,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runExport, type ExportContainer, type ExportFormat } from '../src-main/engine/export';
+import { DATABASE_OPTIONS } from './database';
 import { openStore, type BatchWriter, type Store } from '../src-main/engine/store';
 import { Rng } from '../src-main/engine/util/rng';
 
@@ -226,8 +227,7 @@ export async function run(argv: string[]): Promise<void> {
     args: argv,
     options: {
       turns: { type: 'string', default: '1000000' },
-      db: { type: 'string' },
-      keep: { type: 'boolean', default: false },
+      ...DATABASE_OPTIONS,
       child: { type: 'string' },
       out: { type: 'string' },
       'baseline-turns': { type: 'string', default: '100000' },

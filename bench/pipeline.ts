@@ -29,9 +29,9 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { openStore, type Store } from '../src-main/engine/store';
+import { benchDatabase, DATABASE_OPTIONS } from './database';
 import { createRunManager } from '../src-main/runner/manager';
 
 interface RunFigures {
@@ -198,8 +198,7 @@ export async function run(argv: string[]): Promise<void> {
       seeds: { type: 'string', default: '1,2' },
       staleness: { type: 'string' },
       modes: { type: 'string', default: 'sync,pipeline' },
-      db: { type: 'string' },
-      keep: { type: 'boolean', default: false },
+      ...DATABASE_OPTIONS,
       json: { type: 'boolean', default: false },
       'wait-idle': { type: 'string', default: '0' },
       'gradient-share': { type: 'string' },
@@ -224,8 +223,8 @@ export async function run(argv: string[]): Promise<void> {
       'usage: bench pipeline [--preset quick] [--steps N] [--seeds 1,2] [--staleness K] [--gradient-share X (0–0.9)] [--gradient-parts N (2–64)] [--modes sync,pipeline] [--wait-idle SECONDS] [--db PATH] [--keep] [--json]',
     );
   }
-  const dir = values.db ? path.dirname(path.resolve(values.db)) : fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-pipeline-'));
-  const databasePath = values.db ? path.resolve(values.db) : path.join(dir, 'bench.db');
+  const database = benchDatabase(values, 'pipeline');
+  const databasePath = database.path;
   const store = openStore(databasePath);
   const manager = createRunManager({ store, databasePath });
   const log = (line: string) => (values.json ? process.stderr.write(`${line}\n`) : console.log(line));
@@ -268,7 +267,7 @@ export async function run(argv: string[]): Promise<void> {
     }
   } finally {
     store.close();
-    if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
+    database.release();
   }
   const load1 = os.loadavg();
   const capacityAfter = await parallelCapacity();

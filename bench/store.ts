@@ -8,10 +8,9 @@
  * time autocommit inserts, and OFFSET pagination of the same pages.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { openStore, type Store } from '../src-main/engine/store';
+import { benchDatabase, DATABASE_OPTIONS } from './database';
 import { Rng } from '../src-main/engine/util/rng';
 import { writeEpisode, type TurnText } from './training-rows';
 
@@ -43,11 +42,11 @@ function writeTurns(store: Store, runId: number, turns: number, rng: Rng, batche
 }
 
 export async function run(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { turns: { type: 'string', default: '1000000' }, db: { type: 'string' }, keep: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ args: argv, options: { turns: { type: 'string', default: '1000000' }, ...DATABASE_OPTIONS } });
   const turns = Number(values.turns);
   if (!Number.isInteger(turns) || turns < 1000) throw new Error(`--turns must be an integer ≥ 1000 (got ${values.turns})`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-store-'));
-  const dbPath = values.db ?? path.join(dir, 'bench.db');
+  const database = benchDatabase(values, 'store');
+  const dbPath = database.path;
   const store = openStore(dbPath);
   const rng = new Rng(7, 'bench-store');
   try {
@@ -102,6 +101,6 @@ export async function run(argv: string[]): Promise<void> {
     console.log(`  full keyset walk: ${seen.toLocaleString()} turns in ${((performance.now() - tw) / 1000).toFixed(1)} s (${seen === turns ? 'none lost' : `MISMATCH: expected ${turns}`})`);
   } finally {
     store.close();
-    if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
+    database.release();
   }
 }

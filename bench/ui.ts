@@ -21,6 +21,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Series } from '#shared/contract';
 import { openStudio } from '../src-main/app/studio';
+import { benchDatabase, DATABASE_OPTIONS } from './database';
 import { projectRoot } from '../src-main/engine/resources';
 import type { Store } from '../src-main/engine/store';
 import { Rng } from '../src-main/engine/util/rng';
@@ -210,8 +211,7 @@ export async function run(argv: string[]): Promise<void> {
       turns: { type: 'string', default: '1000000' },
       steps: { type: 'string', default: '10000' },
       keys: { type: 'string', default: '20' },
-      db: { type: 'string' },
-      keep: { type: 'boolean', default: false },
+      ...DATABASE_OPTIONS,
       'no-render': { type: 'boolean', default: false },
     },
   });
@@ -222,8 +222,8 @@ export async function run(argv: string[]): Promise<void> {
   if (!Number.isInteger(steps) || steps < 100) throw new Error(`--steps must be an integer ≥ 100 (got ${values.steps})`);
   if (!Number.isInteger(keyCount) || keyCount < 1 || keyCount > 64) throw new Error(`--keys must be an integer from 1 to 64 (got ${values.keys})`);
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-ui-'));
-  const dbPath = values.db ?? path.join(dir, 'bench.db');
+  const database = benchDatabase(values, 'ui');
+  const dbPath = database.path;
   // The Studio `marsrl serve` opens (without runs or a watcher: nothing else writes here).
   const studio = openStudio({ databasePath: dbPath, transport: 'http' });
   const { store } = studio;
@@ -295,7 +295,7 @@ export async function run(argv: string[]): Promise<void> {
   } finally {
     agent.destroy();
     await studio.close({ edges: server ? [server] : [] });
-    if (!values.keep && !values.db) fs.rmSync(dir, { recursive: true, force: true });
-    else console.log(`  database kept: ${dbPath}`);
+    const kept = database.release();
+    if (kept) console.log(`  database kept: ${kept}`);
   }
 }

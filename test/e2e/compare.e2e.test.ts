@@ -8,9 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src-main/engine/store';
 import { seedStudy, type SeededStudy } from '../study/seed-study';
 import { screenshot, type PageProblems } from './browser';
-import { studioInChromium } from './studio-session';
-
-const POLL = { timeout: 20_000, interval: 100 };
+import { POLL, studioInChromium } from './studio-session';
 
 let store: Store;
 let seeded: SeededStudy;

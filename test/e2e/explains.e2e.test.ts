@@ -20,9 +20,7 @@ import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
 import { resolveConfig } from '../../src-main/engine/preflight';
 import { expandMatrix, parseMatrix } from '../../src-main/engine/study/matrix';
 import { createStudy } from '../../src-main/engine/study/runner';
-import { studioInChromium } from './studio-session';
-
-const POLL = { timeout: 20_000, interval: 100 };
+import { POLL, studioInChromium } from './studio-session';
 
 let store: Store;
 let seeded: Seeded;

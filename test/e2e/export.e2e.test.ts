@@ -15,10 +15,9 @@ import { resolveConfig } from '../../src-main/engine/preflight';
 import type { Store } from '../../src-main/engine/store';
 import { duck, source } from '../export/duck';
 import { screenshot, type PageProblems } from './browser';
-import { studioInChromium } from './studio-session';
+import { POLL, studioInChromium } from './studio-session';
 import { seedStudio, type Seeded } from '../helpers/seed';
 
-const POLL = { timeout: 20_000, interval: 100 };
 /** Turns of the run that is exported to show progress and be cancelled: seconds of work. */
 const BULK_TURNS = 200_000;
 

@@ -8,9 +8,7 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { inspectHfFolder } from '../../src-main/engine/checkpoint/inspect';
 import { screenshot } from './browser';
-import { studioWithTinyQwen3 } from './studio-session';
-
-const POLL = { timeout: 20_000, interval: 100 };
+import { POLL, studioWithTinyQwen3 } from './studio-session';
 
 let page: Page;
 const studio = studioWithTinyQwen3({ tmpPrefix: 'marsrl-e2e-model-', database: 'model-form.db', context: 384 });

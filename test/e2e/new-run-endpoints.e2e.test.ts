@@ -17,9 +17,8 @@ import { closedPortUrl, useStudioHome } from '../helpers/env';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
 import { screenshot } from './browser';
 import { seedStudio } from '../helpers/seed';
-import { studioInChromium } from './studio-session';
+import { POLL, studioInChromium } from './studio-session';
 
-const POLL = { timeout: 20_000, interval: 100 };
 const KEY_VARIABLE = 'MARSRL_E2E_ENDPOINT_KEY';
 const MISSING_VARIABLE = 'MARSRL_E2E_ENDPOINT_KEY_NEVER_SET';
 // Set before the session's `marsrl serve` starts (it inherits this environment), as a user

@@ -16,6 +16,12 @@ import { startedBy } from '../helpers/started';
 import { seedStudio } from '../helpers/seed';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 
+/**
+ * How long the e2e tests poll for what the page should come to show: generous, since a loaded
+ * 2-core CI machine is slow, and a poll passes as soon as it holds.
+ */
+export const POLL = { timeout: 20_000, interval: 100 };
+
 export interface StudioSession {
   readonly dir: string;
   readonly store: Store;

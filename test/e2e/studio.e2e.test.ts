@@ -13,11 +13,8 @@ import type { Store } from '../../src-main/engine/store';
 import { Rng } from '../../src-main/engine/util/rng';
 import { describeParsed } from '../../src-renderer/src/util/episodeTree';
 import { screenshot } from './browser';
-import { studioInChromium } from './studio-session';
+import { POLL, studioInChromium } from './studio-session';
 import { seedStudio, writeSteps, type Seeded } from '../helpers/seed';
-
-/** Generous: a loaded 2-core CI machine is slow, and a poll passes as soon as it holds. */
-const POLL = { timeout: 20_000, interval: 100 };
 
 let store: Store;
 let seeded: Seeded;

@@ -19,9 +19,8 @@ import { REPO_ROOT } from '../helpers/cli';
 import { tinyConfig } from '../training/tiny';
 import { screenshot } from './browser';
 import { quickRunRows, seedStudio, writeQuickRunTurns, type Seeded } from '../helpers/seed';
-import { studioInChromium } from './studio-session';
+import { POLL, studioInChromium } from './studio-session';
 
-const POLL = { timeout: 20_000, interval: 100 };
 const DEAD_PID = 2 ** 22 + 977;
 
 let store: Store;
