@@ -93,7 +93,7 @@ export async function systemRun(options: SystemRunOptions): Promise<TrainOutcome
   };
   return runShell(shellOptions, async (shell) => {
     const data = loadTaskData(config);
-    const pool = await openServedPool(shell, {
+    const pool = await openServedPool(shell, data, {
       overrides: { ...options.pool, env: options.env },
       onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data),
       totalSteps: 0,

@@ -11,7 +11,7 @@ import { poolFromConfig, probeIssues, usedEndpoints } from '../served/config';
 import type { ServedEventSink } from '../served/events';
 import type { EndpointPool, PoolOptions } from '../served/pool';
 import { describeStoreFailure, type BatchWriter, type Store } from '../store';
-import { runProbePrompt } from './task-data';
+import { runProbePrompt, type TaskData } from './task-data';
 
 export interface TrainProgress {
   phase: 'setup' | 'pretrain' | 'eval' | 'rl' | 'done';
@@ -135,14 +135,15 @@ export interface ServedPoolOptions {
 
 /**
  * The pool of the run's served models (issue #16), probed with one of the run's own prompts
- * before the run uses it: an endpoint that cannot serve ends the run at once, naming the field to
- * fix. Null when no role is served. Closed at the end of the run.
+ * (from the task data it has loaded) before the run uses it: an endpoint that cannot serve ends
+ * the run at once, naming the field to fix. Null when no role is served. Closed at the end of
+ * the run.
  */
-export async function openServedPool(shell: RunShell, options: ServedPoolOptions): Promise<EndpointPool | null> {
+export async function openServedPool(shell: RunShell, data: TaskData, options: ServedPoolOptions): Promise<EndpointPool | null> {
   const { config } = shell;
   const endpoints = usedEndpoints(config);
   if (endpoints.size === 0) return null;
-  const pool = poolFromConfig(config, { ...options.overrides, healthChecks: true, probePrompt: runProbePrompt(config), onEvent: options.onEvent });
+  const pool = poolFromConfig(config, { ...options.overrides, healthChecks: true, probePrompt: runProbePrompt(config, data), onEvent: options.onEvent });
   shell.atEnd(() => pool.close());
   shell.progress({ phase: 'setup', step: 0, totalSteps: options.totalSteps, metrics: {}, message: `probing ${endpoints.size} endpoint${endpoints.size === 1 ? '' : 's'}` });
   const issues = probeIssues(await pool.probe());

@@ -53,10 +53,10 @@ export function stepProblems(config: RunConfig, data: TaskData, step: number): {
 /**
  * The probe's user message for a run: the Solver's prompt of the run's first held-out problem.
  * Any policy trained on the task can encode it (the Studio's GPT has a character vocabulary of
- * its task, which "Say hi." leaves), and a general model reads it as the run will ask.
+ * its task, which "Say hi." leaves), and a general model reads it as the run will ask. A run
+ * passes the task data it has loaded; without it the data is loaded from the config.
  */
-export function runProbePrompt(config: RunConfig): string {
-  const data = loadTaskData(config);
+export function runProbePrompt(config: RunConfig, data: TaskData = loadTaskData(config)): string {
   const problem = data.test[0] ?? data.train[0];
   return problem ? textFormatOf(data.family).solverPrompt(problem) : 'Say hi.';
 }

@@ -89,7 +89,7 @@ export function trainRun(options: TrainOptions): Promise<TrainOutcome> {
 
     const data = loadTaskData(config);
     const problemIds = new ProblemIds(store, runId);
-    const pool = await openServedPool(shell, {
+    const pool = await openServedPool(shell, data, {
       onEvent: (e) => store.events.log(runId, e.level, e.kind, e.message, e.data, shell.cursor.step),
       totalSteps: config.optimization.steps,
       refuse: (message) => new Error(message),
