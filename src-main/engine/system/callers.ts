@@ -13,7 +13,7 @@ import type { EndpointPool } from '../served/pool';
 import { callSampling } from '../served/roles';
 import { createPolicy, type PolicyRuntime } from '../training/policies';
 import { decodeInSegmentsAsync } from '../training/rollout';
-import type { RunShell } from '../training/run-shell';
+import { yieldToEventLoop, type RunShell } from '../training/run-shell';
 import type { TaskData } from '../training/task-data';
 
 /** One agent call of a chain. */
@@ -59,7 +59,7 @@ export function servedCaller(pool: EndpointPool, config: RunConfig, role: Role):
 export function localCaller(policy: PolicyRuntime, config: RunConfig): AgentCaller {
   return async (spec, sink) => {
     // Local decoding is synchronous on wasm/cpu: let stop messages and streamed replies of served agents through first.
-    await new Promise((resolve) => setImmediate(resolve));
+    await yieldToEventLoop();
     const promptTokens = policy.tokenizer.promptTokens(spec.role, spec.prompt);
     const [result] = await decodeInSegmentsAsync(
       policy,
