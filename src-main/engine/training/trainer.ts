@@ -32,13 +32,12 @@ import { ProblemIds } from './records';
 import { loadNewestUsableCheckpoint } from './resume';
 import { FIXED_SET_EVENT, runEvaluations } from './run-evaluation';
 import { finishDone, finishInterrupted, openServedPool, runShell, yieldToEventLoop, type RunShell, type TrainOutcome, type TrainProgress } from './run-shell';
-import { scoreEpisodes } from './scoring';
 import type { RunContext } from './steps';
 import { trainSync } from './sync-trainer';
 import { loadTaskData, type TaskData } from './task-data';
 import { NonFiniteError } from './update';
 
-export { FIXED_SET_EVENT, loadTaskData, NonFiniteError, scoreEpisodes, type TaskData, type TrainOutcome, type TrainProgress };
+export { FIXED_SET_EVENT, loadTaskData, type TrainOutcome, type TrainProgress };
 
 export interface TrainOptions {
   store: Store;
