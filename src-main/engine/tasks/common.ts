@@ -80,7 +80,7 @@ export function generateDistinct(family: string, options: GenerateOptions, sampl
 }
 
 /** A family's charset: its own characters plus those the prompt/answer/verdict formats add. */
-export function familyCharset(ownCharacters: string): string {
+function familyCharset(ownCharacters: string): string {
   return uniqueChars(ownCharacters + FORMAT_CHARSET);
 }
 
