@@ -126,7 +126,6 @@ function writeAtomic(file: string, data: Uint8Array | string): void {
   fs.renameSync(tmp, file);
 }
 
-/** Write optimizer.bin (or remove a stale one) and return its manifest entry. */
 /** The parameter layout a manifest records: each parameter's place in the flat buffer. */
 function paramLayout(specs: readonly ParamSpec[]): Array<Pick<ParamSpec, 'name' | 'shape' | 'offset' | 'size'>> {
   return specs.map(({ name, shape, offset, size }) => ({ name, shape, offset, size }));
@@ -138,6 +137,7 @@ function writeManifest<M extends CheckpointManifest | HfCheckpointManifest>(dir:
   return manifest;
 }
 
+/** Write optimizer.bin (or remove a stale one) and return its manifest entry. */
 function saveOptimizer(dir: string, optimizerIn: Adam | AdamState | null | undefined, files: CheckpointManifest['files']): CheckpointManifest['optimizer'] {
   if (!optimizerIn) {
     if (fs.existsSync(path.join(dir, OPTIMIZER_FILE))) fs.rmSync(path.join(dir, OPTIMIZER_FILE));

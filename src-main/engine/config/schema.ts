@@ -482,7 +482,7 @@ export function runConfigSchema(machine?: MachineRules) {
       if (machine && valid('policies', 'agents', 'rollout', 'eval', 'system')) machine.runSize(cfg, folders, ctx);
       // Run even when other fields failed (zod skips refinements then by default); `valid` above
       // keeps each rule to fields that parsed.
-    }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });;
+    }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });
 }
 
 export const RunConfigSchema = runConfigSchema();
@@ -495,14 +495,14 @@ export type RefinementContext = { addIssue(issue: { code: 'custom'; path: Proper
  * once the fields they read are valid on their own. zod keeps the issues found so far on the
  * context; a path is valid when no issue sits on it, above it or below it.
  */
-export function fieldsThatParsed(ctx: unknown): (...paths: string[]) => boolean {
+function fieldsThatParsed(ctx: unknown): (...paths: string[]) => boolean {
   const issues = (ctx as { issues?: { path?: PropertyKey[] }[] }).issues ?? [];
   const bad = issues.map((i) => (i.path ?? []).map(String).join('.'));
   return (...paths: string[]) => !bad.some((b) => b === '' || paths.some((p) => b === p || b.startsWith(`${p}.`) || p.startsWith(`${b}.`)));
 }
 
 /** The response budget must leave room for a prompt in each policy's context. */
-export function responseBudgetRule(cfg: Pick<RunConfig, 'rollout'>, id: string, context: number, valid: (...paths: string[]) => boolean, ctx: RefinementContext): void {
+function responseBudgetRule(cfg: Pick<RunConfig, 'rollout'>, id: string, context: number, valid: (...paths: string[]) => boolean, ctx: RefinementContext): void {
   if (valid('rollout.max_response_tokens', `policies.${id}`) && cfg.rollout.max_response_tokens >= context) {
     ctx.addIssue({
       code: 'custom',

@@ -17,8 +17,7 @@
  */
 import type { PolicyModel } from './policy-model';
 import type { Adam } from './optim';
-
-const BYTES_PER_FLOAT = 4;
+import { BYTES_PER_FLOAT } from './size-limits';
 
 export interface PolicyMemory {
   weights: number;
