@@ -12,13 +12,8 @@ import { parseArgs } from 'node:util';
 import { openStore, type Store } from '../src-main/engine/store';
 import { benchDatabase, DATABASE_OPTIONS } from './database';
 import { Rng } from '../src-main/engine/util/rng';
+import { median } from './timing';
 import { writeEpisode, type TurnText } from './training-rows';
-
-
-function median(values: number[]): number {
-  const sorted = values.slice().sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 function timeIt(fn: () => void, repeats: number): number {
   const times: number[] = [];

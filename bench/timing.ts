@@ -1,4 +1,10 @@
-/** How the model benches (model, hf) summarise the calls they timed. */
+/** How the benches summarise the calls they timed: the model benches (model, hf) as a Timing, the store and ui benches by their median. */
+
+/** The median of `values` (the upper one of an even count): what the store and ui benches report of their timings. */
+export function median(values: number[]): number {
+  const sorted = values.slice().sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
 
 export interface Timing {
   /** Best (least disturbed) and median milliseconds per call, over every call timed. */

@@ -26,14 +26,10 @@ import { projectRoot } from '../src-main/engine/resources';
 import type { Store } from '../src-main/engine/store';
 import { Rng } from '../src-main/engine/util/rng';
 import { createStudioServer } from '../src-main/server/server';
+import { median } from './timing';
 import { AGENTS, writeEpisode, type TurnText } from './training-rows';
 
 const CHROMIUM = process.env.MARSRL_CHROMIUM ?? '/usr/bin/chromium';
-
-function median(values: number[]): number {
-  const sorted = values.slice().sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 async function timeAsync(fn: () => Promise<unknown>, repeats: number, warmup = 2): Promise<number> {
   for (let i = 0; i < warmup; i++) await fn();

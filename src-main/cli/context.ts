@@ -109,13 +109,9 @@ export interface CliRun {
  */
 export async function withCliRun(dbFlag: string | undefined, ctx: CommandContext, ref: string, work: (opened: CliRun) => Promise<number>): Promise<number> {
   const studio = openCliStudio(dbFlag, ctx.env);
-  const run = findRunOrSay(studio.store, ref, studio.databasePath, ctx);
-  if (!run) {
-    studio.store.close();
-    return 1;
-  }
   try {
-    return await work({ ...studio, run });
+    const run = findRunOrSay(studio.store, ref, studio.databasePath, ctx);
+    return run ? await work({ ...studio, run }) : 1;
   } finally {
     studio.store.close();
   }
