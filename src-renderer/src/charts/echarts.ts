@@ -7,7 +7,7 @@ import { CustomChart, LineChart } from 'echarts/charts';
 import { DataZoomComponent, GridComponent, LegendComponent, MarkLineComponent, TooltipComponent } from 'echarts/components';
 import * as echarts from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
-import { CHART_THEME, TOOLTIP_BOX } from './palette';
+import { CHART_THEME } from './palette';
 
 echarts.use([LineChart, CustomChart, GridComponent, TooltipComponent, LegendComponent, DataZoomComponent, MarkLineComponent, CanvasRenderer]);
 
@@ -19,9 +19,15 @@ export type ChartOption = Parameters<ECharts['setOption']>[0];
  * Tooltips are drawn into the canvas (`richText`): the HTML tooltip writes `style="…"`
  * attributes into its markup, which the app's CSP (style-src 'self') refuses.
  */
-export const CSP_SAFE_TOOLTIP = { renderMode: 'richText', confine: true } as const;
+const CSP_SAFE_TOOLTIP = { renderMode: 'richText', confine: true } as const;
 
 /** Every chart's tooltip: CSP-safe, in the theme's box, its text bright; `textStyle` adds to that. */
 export function chartTooltip(trigger: 'axis' | 'item', textStyle: Record<string, string | number> = {}) {
-  return { ...CSP_SAFE_TOOLTIP, ...TOOLTIP_BOX, trigger, textStyle: { color: CHART_THEME.textStrong, ...textStyle } };
+  return {
+    ...CSP_SAFE_TOOLTIP,
+    trigger,
+    backgroundColor: CHART_THEME.tooltipBg,
+    borderColor: CHART_THEME.tooltipBorder,
+    textStyle: { color: CHART_THEME.textStrong, ...textStyle },
+  };
 }

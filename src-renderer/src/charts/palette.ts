@@ -46,6 +46,3 @@ export const CHART_THEME = {
 
 /** What every chart starts from: no animation (redraws follow live data) and the theme's text. */
 export const CHART_BASE = { animation: false, textStyle: { fontFamily: CHART_THEME.font, color: CHART_THEME.text } };
-
-/** A tooltip's box in the theme's colours. */
-export const TOOLTIP_BOX = { backgroundColor: CHART_THEME.tooltipBg, borderColor: CHART_THEME.tooltipBorder };

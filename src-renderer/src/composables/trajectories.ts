@@ -3,7 +3,7 @@
  * mark, its text on one line, and which turns of the open episode the turn search matches.
  */
 import { storeToRefs } from 'pinia';
-import { computed, type ComputedRef } from 'vue';
+import { computed } from 'vue';
 import { useTrajectoriesStore } from '../stores/trajectories';
 import type { TreeRow } from '../util/episodeTree';
 
@@ -16,7 +16,7 @@ export function preview(text: string): string {
 }
 
 /** Turns that match the search filters are highlighted in the tree; the rest are dimmed. */
-export function useTurnSearchMatch(): { matches: (row: TreeRow) => boolean; filtering: ComputedRef<boolean> } {
+export function useTurnSearchMatch(): { matches: (row: TreeRow) => boolean } {
   const { mode, turnFilters } = storeToRefs(useTrajectoriesStore());
   const filtering = computed(() => mode.value === 'turns' && (turnFilters.value.agent !== null || turnFilters.value.correct !== null || turnFilters.value.minReward !== null || turnFilters.value.maxReward !== null));
   function matches(row: TreeRow): boolean {
@@ -30,5 +30,5 @@ export function useTurnSearchMatch(): { matches: (row: TreeRow) => boolean; filt
       (f.maxReward === null || (t.reward !== null && t.reward <= f.maxReward))
     );
   }
-  return { matches, filtering };
+  return { matches };
 }
