@@ -4,15 +4,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { marsrl } from '../helpers/cli';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 
-let tmp: ReturnType<typeof tempDir>;
-beforeAll(() => {
-  tmp = tempDir();
-});
-afterAll(() => tmp.cleanup());
+const tmp = tempFolder();
 
 describe('marsrl check-answer (child process)', () => {
   it('explains how one pair is read and judged: one side of the reference equation is wrong', () => {

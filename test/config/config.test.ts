@@ -1,18 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applyOverrides, ConfigError, listPresets, readConfigFile } from '../../src-main/engine/config/load';
 import { loadRunConfig, resolveConfig, validateConfig } from '../../src-main/engine/preflight';
 import { RunConfigSchema } from '../../src-main/engine/config/schema';
 import { configSchemaInfo } from '../../src-main/engine/config/fields';
 import { resolveModelFolder } from '../../src-main/engine/preflight/model-folder';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 
-let tmp: ReturnType<typeof tempDir>;
-beforeAll(() => {
-  tmp = tempDir();
-});
-afterAll(() => tmp.cleanup());
+const tmp = tempFolder();
 
 function issuesOf(doc: unknown) {
   const result = validateConfig(doc);

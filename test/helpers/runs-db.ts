@@ -1,7 +1,8 @@
 import path from 'node:path';
+import { beforeAll } from 'vitest';
 import { openStore, type Store } from '../../src-main/engine/store';
 import { perFile } from './per-file';
-import { tempDir } from './tmp';
+import { tempFolder } from './tmp';
 
 export interface TempStore {
   readonly store: Store;
@@ -15,26 +16,17 @@ export interface TempStore {
  * closed and removed after them. Read it inside tests or later hooks.
  */
 export function storeInTemp(file: string, prefix?: string): TempStore {
-  const opened = perFile(
-    'storeInTemp',
-    () => {
-      const tmp = tempDir(prefix);
-      return { tmp, store: openStore(path.join(tmp.dir, file)) };
-    },
-    ({ tmp, store }) => {
-      store.close();
-      tmp.cleanup();
-    },
-  );
+  const folder = tempFolder(prefix);
+  const store = perFile('storeInTemp', () => openStore(path.join(folder.dir, file)), (opened) => opened.close());
   return {
     get store() {
-      return opened().store;
+      return store();
     },
     get databasePath() {
-      return path.join(opened().tmp.dir, file);
+      return path.join(folder.dir, file);
     },
     get dir() {
-      return opened().tmp.dir;
+      return folder.dir;
     },
   };
 }
@@ -49,26 +41,21 @@ export function runsDatabase(): TempStore {
  * `marsrl` child processes they start (each opens it itself); the folder is removed after them.
  */
 export function seededDatabase(file: string, seed: (store: Store) => void, prefix?: string): { readonly path: string; readonly dir: string } {
-  const opened = perFile(
-    'seededDatabase',
-    () => {
-      const tmp = tempDir(prefix);
-      const store = openStore(path.join(tmp.dir, file));
-      try {
-        seed(store);
-      } finally {
-        store.close();
-      }
-      return tmp;
-    },
-    (tmp) => tmp.cleanup(),
-  );
+  const folder = tempFolder(prefix);
+  beforeAll(() => {
+    const store = openStore(path.join(folder.dir, file));
+    try {
+      seed(store);
+    } finally {
+      store.close();
+    }
+  });
   return {
     get path() {
-      return path.join(opened().dir, file);
+      return path.join(folder.dir, file);
     },
     get dir() {
-      return opened().dir;
+      return folder.dir;
     },
   };
 }

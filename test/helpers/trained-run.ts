@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type { RunConfig } from '../../src-main/engine/config/schema';
-import { openStore, type Store } from '../../src-main/engine/store';
+import type { Store } from '../../src-main/engine/store';
 import { trainRun, type TrainOutcome } from '../../src-main/engine/training/trainer';
 import { perFile } from './per-file';
-import { tempDir } from './tmp';
+import { storeInTemp } from './runs-db';
 
 export interface TrainedRun {
   readonly store: Store;
@@ -19,26 +19,22 @@ export interface TrainedRun {
  * closed and removed after them.
  */
 export function trainedRun(name: string, config: () => RunConfig, timeoutMs?: number): TrainedRun {
+  const db = storeInTemp('runs.db');
   const trained = perFile(
     'trainedRun',
     async () => {
-      const tmp = tempDir();
-      const store = openStore(path.join(tmp.dir, 'runs.db'));
       const resolved = config();
-      const runId = store.runs.create({ name, config: resolved as unknown as Record<string, unknown>, codeVersion: 'test', seed: resolved.seed });
-      store.runs.setStatus(runId, 'running');
-      const outcome = await trainRun({ store, runId, config: resolved, runDir: path.join(tmp.dir, 'run') });
-      return { tmp, store, runId, outcome };
+      const runId = db.store.runs.create({ name, config: resolved as unknown as Record<string, unknown>, codeVersion: 'test', seed: resolved.seed });
+      db.store.runs.setStatus(runId, 'running');
+      const outcome = await trainRun({ store: db.store, runId, config: resolved, runDir: path.join(db.dir, 'run') });
+      return { runId, outcome };
     },
-    ({ tmp, store }) => {
-      store.close();
-      tmp.cleanup();
-    },
+    () => {},
     timeoutMs,
   );
   return {
     get store() {
-      return trained().store;
+      return db.store;
     },
     get runId() {
       return trained().runId;
@@ -47,7 +43,7 @@ export function trainedRun(name: string, config: () => RunConfig, timeoutMs?: nu
       return trained().outcome;
     },
     get dir() {
-      return trained().tmp.dir;
+      return db.dir;
     },
   };
 }

@@ -6,22 +6,19 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { exportHfFolder, hfFolderSource, OutputExistsError } from '../../src-main/engine/hf/export';
 import { hfNamedTensors, loadHfModel } from '../../src-main/engine/hf/load';
 import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
 import { f32ToF16Bits, openSafetensors, readTensorBytes, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, QWEN3_TOKENIZER } from './corpus';
 
-let root = '';
-let cleanup = () => {};
+const tmp = tempFolder('marsrl-hfexport-');
 beforeAll(async () => {
   await initBackend('wasm');
-  ({ dir: root, cleanup } = tempDir('marsrl-hfexport-'));
 });
-afterAll(() => cleanup());
 
 /** Every tensor of two safetensors folders has the same dtype, shape and bytes. */
 function expectSameTensors(a: string, b: string): void {
@@ -43,10 +40,10 @@ describe('HF → Studio → HF', () => {
       { name: 'qwen3-bf16', opts: { arch: 'qwen3', tokenizerDir: QWEN3_TOKENIZER, tie: true, dtype: 'BF16', headDim: 16 } },
     ] as const;
     for (const { name, opts } of cases) {
-      const src = path.join(root, `${name}-src`);
+      const src = path.join(tmp.dir, `${name}-src`);
       writeRandomHfModel(src, { layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, seed: 5, ...opts });
       const { model, tokenizer } = loadHfModel(src);
-      const out = path.join(root, `${name}-out`);
+      const out = path.join(tmp.dir, `${name}-out`);
       const configJson = JSON.parse(fs.readFileSync(path.join(src, 'config.json'), 'utf8')) as Record<string, unknown>;
       try {
         exportHfFolder(out, { config: model.config, configJson, tensors: hfNamedTensors(model), dtype: opts.dtype, tokenizerDir: tokenizer.dir });
@@ -64,22 +61,22 @@ describe('HF → Studio → HF', () => {
   });
 
   it('writes F16 as the rounded weights, and the exported F32 folder computes the same logits', () => {
-    const src = path.join(root, 'q3-src');
+    const src = path.join(tmp.dir, 'q3-src');
     writeRandomHfModel(src, { arch: 'qwen3', layers: 1, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizerDir: QWEN3_TOKENIZER, tie: true, dtype: 'F32', seed: 9 });
     const source = hfFolderSource(src);
-    exportHfFolder(path.join(root, 'q3-f16'), { ...source, dtype: 'F16' });
-    const f16 = openSafetensors(path.join(root, 'q3-f16')).tensors;
+    exportHfFolder(path.join(tmp.dir, 'q3-f16'), { ...source, dtype: 'F16' });
+    const f16 = openSafetensors(path.join(tmp.dir, 'q3-f16')).tensors;
     const orig = openSafetensors(src).tensors;
     const w = 'model.layers.0.mlp.down_proj.weight';
     const values = readTensorF32(orig.get(w)!);
     const halves = new Uint16Array(readTensorBytes(f16.get(w)!).slice().buffer);
     expect(f16.get(w)!.dtype).toBe('F16');
     for (let i = 0; i < values.length; i++) if (halves[i] !== f32ToF16Bits(values[i])) throw new Error(`element ${i}`);
-    expect(JSON.parse(fs.readFileSync(path.join(root, 'q3-f16', 'config.json'), 'utf8')).torch_dtype).toBe('float16');
+    expect(JSON.parse(fs.readFileSync(path.join(tmp.dir, 'q3-f16', 'config.json'), 'utf8')).torch_dtype).toBe('float16');
 
-    exportHfFolder(path.join(root, 'q3-f32'), { ...source, dtype: 'F32' });
+    exportHfFolder(path.join(tmp.dir, 'q3-f32'), { ...source, dtype: 'F32' });
     const a = loadHfModel(src);
-    const b = loadHfModel(path.join(root, 'q3-f32'));
+    const b = loadHfModel(path.join(tmp.dir, 'q3-f32'));
     try {
       const rows = [a.tokenizer.encode('Hello there, 12 apples'), b.tokenizer.encode('Hello there, 12 apples')];
       expect(rows[1]).toEqual(rows[0]);
@@ -93,9 +90,9 @@ describe('HF → Studio → HF', () => {
   });
 
   it('refuses an existing output without force and leaves it untouched when an export fails', () => {
-    const src = path.join(root, 'q3-src');
+    const src = path.join(tmp.dir, 'q3-src');
     const source = hfFolderSource(src);
-    const out = path.join(root, 'taken');
+    const out = path.join(tmp.dir, 'taken');
     fs.mkdirSync(out);
     fs.writeFileSync(path.join(out, 'keep.txt'), 'mine');
     expect(() => exportHfFolder(out, { ...source, dtype: 'F32' })).toThrow(OutputExistsError);
@@ -105,7 +102,7 @@ describe('HF → Studio → HF', () => {
     const failing = source.tensors.map((t, i) => (i === 3 ? { ...t, data: () => { throw new Error('disk gone'); } } : t));
     expect(() => exportHfFolder(out, { ...source, tensors: failing, dtype: 'F32', force: true })).toThrow('disk gone');
     expect(fs.readdirSync(out)).toEqual(['keep.txt']);
-    expect(fs.readdirSync(root).filter((n) => n.includes('.partial-') || n.includes('.replaced-'))).toEqual([]);
+    expect(fs.readdirSync(tmp.dir).filter((n) => n.includes('.partial-') || n.includes('.replaced-'))).toEqual([]);
     exportHfFolder(out, { ...source, dtype: 'F32', force: true });
     expect(fs.readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
     expectSameTensors(src, out);

@@ -19,17 +19,15 @@ import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
 import { f16BitsToF32, f32ToF16Bits } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 import { leftPadded, llamaCppLogProbs, logSoftmax, makeCheckpoint, randomPrompts } from './fixtures';
 
-let root = '';
-let cleanup = () => {};
+const tmp = tempFolder('marsrl-gguf-');
 let llama: Llama;
 const models: Record<'llama' | 'qwen2' | 'qwen3', { dir: string; config: HfArchConfig; source: HfExportSource; gguf: string }> = {} as never;
 
 beforeAll(async () => {
-  ({ dir: root, cleanup } = tempDir('marsrl-gguf-'));
   const specs = {
     // Llama 3 rope scaling, untied head, grouped-query attention.
     llama: { arch: 'llama', tokenizerDir: LLAMA3_TOKENIZER, tie: false, dtype: 'F32', headDim: undefined, ropeScaling: { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 32 } },
@@ -39,10 +37,10 @@ beforeAll(async () => {
     qwen3: { arch: 'qwen3', tokenizerDir: QWEN3_TOKENIZER, tie: true, dtype: 'F32', headDim: 16, ropeScaling: undefined, vocabSize: 151680 },
   } as const;
   for (const [name, s] of Object.entries(specs) as Array<[keyof typeof specs, (typeof specs)[keyof typeof specs]]>) {
-    const dir = path.join(root, name);
+    const dir = path.join(tmp.dir, name);
     const config = writeRandomHfModel(dir, { layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, seed: 7, context: 128, ...s, vocabSize: 'vocabSize' in s ? s.vocabSize : undefined });
     const source = hfFolderSource(dir);
-    const file = path.join(root, `${name}.gguf`);
+    const file = path.join(tmp.dir, `${name}.gguf`);
     exportGguf(file, { ...source, dtype: 'f32', name: `tiny-${name}` });
     models[name] = { dir, config, source, gguf: file };
   }
@@ -50,7 +48,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await llama?.dispose();
-  cleanup();
 });
 
 /** The bytes of one tensor of a GGUF file, as the reader locates them. */
@@ -105,12 +102,12 @@ describe('GGUF writer', () => {
     expect(q['tokenizer.ggml.add_bos_token']).toBe(false);
     expect(q['tokenizer.ggml.bos_token_id']).toBeUndefined();
     // eos comes from tokenizer_config (as llama.cpp's converter takes it), not the first of generation_config's list.
-    const eosDir = path.join(root, 'eos-order');
+    const eosDir = path.join(tmp.dir, 'eos-order');
     fs.mkdirSync(eosDir);
     for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(QWEN3_TOKENIZER, f), path.join(eosDir, f));
     fs.writeFileSync(path.join(eosDir, 'generation_config.json'), JSON.stringify({ eos_token_id: [151643, 151645] }));
-    writeGguf(path.join(root, 'eos-order.gguf'), { ...models.qwen3.source, tokenizerDir: eosDir, dtype: 'f32' });
-    const e = (await gguf(path.join(root, 'eos-order.gguf'), { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
+    writeGguf(path.join(tmp.dir, 'eos-order.gguf'), { ...models.qwen3.source, tokenizerDir: eosDir, dtype: 'f32' });
+    const e = (await gguf(path.join(tmp.dir, 'eos-order.gguf'), { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
     expect(e['tokenizer.ggml.eos_token_id']).toBe(151645);
     const l = (await gguf(models.llama.gguf, { allowLocalFile: true })).metadata as unknown as Record<string, unknown>;
     expect(l['tokenizer.ggml.bos_token_id']).toBe(128000);
@@ -153,7 +150,7 @@ describe('GGUF writer', () => {
     const qOut = tensorBytes(file, parsed.tensorDataOffset, infos.get('blk.1.attn_q.weight')!.offset, qSrc.byteLength);
     const kOut = tensorBytes(file, parsed.tensorDataOffset, infos.get('blk.1.attn_k.weight')!.offset, kSrc.byteLength);
     expect(qOut.equals(Buffer.from(qSrc.buffer))).toBe(false);
-    const inFile = path.join(root, 'perm-in.bin');
+    const inFile = path.join(tmp.dir, 'perm-in.bin');
     fs.writeFileSync(inFile, Buffer.concat([Buffer.from(qSrc.buffer), Buffer.from(kSrc.buffer)]));
     // The converter's permute: reshape(n_head, 2, rows/n_head/2, in).swapaxes(1, 2).reshape(rows, in).
     const script = [
@@ -187,7 +184,7 @@ describe('GGUF writer', () => {
 
   it('writes linear rope scaling as type and factor (and no rope_freqs tensor)', async () => {
     const { source } = models.llama;
-    const file = path.join(root, 'llama-linear.gguf');
+    const file = path.join(tmp.dir, 'llama-linear.gguf');
     writeGguf(file, { ...source, config: { ...source.config, ropeScaling: { type: 'linear', factor: 4 } }, dtype: 'f32' });
     const parsed = await gguf(file, { allowLocalFile: true });
     const md = parsed.metadata as unknown as Record<string, unknown>;
@@ -200,7 +197,7 @@ describe('GGUF writer', () => {
 
   it('writes F16 matrices (1-D tensors stay F32) and refuses an existing path without force', async () => {
     const { source } = models.qwen2;
-    const file = path.join(root, 'qwen2-f16.gguf');
+    const file = path.join(tmp.dir, 'qwen2-f16.gguf');
     exportGguf(file, { ...source, dtype: 'f16' });
     const parsed = await gguf(file, { allowLocalFile: true });
     expect((parsed.metadata as unknown as Record<string, unknown>)['general.file_type']).toBe(1);
@@ -223,22 +220,22 @@ describe('GGUF writer', () => {
     expect(fs.readFileSync(file).equals(before)).toBe(true);
     exportGguf(file, { ...source, dtype: 'f32', force: true });
     expect((await gguf(file, { allowLocalFile: true })).metadata['general.file_type' as never]).toBe(0);
-    expect(fs.readdirSync(root).filter((n) => n.includes('.partial-') || n.includes('.replaced-'))).toEqual([]);
+    expect(fs.readdirSync(tmp.dir).filter((n) => n.includes('.partial-') || n.includes('.replaced-'))).toEqual([]);
   });
 
   it('refuses a tokenizer larger than the embedding and a pre-tokenizer llama.cpp does not know', () => {
     const { source } = models.qwen3;
-    expect(() => writeGguf(path.join(root, 'small.gguf'), { ...source, config: { ...source.config, vocabSize: 1000 }, tensors: source.tensors.map((t) => (t.name === 'model.embed_tokens.weight' ? { ...t, shape: [1000, 32], data: () => new Float32Array(32000) } : t)), dtype: 'f32' })).toThrow(
+    expect(() => writeGguf(path.join(tmp.dir, 'small.gguf'), { ...source, config: { ...source.config, vocabSize: 1000 }, tensors: source.tensors.map((t) => (t.name === 'model.embed_tokens.weight' ? { ...t, shape: [1000, 32], data: () => new Float32Array(32000) } : t)), dtype: 'f32' })).toThrow(
       /tokenizer\.json \(model\.vocab\): the tokenizer has 151669 ids but the embedding has only 1000 rows/,
     );
-    const other = path.join(root, 'other-tok');
+    const other = path.join(tmp.dir, 'other-tok');
     fs.mkdirSync(other);
     const json = JSON.parse(fs.readFileSync(path.join(QWEN3_TOKENIZER, 'tokenizer.json'), 'utf8')) as { pre_tokenizer: { pretokenizers: Array<{ pattern?: { Regex: string } }> } };
     json.pre_tokenizer.pretokenizers[0].pattern = { Regex: "\\p{N}{1,2}|\\s+|[^\\s\\p{N}]+" };
     fs.writeFileSync(path.join(other, 'tokenizer.json'), JSON.stringify(json));
     fs.copyFileSync(path.join(QWEN3_TOKENIZER, 'tokenizer_config.json'), path.join(other, 'tokenizer_config.json'));
-    expect(() => writeGguf(path.join(root, 'other.gguf'), { ...source, tokenizerDir: other, dtype: 'f32' })).toThrow(/other-tok\/tokenizer\.json \(pre_tokenizer\): GGUF export knows the pre-tokenizers/);
-    expect(fs.existsSync(path.join(root, 'small.gguf')) || fs.existsSync(path.join(root, 'other.gguf'))).toBe(false);
+    expect(() => writeGguf(path.join(tmp.dir, 'other.gguf'), { ...source, tokenizerDir: other, dtype: 'f32' })).toThrow(/other-tok\/tokenizer\.json \(pre_tokenizer\): GGUF export knows the pre-tokenizers/);
+    expect(fs.existsSync(path.join(tmp.dir, 'small.gguf')) || fs.existsSync(path.join(tmp.dir, 'other.gguf'))).toBe(false);
   });
 });
 

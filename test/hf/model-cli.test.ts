@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { gguf } from '@huggingface/gguf';
 import { hfModelIdentity, loadHfModel } from '../../src-main/engine/hf/load';
 import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
@@ -14,23 +14,20 @@ import { openSafetensors, readTensorBytes } from '../../src-main/engine/hf/safet
 import { initBackend } from '../../src-main/engine/model/backend';
 import { saveHfCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
 import { marsrl } from '../helpers/cli';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { QWEN3_TOKENIZER } from './corpus';
 
-let root = '';
-let cleanup = () => {};
+const tmp = tempFolder('marsrl-modelcli-');
 let good = '';
 
 beforeAll(() => {
-  ({ dir: root, cleanup } = tempDir('marsrl-modelcli-'));
-  good = path.join(root, 'good');
+  good = path.join(tmp.dir, 'good');
   writeRandomHfModel(good, { arch: 'qwen3', layers: 1, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 48, tokenizerDir: QWEN3_TOKENIZER, tie: true, dtype: 'F32', seed: 21, shards: 2 });
 });
-afterAll(() => cleanup());
 
 /** A copy of the good folder, changed by `edit`. */
 function variant(name: string, edit: (dir: string) => void): string {
-  const dir = path.join(root, name);
+  const dir = path.join(tmp.dir, name);
   fs.cpSync(good, dir, { recursive: true });
   edit(dir);
   return dir;
@@ -56,12 +53,12 @@ describe('marsrl model inspect / export', () => {
     expect(report.weights.dtypes).toEqual({ F32: 13 }); // embedding, 11 per layer, final norm
     expect(report.tokenizer.chatTemplate.renders).toBe(true);
 
-    const hfOut = path.join(root, 'out-hf');
+    const hfOut = path.join(tmp.dir, 'out-hf');
     const hf = marsrl(['model', 'export', good, '--format', 'hf', '--dtype', 'bf16', '--out', hfOut, '--json']);
     expect(hf.code, hf.stderr).toBe(0);
     expect(openSafetensors(hfOut).tensors.get('model.embed_tokens.weight')!.dtype).toBe('BF16');
     expect(readJson(path.join(hfOut, 'config.json')).torch_dtype).toBe('bfloat16');
-    const ggufOut = path.join(root, 'out.gguf');
+    const ggufOut = path.join(tmp.dir, 'out.gguf');
     const g = marsrl(['model', 'export', good, '--format', 'gguf', '--out', ggufOut]);
     expect(g.code, g.stderr).toBe(0);
     expect(g.stdout).toMatch(/Wrote .*out\.gguf \(GGUF f32/);
@@ -73,7 +70,7 @@ describe('marsrl model inspect / export', () => {
   it('exports a Studio checkpoint of the hf family bit-exactly', async () => {
     await initBackend('wasm');
     const { model, tokenizer } = loadHfModel(good);
-    const ckpt = path.join(root, 'ckpt');
+    const ckpt = path.join(tmp.dir, 'ckpt');
     try {
       saveHfCheckpoint(ckpt, { model, base: hfModelIdentity(good), tokenizerDir: tokenizer.dir, prompts: { systemPrompts: {}, enableThinking: false }, config: null, step: 3 });
     } finally {
@@ -84,7 +81,7 @@ describe('marsrl model inspect / export', () => {
     expect(shown.stdout).toContain(`checkpoint   step 3, started from ${good}`);
     expect(shown.stdout).toMatch(/architecture Qwen3ForCausalLM/);
     expect(shown.stdout).toMatch(/weights +weights\.safetensors: 13 tensors/);
-    const out = path.join(root, 'ckpt-hf');
+    const out = path.join(tmp.dir, 'ckpt-hf');
     const r = marsrl(['model', 'export', ckpt, '--format', 'hf', '--dtype', 'f32', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const a = openSafetensors(good).tensors;
@@ -160,27 +157,27 @@ describe('marsrl model inspect / export', () => {
       expect(r.code).not.toBe(0);
       expect(r.stderr).toMatch(c.message);
       if (c.exportToo) {
-        const out = path.join(root, `${path.basename(dir)}-export`);
+        const out = path.join(tmp.dir, `${path.basename(dir)}-export`);
         const e = marsrl(['model', 'export', dir, '--format', 'hf', '--out', out]);
         expect(e.code).not.toBe(0);
         expect(e.stderr).toMatch(c.message);
         expect(fs.existsSync(out)).toBe(false);
       }
       expect(fs.readdirSync(dir).sort()).toEqual(before);
-      expect(fs.readdirSync(root).filter((n) => n.includes('.partial-'))).toEqual([]);
+      expect(fs.readdirSync(tmp.dir).filter((n) => n.includes('.partial-'))).toEqual([]);
     });
   }
 
   it('refuses an export path that exists without --force, leaving it as it was', () => {
-    const out = path.join(root, 'existing.gguf');
+    const out = path.join(tmp.dir, 'existing.gguf');
     fs.writeFileSync(out, 'precious');
     const r = marsrl(['model', 'export', good, '--format', 'gguf', '--out', out]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`${out} already exists; choose another --out or pass --force to replace it`);
     expect(fs.readFileSync(out, 'utf8')).toBe('precious');
-    const usage = marsrl(['model', 'export', good, '--format', 'onnx', '--out', path.join(root, 'x')]);
+    const usage = marsrl(['model', 'export', good, '--format', 'onnx', '--out', path.join(tmp.dir, 'x')]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--format must be hf, gguf or peft \(got "onnx"\)/);
-    expect(fs.existsSync(path.join(root, 'x'))).toBe(false);
+    expect(fs.existsSync(path.join(tmp.dir, 'x'))).toBe(false);
   });
 });

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   bf16BitsToF32,
   f16BitsToF32,
@@ -20,14 +20,9 @@ import {
   writeSafetensors,
 } from '../../src-main/engine/hf/safetensors';
 import { thrown } from '../helpers/errors';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 
-let root = '';
-let cleanup = () => {};
-beforeAll(() => {
-  ({ dir: root, cleanup } = tempDir('marsrl-st-'));
-});
-afterAll(() => cleanup());
+const tmp = tempFolder('marsrl-st-');
 
 /** A safetensors file assembled byte by byte: u64 LE header length, JSON header, data. */
 function handMade(file: string, header: unknown, data: Uint8Array, headerText?: string): void {
@@ -61,7 +56,7 @@ function expectFormatError(fn: () => unknown, file: string, key: string | null, 
 
 describe('safetensors reader', () => {
   it('reads a hand-made file with F32, F16 and BF16 tensors and metadata', () => {
-    const file = path.join(root, 'hand.safetensors');
+    const file = path.join(tmp.dir, 'hand.safetensors');
     // F32 [2,2] = 1, -2, 0.5, 3 ; F16 [3] = 1 (0x3C00), -2 (0xC000), 65504 (0x7BFF); BF16 [2] = 1 (0x3F80), -0.5 (0xBF00)
     const data = Buffer.concat([f32Bytes([1, -2, 0.5, 3]), u16Bytes([0x3c00, 0xc000, 0x7bff]), u16Bytes([0x3f80, 0xbf00])]);
     handMade(file, {
@@ -82,12 +77,12 @@ describe('safetensors reader', () => {
   });
 
   it('opens a folder with model.safetensors and a sharded index', () => {
-    const single = path.join(root, 'single');
+    const single = path.join(tmp.dir, 'single');
     fs.mkdirSync(single);
     handMade(path.join(single, 'model.safetensors'), { w: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, f32Bytes([7]));
     expect(readTensorF32(openSafetensors(single).tensors.get('w')!)[0]).toBe(7);
 
-    const sharded = path.join(root, 'sharded');
+    const sharded = path.join(tmp.dir, 'sharded');
     fs.mkdirSync(sharded);
     handMade(path.join(sharded, 'model-00001-of-00002.safetensors'), { x: { dtype: 'F32', shape: [2], data_offsets: [0, 8] } }, f32Bytes([1, 2]));
     handMade(path.join(sharded, 'model-00002-of-00002.safetensors'), { y: { dtype: 'BF16', shape: [1], data_offsets: [0, 2] } }, u16Bytes([0x4040]));
@@ -104,13 +99,13 @@ describe('safetensors reader', () => {
     fs.rmSync(path.join(sharded, 'model-00002-of-00002.safetensors'));
     expectFormatError(() => openSafetensors(sharded), path.join(sharded, 'model.safetensors.index.json'), 'weight_map.y', /shard model-00002-of-00002\.safetensors is missing/);
     // A folder with neither file.
-    const empty = path.join(root, 'empty');
+    const empty = path.join(tmp.dir, 'empty');
     fs.mkdirSync(empty);
     expectFormatError(() => openSafetensors(empty), empty, null, /no model\.safetensors or model\.safetensors\.index\.json/);
   });
 
   it('refuses malformed files, naming the file and the key', () => {
-    const f = (name: string) => path.join(root, name);
+    const f = (name: string) => path.join(tmp.dir, name);
     const w = { dtype: 'F32', shape: [2], data_offsets: [0, 8] };
 
     handMade(f('truncated.safetensors'), { w }, f32Bytes([1]));
@@ -161,7 +156,7 @@ describe('safetensors reader', () => {
 
 describe('safetensors writer', () => {
   it('aligns the header to 8 bytes and round-trips F32 and BF16 bit for bit', () => {
-    const file = path.join(root, 'rt.safetensors');
+    const file = path.join(tmp.dir, 'rt.safetensors');
     const values = new Float32Array([1, -0, 3.1415927, 1e-40, -65504, 123456.789, Number.MIN_VALUE, 2 ** -149]);
     const bf16Raw = new Uint8Array(f32ArrayToBf16(new Float32Array([0.1, -7, 1e30, 3])).buffer);
     writeSafetensors(file, [
@@ -186,16 +181,16 @@ describe('safetensors writer', () => {
 
     // BF16 values written from float32 come back as exactly the rounded values: rewrite them.
     const widened = readTensorF32(st.tensors.get('bf16')!);
-    const again = path.join(root, 'rt2.safetensors');
+    const again = path.join(tmp.dir, 'rt2.safetensors');
     writeSafetensors(again, [{ name: 'bf16', shape: [4], dtype: 'BF16', data: () => widened }]);
     expect(Buffer.from(readTensorBytes(openSafetensors(again).tensors.get('bf16')!))).toEqual(Buffer.from(bf16Raw));
   });
 
   it('refuses data that does not match its shape and leaves no file behind', () => {
-    const file = path.join(root, 'bad-write.safetensors');
+    const file = path.join(tmp.dir, 'bad-write.safetensors');
     expect(() => writeSafetensors(file, [{ name: 'w', shape: [3], dtype: 'F32', data: () => new Float32Array(2) }])).toThrow(/\(w\): has 2 values but shape \[3\] needs 3/);
     expect(fs.existsSync(file)).toBe(false);
-    expect(fs.readdirSync(root).some((n) => n.startsWith('bad-write'))).toBe(false);
+    expect(fs.readdirSync(tmp.dir).some((n) => n.startsWith('bad-write'))).toBe(false);
   });
 });
 
@@ -278,7 +273,7 @@ describe('dtype conversions', () => {
     for (let i = 0; i < 4000; i++) values.push(Math.fround((rand() - 0.5) * 2 ** (Math.floor(rand() * 80) - 40)));
     for (let e = -30; e <= 20; e++) values.push(2 ** e, -(2 ** e) * 1.5);
     const f32s = new Float32Array(values.filter((v) => Number.isFinite(v) || Math.abs(v) === Infinity));
-    const file = path.join(root, 'torch-in.bin');
+    const file = path.join(tmp.dir, 'torch-in.bin');
     fs.writeFileSync(file, Buffer.from(f32s.buffer));
     const script = [
       'import sys, torch, numpy as np',

@@ -7,21 +7,20 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HfFormatError } from '../../src-main/engine/hf/safetensors';
 import { HfTokenizer, hfPolicyTokenizer } from '../../src-main/engine/hf/tokenizer';
 import { chatMessagesOf } from '../../src-main/engine/agents/prompts';
 import { templatedFormat } from '../../src-main/engine/tasks/math-format';
 import { thrown } from '../helpers/errors';
-import { tempDir } from '../helpers/tmp';
+import { tempFolder } from '../helpers/tmp';
 import { LLAMA3_TOKENIZER, MIXED_CORPUS, QWEN3_TOKENIZER } from './corpus';
 
 let qwen: HfTokenizer;
 let llama: HfTokenizer;
 let qwenVocab: Record<string, number>;
 let llamaVocab: Record<string, number>;
-let root = '';
-let cleanup = () => {};
+const tmp = tempFolder('marsrl-tok-');
 
 beforeAll(() => {
   qwen = HfTokenizer.fromFolder(QWEN3_TOKENIZER);
@@ -29,13 +28,11 @@ beforeAll(() => {
   const vocabOf = (dir: string) => (JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } }).model.vocab;
   qwenVocab = vocabOf(QWEN3_TOKENIZER);
   llamaVocab = vocabOf(LLAMA3_TOKENIZER);
-  ({ dir: root, cleanup } = tempDir('marsrl-tok-'));
 });
-afterAll(() => cleanup());
 
 /** A copy of a tokenizer folder with some files replaced or added. */
 function variant(name: string, from: string, files: Record<string, string>): string {
-  const dir = path.join(root, name);
+  const dir = path.join(tmp.dir, name);
   fs.mkdirSync(dir, { recursive: true });
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(from, f), path.join(dir, f));
   for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, f), text);

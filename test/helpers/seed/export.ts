@@ -9,7 +9,7 @@ import path from 'node:path';
 import { openStore, type Store } from '../../../src-main/engine/store';
 import { Rng } from '../../../src-main/engine/util/rng';
 import { perFile } from '../per-file';
-import { tempDir } from '../tmp';
+import { tempFolder } from '../tmp';
 import { episodeRow, turnRow } from './rows';
 
 export interface Fixture {
@@ -148,35 +148,26 @@ function writeBig(store: Store, runId: number, turns: number): void {
   w.close();
 }
 
-/** The fixture in a fresh temp folder (`dir`) for a test file: created before its tests, closed and removed after them. */
 export interface TempFixture extends Fixture {
   readonly dir: string;
 }
 
+/** The fixture in a fresh temp folder (`dir`) for a test file: created before its tests, closed and removed after them. */
 export function exportFixture(prefix: string): TempFixture {
-  const opened = perFile(
-    'exportFixture',
-    () => {
-      const tmp = tempDir(prefix);
-      return { tmp, fx: createFixture(tmp.dir) };
-    },
-    ({ tmp, fx }) => {
-      fx.store.close();
-      tmp.cleanup();
-    },
-  );
+  const folder = tempFolder(prefix);
+  const fixture = perFile('exportFixture', () => createFixture(folder.dir), (fx) => fx.store.close());
   return {
     get store() {
-      return opened().fx.store;
+      return fixture().store;
     },
     get dbPath() {
-      return opened().fx.dbPath;
+      return fixture().dbPath;
     },
     get runs() {
-      return opened().fx.runs;
+      return fixture().runs;
     },
     get dir() {
-      return opened().tmp.dir;
+      return folder.dir;
     },
   };
 }
