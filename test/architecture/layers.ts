@@ -81,7 +81,7 @@ export const ENGINE_TIERS: Tiers = {
     ['checkpoint'],
     ['served', 'compare', 'export', 'rejudge'],
     ['preflight'],
-    ['training', 'study'],
+    ['training', 'study', 'engines'],
     ['system'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
