@@ -187,8 +187,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     async stopAll(reason) {
       const waits = [...active.entries()].map(([, entry]) => {
         entry.stopReason = reason;
-        entry.worker.send({ type: 'stop', reason });
-        entry.rollout?.send({ type: 'stop', reason });
+        // The Studio is closing, nobody asked for the run to end: an engine run only detaches from its Ray job.
+        entry.worker.send({ type: 'stop', reason, detach: true });
+        entry.rollout?.send({ type: 'stop', reason, detach: true });
         return entry.exited;
       });
       await Promise.all(waits);

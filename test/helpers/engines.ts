@@ -13,7 +13,7 @@ import type { EnginePlan, EngineProbe, PlanContext } from '../../src-main/engine
 export const STANDIN_PYTHON = path.resolve('test/helpers/standin/python');
 
 export function presetDoc(name: 'verl-grpo' | 'drmas-marsrl', over: Record<string, unknown> = {}): Record<string, unknown> {
-  const doc = YAML.parse(fs.readFileSync(path.resolve('resources/engines/presets', `${name}.yaml`), 'utf8')) as Record<string, unknown>;
+  const doc = YAML.parse(fs.readFileSync(path.resolve('resources/presets', `${name}.yaml`), 'utf8')) as Record<string, unknown>;
   return deepMerge(doc, over);
 }
 
