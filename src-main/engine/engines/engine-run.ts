@@ -186,7 +186,7 @@ async function ended(shell: RunShell, job: FollowedJob, engine: EngineConfig, op
   if (status === 'SUCCEEDED') return finishDone(shell, step, options.config.optimization.steps);
   if (status === 'STOPPED') return finishInterrupted(shell, step, stopSent ? String(options.signal?.reason ?? 'stopped') : 'the Ray job was stopped outside the Studio');
   const latest = options.store.engineJobs.latest(options.runId);
-  throw new Error(`the ${engine.kind} job ${job.submissionId} failed${latest?.message ? `: ${latest.message}` : ''}${tracebackTail(options.store.engineJobs.lastTraceback(options.runId))}`);
+  throw new Error(`the ${engine.kind} job ${job.submissionId} failed${latest?.message ? `: ${latest.message}` : ''}${tracebackTail(options.store.engineJobs.lastTraceback(options.runId)?.error ?? null)}`);
 }
 
 async function stopJob(store: Store, runId: number, job: FollowedJob): Promise<boolean> {

@@ -115,10 +115,12 @@ export class EngineJobsRepo {
     return (this.db.prepare('SELECT MAX(step) AS step FROM metrics WHERE run_id = ?').get(runId) as { step: number | null }).step ?? 0;
   }
 
-  /** The error line of the run's last engine traceback, or null. */
-  lastTraceback(runId: number): string | null {
-    const row = this.db.prepare("SELECT message FROM events WHERE run_id = ? AND kind = 'engine_traceback' ORDER BY id DESC LIMIT 1").get(runId) as { message: string } | undefined;
-    return row?.message ?? null;
+  /** The run's last engine traceback: its error line and whole text, or null. */
+  lastTraceback(runId: number): { error: string; text: string | null } | null {
+    const row = this.db.prepare("SELECT message, data_json FROM events WHERE run_id = ? AND kind = 'engine_traceback' ORDER BY id DESC LIMIT 1").get(runId) as { message: string; data_json: string | null } | undefined;
+    if (!row) return null;
+    const data = parseJsonColumn<{ traceback?: unknown }>(row.data_json, {});
+    return { error: row.message, text: typeof data.traceback === 'string' ? data.traceback : null };
   }
 
   /** Whether another run's job on `address` has not ended (a local head shared by two runs stays up). */
