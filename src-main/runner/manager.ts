@@ -25,6 +25,7 @@ import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { adviceSentence, resumableCheckpointStep, runActions } from '../engine/training/advice';
 import { codeVersion } from '../engine/version';
+import { isRayEngineRun } from '../engine/vocabulary';
 import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
@@ -376,7 +377,8 @@ function checkResumable(ctx: ManagerContext, runId: number): void {
   }
   if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
   // A reasoning-system run resumes from its stored turns, not from a checkpoint.
-  if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config)) {
+  // An engine run (issue 38) resumes from the engine's own checkpoints on its cluster, or follows its job again.
+  if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config) && !isRayEngineRun(run.config)) {
     const why = store.events.latestCheckpoint(runId) ? 'left on disk (its checkpoint folders are gone)' : '(it stopped before the first one)';
     throw new StudioError('conflict', `run ${runId} has no checkpoint ${why}, so it cannot be resumed; run it again with the same config: \`marsrl run --like ${runId}\``);
   }

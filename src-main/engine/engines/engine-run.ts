@@ -104,8 +104,11 @@ async function startOrAttach(shell: RunShell, engine: EngineConfig, options: Eng
   if (latest) {
     const status = await jobStatus(client, latest.submissionId);
     const cursor = (latest.cursor as FollowState | null) ?? initialFollowState();
-    // Still running, or ended with files not yet read: follow that job (re-attach), never submit it again.
-    if (status !== null && (!isTerminal(status) || !options.resume || status === 'SUCCEEDED')) {
+    // Until its end has been read, the latest job is followed (re-attached), never submitted again:
+    // a job that ended while the Studio was closed is read to its end and the run marked by it.
+    // One whose end was read (stopped, failed) is resumed by a new attempt.
+    const endRead = cursor.status !== null && isTerminal(cursor.status);
+    if (status !== null && !endRead) {
       store.events.log(runId, 'info', 'engine_attached', `following Ray job ${latest.submissionId} (attempt ${latest.attempt}, ${status}) from where the store stands`);
       return { client, submissionId: latest.submissionId, attempt: latest.attempt, spec: latest.spec as FollowSpec, cursor, ownHead };
     }

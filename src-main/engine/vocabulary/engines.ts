@@ -6,3 +6,9 @@ export const ENGINE_KINDS = ['studio', 'verl', 'drmas'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 /** The kinds that run on Ray (studio is the Studio's own trainer). */
 export type RayEngineKind = Exclude<EngineKind, 'studio'>;
+
+/** Whether a stored run config (loosely typed: a run row's snapshot) is trained by an engine on Ray. */
+export function isRayEngineRun(config: Record<string, unknown>): boolean {
+  const engine = config.engine as { kind?: unknown } | undefined | null;
+  return typeof engine === 'object' && engine !== null && (engine.kind === 'verl' || engine.kind === 'drmas');
+}
