@@ -28,7 +28,7 @@ import { initialFollowState, type FollowState } from './follow/follower';
 import { JobFollower } from './follow/live';
 import type { FollowSpec } from './follow/spec';
 import { EngineIngest } from './ingest';
-import { RayError, RayJobsClient } from './ray/client';
+import { RayError, RayJobsClient, lastTracebackLine } from './ray/client';
 import { ensureLocalHead, stopLocalHead } from './ray/local-head';
 import { probeLocal, probeOnCluster } from './ray/probe';
 import { isTerminal, type JobStatus } from './ray/types';
@@ -188,8 +188,10 @@ async function ended(shell: RunShell, job: FollowedJob, engine: EngineConfig, op
   if (job.ownHead && engine.address === 'local' && !options.store.engineJobs.othersRunningOn(job.client.address, options.runId)) await stopLocalHead(path.dirname(options.store.path));
   if (status === 'SUCCEEDED') return finishDone(shell, step, options.config.optimization.steps);
   if (status === 'STOPPED') return finishInterrupted(shell, step, stopSent ? String(options.signal?.reason ?? 'stopped') : 'the Ray job was stopped outside the Studio');
-  const latest = options.store.engineJobs.latest(options.runId);
-  throw new Error(`the ${engine.kind} job ${job.submissionId} failed${latest?.message ? `: ${latest.message}` : ''}${tracebackTail(options.store.engineJobs.lastTraceback(options.runId)?.error ?? null)}`);
+  // The error line a person reads first: the traceback's, else the last line of Ray's message
+  // (whose driver lines carry terminal colours, e.g. `\x1b[36m(TaskRunner pid=…)\x1b[0m`).
+  const why = options.store.engineJobs.lastTraceback(options.runId)?.error ?? lastTracebackLine(stripAnsi(options.store.engineJobs.latest(options.runId)?.message ?? ''));
+  throw new Error(`the ${engine.kind} job ${job.submissionId} failed${why ? `: ${stripAnsi(why)}` : ''}`);
 }
 
 async function stopJob(store: Store, runId: number, job: FollowedJob): Promise<boolean> {
@@ -204,8 +206,8 @@ async function stopJob(store: Store, runId: number, job: FollowedJob): Promise<b
   }
 }
 
-/** The last traceback's error line, for the failure's reason (the whole text is in the run's events). */
-const tracebackTail = (line: string | null) => (line ? `; ${line}` : '');
+// eslint-disable-next-line no-control-regex -- terminal colour codes are control characters by definition
+const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -111,7 +111,7 @@ export class EngineIngest {
         summary.logText += record.text;
         return;
       case 'traceback':
-        this.store.events.log(this.runId, 'error', 'engine_traceback', `${record.actor ? `${record.actor}: ` : ''}${record.error}`, { traceback: record.text, actor: record.actor });
+        this.store.events.log(this.runId, 'error', 'engine_traceback', `${record.actor ? `${record.actor}: ` : ''}${record.error}`, { traceback: record.text, actor: record.actor, error: record.error });
         return;
       case 'warning':
         this.store.events.log(this.runId, 'warning', `engine_${record.code}`, record.message, record.source ? { file: record.source.file, line: record.source.line } : null);

@@ -119,8 +119,8 @@ export class EngineJobsRepo {
   lastTraceback(runId: number): { error: string; text: string | null } | null {
     const row = this.db.prepare("SELECT message, data_json FROM events WHERE run_id = ? AND kind = 'engine_traceback' ORDER BY id DESC LIMIT 1").get(runId) as { message: string; data_json: string | null } | undefined;
     if (!row) return null;
-    const data = parseJsonColumn<{ traceback?: unknown }>(row.data_json, {});
-    return { error: row.message, text: typeof data.traceback === 'string' ? data.traceback : null };
+    const data = parseJsonColumn<{ traceback?: unknown; error?: unknown }>(row.data_json, {});
+    return { error: typeof data.error === 'string' ? data.error : row.message, text: typeof data.traceback === 'string' ? data.traceback : null };
   }
 
   /** Whether another run's job on `address` has not ended (a local head shared by two runs stays up). */
