@@ -29,7 +29,8 @@ import { isRayEngineRun } from '../engine/vocabulary';
 import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
-import { requestRunStop } from './stop';
+import { isLive, requestRunStop } from './stop';
+import { hasUnfinishedJob, stopDetachedJob } from '../engine/engines/detached';
 
 /**
  * Launching and stopping runs: what the StudioApi's service forwards to the run manager (the
@@ -342,6 +343,13 @@ async function stopRun(ctx: ManagerContext, runId: number): Promise<void> {
   const { store, publish } = ctx;
   const entry = ctx.active.get(runId);
   if (!entry) {
+    // An engine run no process follows (the Studio detached from it as it closed): its job is stopped on Ray (issue 38).
+    const run = store.runs.get(runId);
+    if (run && !isLive(run) && hasUnfinishedJob(store, runId)) {
+      await stopDetachedJob(store, runId, ctx.options.origin ?? `process ${process.pid}`);
+      publish({ type: 'run-updated', runId });
+      return;
+    }
     // Owned by another process (a terminal's `marsrl run`, the app): a request recorded with
     // the run, which its worker honours at its next safe point (runner/stop.ts). Returns once
     // recorded; the run's status follows as pushed events.

@@ -106,6 +106,19 @@ describe('a veRL run launched from the CLI', () => {
     expect(job.logTail).toMatch(/step:3 - /);
   });
 
+  it('prints its job log with `marsrl logs`, and refuses an attempt it does not have', () => {
+    const runId = store.runs.list({ limit: 1 }).items[0].id;
+    const logs = marsrl(['logs', String(runId), '--lines', '3', '--db', db], home('verl'));
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout.trim().split('\n')).toHaveLength(3);
+    expect(logs.stdout).toMatch(/Final validation metrics/);
+    const none = marsrl(['logs', String(runId), '--attempt', '2', '--db', db], home('verl'));
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/has attempts 1; there is no attempt 2/);
+    const studio = marsrl(['logs', String(studioRunId), '--db', db], home('verl'));
+    expect(studio.stderr).toMatch(/has no Ray job .*Studio's own trainer/);
+  });
+
   it('is compared beside a Studio run and exported as trajectories', async () => {
     const runId = store.runs.list({ limit: 1 }).items[0].id;
     const service = createStudioService({ store, databasePath: db, transport: 'direct' });
@@ -215,6 +228,32 @@ describe('faults', () => {
     }
   }, 180_000);
 
+  it('stops with `marsrl stop` a job no Studio follows, on Ray itself; its log is read from Ray meanwhile', async () => {
+    const db = path.join(tmp.dir, 'detached.db');
+    const fake = await fakeRay({ STANDIN_STEP_MS: '700' });
+    const launched = marsrlAsync(runArgs('verl-grpo', db, fake.address, ['optimization.steps=30']), home('detached'));
+    const store = openStore(db);
+    try {
+      await until(() => turnCount(store, 1) > 0, 60_000);
+      launched.child.kill('SIGKILL');
+      await launched.done;
+      await until(() => store.runs.get(1)?.status === 'interrupted', 20_000);
+      const logs = await marsrlAsync(['logs', '1', '--db', db], home('detached')).done;
+      expect(logs.stderr).toMatch(/no Studio process follows job .*: its log as Ray has it/);
+      expect(logs.stdout).toMatch(/step:1 - /);
+      const stopped = await marsrlAsync(['stop', '1', '--db', db], home('detached')).done;
+      expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
+      expect(stopped.stdout).toMatch(/asked Ray to stop job marsrl-1-/);
+      await until(() => fake.jobs.get(store.engineJobs.latest(1)!.submissionId)?.status === 'STOPPED', 20_000);
+      // The next follower reads the job to its end: the run stays interrupted, nothing resubmitted.
+      const resumed = await marsrlAsync(['resume', '1', '--db', db], home('detached')).done;
+      expect(resumed.stdout + resumed.stderr).toMatch(/interrupted/);
+      expect(store.engineJobs.list(1).map((j) => j.status)).toEqual(['STOPPED']);
+    } finally {
+      store.close();
+    }
+  }, 180_000);
+
   it('marks a FAILED job failed, with the traceback at the end of `marsrl run`', async () => {
     const db = path.join(tmp.dir, 'failed.db');
     const fake = await fakeRay({ STANDIN_FAIL_AT_STEP: '2' });
@@ -246,3 +285,16 @@ async function until(test: () => boolean, timeoutMs: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+describe('marsrl doctor --python', () => {
+  it('says which engines an interpreter can run, with versions, and names a missing interpreter', () => {
+    const ok = marsrl(['doctor', '--python', STANDIN_PYTHON]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/ray +2\.58\.0/);
+    expect(ok.stdout).toMatch(/verl +0\.7\.1/);
+    expect(ok.stdout).toMatch(/engine\.kind it can run: verl/);
+    const missing = marsrl(['doctor', '--python', path.join(tmp.dir, 'no-such-python')]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/engine\.python: .*no such interpreter/);
+  });
+});
