@@ -1,20 +1,26 @@
 /**
- * `npm run bench -- engine-follow [--generations N] [--engine verl|drmas] [--keep]`
+ * `npm run bench -- engine-follow [--generations N] [--engine verl|drmas] [--no-store] [--keep]`
  *
  * Ingestion rate of the engine followers (issue 38): writes an attempt folder of N dumped
  * generations (default 100 000) in the engine's own format — veRL 0.9 lines with `uid`, or
  * DrMAS lines with the Studio hook's fields — plus the metrics file, then follows it as a
  * finished run in polls of at most 10 000 turns (as the live follower does), counting the records
  * and dropping them, and reports turns/s and the resident memory after every poll (flat when the
- * follower's memory does not grow with the run). Baseline measured in the same run: reading the
- * same files whole and JSON.parse-ing every line, without completeness rules, cursors or
- * mapping.
+ * follower's memory does not grow with the run). Each poll's records are then written into a
+ * fresh store as a live run writes them (engines/ingest.ts: turns in episodes, problems, rewards,
+ * metrics, the cursor in the same transaction), timed apart, unless --no-store. Baseline measured
+ * in the same run: reading the same files whole and JSON.parse-ing every line, without
+ * completeness rules, cursors or mapping.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { presetDocument } from '../src-main/engine/config/load';
+import { resolveConfig } from '../src-main/engine/preflight';
 import { followAttempt, initialFollowState } from '../src-main/engine/engines/follow/follower';
+import { EngineIngest } from '../src-main/engine/engines/ingest';
+import { openStore, type Store } from '../src-main/engine/store';
 import type { FollowSpec } from '../src-main/engine/engines/follow/spec';
 
 function spec(engine: 'verl' | 'drmas', runDir: string): FollowSpec {
@@ -74,6 +80,17 @@ function writeRun(engine: 'verl' | 'drmas', runDir: string, generations: number)
   return bytes;
 }
 
+/** A fresh store with one engine run of the shipped preset, as a launched run has it. */
+function benchStore(dir: string, engine: 'verl' | 'drmas', s: FollowSpec): { store: Store; ingest: EngineIngest } {
+  const store = openStore(path.join(dir, 'bench.db'));
+  const preset = engine === 'verl' ? 'verl-grpo' : 'drmas-marsrl';
+  const config = resolveConfig(presetDocument(preset));
+  const runId = store.runs.create({ name: `bench ${preset}`, preset, config: config as unknown as Record<string, unknown>, codeVersion: 'bench', seed: 1 });
+  store.runs.setStatus(runId, 'running', null);
+  store.engineJobs.add({ runId, attempt: 1, engine, submissionId: 'bench', address: 'http://127.0.0.1:8265', localRunDir: s.localRunDir, entrypoint: 'bench', spec: s, cursor: initialFollowState() });
+  return { store, ingest: new EngineIngest(store, runId, config, s) };
+}
+
 function baseline(rolloutDir: string): { lines: number; seconds: number } {
   const t0 = performance.now();
   let lines = 0;
@@ -88,7 +105,7 @@ function baseline(rolloutDir: string): { lines: number; seconds: number } {
 }
 
 export async function run(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { generations: { type: 'string', default: '100000' }, engine: { type: 'string', default: 'verl' }, keep: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ args: argv, options: { generations: { type: 'string', default: '100000' }, engine: { type: 'string', default: 'verl' }, 'no-store': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
   const generations = Number(values.generations);
   const engine = values.engine as 'verl' | 'drmas';
   if (!Number.isInteger(generations) || generations < 1000) throw new Error(`--generations must be an integer ≥ 1000 (got ${values.generations})`);
@@ -104,6 +121,8 @@ export async function run(argv: string[]): Promise<void> {
     const rssStart = process.memoryUsage().rss;
     const rss: number[] = [];
     const heap: number[] = [];
+    const sink = values['no-store'] ? null : benchStore(dir, engine, s);
+    let storeMs = 0;
     let state = initialFollowState();
     let turns = 0;
     let metrics = 0;
@@ -119,6 +138,11 @@ export async function run(argv: string[]): Promise<void> {
         else if (rec.kind === 'metric') metrics++;
       }
       busy += performance.now() - t0;
+      if (sink) {
+        const t1 = performance.now();
+        sink.ingest.write(r.records, 1, r.state);
+        storeMs += performance.now() - t1;
+      }
       // With --expose-gc the live heap after a collection is measured too: what the follower keeps.
       if (global.gc) {
         global.gc();
@@ -134,6 +158,12 @@ export async function run(argv: string[]): Promise<void> {
     console.log(`  follower   ${turns} turns in ${seconds.toFixed(2)} s = ${Math.round(turns / seconds).toLocaleString('en-US')} turns/s (${(bytes / 2 ** 20 / seconds).toFixed(1)} MiB/s), ${polls} polls of ≤ 10 000 turns`);
     console.log(`  baseline   readFileSync + JSON.parse of the same lines: ${base.lines} lines in ${base.seconds.toFixed(2)} s = ${Math.round(base.lines / base.seconds).toLocaleString('en-US')} lines/s`);
     console.log(`  ratio      follower / baseline time: ${(seconds / base.seconds).toFixed(2)}×`);
+    if (sink) {
+      const stored = (sink.store.db.prepare('SELECT COUNT(*) AS n FROM turns').get() as { n: number }).n;
+      const skipped = turns - stored;
+      console.log(`  store      ${stored} turns written${skipped ? ` (${skipped} padding copies skipped)` : ''} in ${(storeMs / 1000).toFixed(2)} s = ${Math.round(stored / (storeMs / 1000)).toLocaleString('en-US')} turns/s; follow + store ${Math.round(stored / ((busy + storeMs) / 1000)).toLocaleString('en-US')} turns/s; database ${mb(fs.statSync(sink.store.path).size)}`);
+      sink.store.close();
+    }
     const sorted = rss.slice(1).sort((a, b) => a - b);
     if (heap.length) console.log(`  heap       live after each poll (collected): first ${mb(heap[0])}, max ${mb(Math.max(...heap))}, last ${mb(heap[heap.length - 1])}; the follow state is ${JSON.stringify(state).length} bytes of JSON`);
     console.log(`  memory     RSS before ${mb(rssStart)}; after each poll: first ${mb(rss[0])}, median ${mb(sorted[Math.floor(sorted.length / 2)] ?? rss[0])}, max ${mb(Math.max(...rss))}, last ${mb(rss[rss.length - 1])}; peak (maxRSS) ${mb(process.resourceUsage().maxRSS * 1024)}`);

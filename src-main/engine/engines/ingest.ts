@@ -37,6 +37,7 @@ export interface IngestSummary {
 interface EpisodeSlot {
   id: number;
   rounds: number;
+  step: number;
 }
 
 /** A positive 31-bit id of a text (FNV-1a): a GRPO group's uid as the store's integer group id. */
@@ -77,7 +78,18 @@ export class EngineIngest {
       writer.close();
       this.store.engineJobs.saveCursor(this.runId, attempt, cursor);
     })();
+    this.forgetFinishedSteps(summary.step);
     return summary;
+  }
+
+  /**
+   * A trajectory's turns are dumped in its step's file, which is taken whole: once a later step
+   * is read, earlier steps' trajectories are complete, and their slots are dropped so the map does
+   * not grow with the run (a validation dump of the previous step may still be read: one step kept).
+   */
+  private forgetFinishedSteps(step: number | null): void {
+    if (step === null) return;
+    for (const [key, slot] of this.episodes) if (slot.step < step - 1) this.episodes.delete(key);
   }
 
   private one(record: FollowRecord, writer: ReturnType<Store['writer']>, summary: IngestSummary): void {
@@ -129,7 +141,7 @@ export class EngineIngest {
     const known = key !== null ? this.episodes.get(key) : undefined;
     if (known) return known;
     const problemId = this.problemOf(record, writer);
-    const slot = { id: writer.newId('episodes'), rounds: 0 };
+    const slot = { id: writer.newId('episodes'), rounds: 0, step: record.step };
     writer.episode({ id: slot.id, runId: this.runId, step: record.step, problemId, split: record.split, finalAnswer: null, correct: null, rounds: 0, meta: { engine: this.spec.engine, trajectory: record.trajectory, group: record.group } });
     if (key !== null) this.episodes.set(key, slot);
     return slot;
