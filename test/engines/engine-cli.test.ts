@@ -18,6 +18,7 @@ import { STANDIN_PYTHON, fakeDrmasCheckout } from '../helpers/engines';
 import { closedPortUrl } from '../helpers/env';
 import { FakeRay } from '../helpers/fake-ray';
 import { seedStudio } from '../helpers/seed';
+import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tempFolder } from '../helpers/tmp';
 
 const tmp = tempFolder('marsrl-engine-cli-');
@@ -51,6 +52,7 @@ describe('a veRL run launched from the CLI', () => {
   let store: Store;
   let run: CliResult;
   let studioRunId: number;
+  let model: string;
   const steps = 3;
 
   beforeAll(async () => {
@@ -58,7 +60,9 @@ describe('a veRL run launched from the CLI', () => {
     store = openStore(db);
     studioRunId = seedStudio(store).done.id;
     const fake = await fakeRay();
-    run = await marsrlAsync(runArgs('verl-grpo', db, fake.address, [`optimization.steps=${steps}`]), home('verl')).done;
+    // A real (tiny) Qwen3 folder as the starting model: the checkpoints' Hugging Face weights are its layout.
+    model = writeTinyQwen3Model(path.join(tmp.dir, 'tiny-qwen3'));
+    run = await marsrlAsync(runArgs('verl-grpo', db, fake.address, [`optimization.steps=${steps}`, `engine.model=${model}`]), home('verl')).done;
   }, 120_000);
   afterAll(() => store.close());
 
@@ -117,6 +121,27 @@ describe('a veRL run launched from the CLI', () => {
     expect(none.stderr).toMatch(/has attempts 1; there is no attempt 2/);
     const studio = marsrl(['logs', String(studioRunId), '--db', db], home('verl'));
     expect(studio.stderr).toMatch(/has no Ray job .*Studio's own trainer/);
+  });
+
+  it('leaves checkpoints the model tools open: inspect, generate, GGUF export', () => {
+    const runId = store.runs.list({ limit: 1 }).items[0].id;
+    const latest = store.events.checkpoints(runId).pop()!;
+    const inspect = marsrl(['model', 'inspect', latest.path]);
+    expect(inspect.code, inspect.stdout + inspect.stderr).toBe(0);
+    expect(inspect.stdout).toMatch(/Qwen3ForCausalLM/);
+    const generated = marsrl(['model', 'generate', latest.path, '--prompt', 'hello', '--max-tokens', '3', '--greedy', '--json']);
+    expect(generated.code, generated.stderr).toBe(0);
+    const gguf = path.join(tmp.dir, 'engine-step.gguf');
+    const exported = marsrl(['model', 'export', latest.path, '--format', 'gguf', '--out', gguf]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(fs.readFileSync(gguf).subarray(0, 4).toString('latin1')).toBe('GGUF');
+    // The run page's "Export model" (the API's exportModel) takes the run's newest checkpoint.
+    const hf = path.join(tmp.dir, 'engine-export-hf');
+    const fromRun = marsrl(['model', 'export', String(runId), '--format', 'hf', '--out', hf, '--db', db]);
+    expect(fromRun.code, fromRun.stderr).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(hf, 'config.json'), 'utf8')).architectures).toEqual(['Qwen3ForCausalLM']);
+    const peft = marsrl(['model', 'export', String(runId), '--format', 'peft', '--out', path.join(tmp.dir, 'never'), '--db', db]);
+    expect(peft.stderr).toMatch(/full fine-tuned weights, not LoRA adapters; use --format hf/);
   });
 
   it('is compared beside a Studio run and exported as trajectories', async () => {

@@ -206,7 +206,7 @@ function dump(dir: string, step: number, lines: string[], asyncWriter: boolean, 
  * tokenizer always and weights with 'hf_model'. DrMAS (its older manager): config and tokenizer
  * beside the shards, huggingface/ only with 'hf_model'. The tracker is written last.
  */
-function saveCheckpoint(root: string, step: number, policies: string[], hf: boolean, engine: 'verl' | 'drmas'): void {
+function saveCheckpoint(root: string, step: number, policies: string[], hf: boolean, engine: 'verl' | 'drmas', models: readonly string[] = []): void {
   const stepDir = path.join(root, `global_step_${step}`);
   say(`local_global_step_folder: ${stepDir}`);
   const hfFiles = (dir: string) => {
@@ -227,7 +227,11 @@ function saveCheckpoint(root: string, step: number, policies: string[], hf: bool
     } else hfFiles(actor);
     if (hf) {
       hfFiles(path.join(actor, 'huggingface'));
-      fs.writeFileSync(path.join(actor, 'huggingface', 'model.safetensors'), Buffer.alloc(16));
+      // 'hf_model' saves the trained weights in the starting model's Hugging Face layout; the
+      // stand-in trains nothing, so a starting model that is a folder here is saved as it is.
+      const start = models[policies.indexOf(p)] ?? models[0];
+      if (start && fs.existsSync(path.join(start, 'config.json'))) fs.cpSync(start, path.join(actor, 'huggingface'), { recursive: true });
+      else fs.writeFileSync(path.join(actor, 'huggingface', 'model.safetensors'), Buffer.alloc(16));
     }
   }
   fs.writeFileSync(path.join(stepDir, 'data.pt'), 'dataloader');
@@ -418,7 +422,7 @@ async function runVerl(args: string[]): Promise<void> {
       await dump(rolloutDir, step, lines, asyncWriter);
     } else if (failAt === step) failNow(step, 'verl');
     if (!v1 && isTest) val = await validate(step);
-    if (saveFreq > 0 && (step === total || step % saveFreq === 0)) saveCheckpoint(ckptDir, step, ['actor'], hf, 'verl');
+    if (saveFreq > 0 && (step === total || step % saveFreq === 0)) saveCheckpoint(ckptDir, step, ['actor'], hf, 'verl', [get<string>(cfg, 'actor_rollout_ref.model.path', '')]);
     progressBar(step, total);
     log(step, {
       'actor/entropy': 0.52 - step * 0.01,
@@ -599,7 +603,7 @@ async function runDrmas(args: string[]): Promise<void> {
       await dump(rolloutDir, step, lines, false);
     } else if (failAt === step) failNow(step, 'DrMAS');
     const isTest = testFreq > 0 && (step === total || step % testFreq === 0);
-    if (saveFreq > 0 && (step === total || step % saveFreq === 0)) saveCheckpoint(ckptDir, step, groups.map((g) => path.join('actor', g.wg)), hf, 'drmas');
+    if (saveFreq > 0 && (step === total || step % saveFreq === 0)) saveCheckpoint(ckptDir, step, groups.map((g) => path.join('actor', g.wg)), hf, 'drmas', groups.map((g) => modelIds[agentIds.indexOf(g.agents[0])] ?? ''));
     const data: Record<string, number> = {};
     for (const g of groups) {
       const mine = rows.filter((r) => g.agents.includes(r.agent));
