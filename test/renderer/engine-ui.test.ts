@@ -1,10 +1,11 @@
 /**
  * The renderer's engine parts without a browser (issue 38): the new-run form's engine block
  * (which engine, which fields, their sections, the engine's refusals merged with the schema's,
- * the version note, engine.model one or per policy).
+ * the version note, engine.model one or per policy) and the run page's Ray jobs (latest first,
+ * the failure on top, a Ray status's tone, the log as a terminal shows it).
  */
 import { describe, expect, it } from 'vitest';
-import type { ConfigField, EnginePreview } from '#shared/contract';
+import type { ConfigField, EngineJobInfo, EnginePreview } from '#shared/contract';
 import { configSchemaInfo } from '../../src-main/engine/config/fields';
 import {
   engineFieldShown,
@@ -18,6 +19,7 @@ import {
   policiesInUse,
   versionNote,
 } from '../../src-renderer/src/util/engineForm';
+import { latestFailure, latestFirst, rayEngineOfConfig, rayTone, terminalText } from '../../src-renderer/src/util/engineJobs';
 
 const okPreview = (over: Partial<Extract<EnginePreview, { ok: true }>> = {}): Extract<EnginePreview, { ok: true }> => ({
   ok: true,
@@ -30,6 +32,10 @@ const okPreview = (over: Partial<Extract<EnginePreview, { ok: true }>> = {}): Ex
   warnings: [],
   ...over,
 });
+
+function job(attempt: number, over: Partial<EngineJobInfo> = {}): EngineJobInfo {
+  return { attempt, engine: 'verl', submissionId: `marsrl-1-abc-a${attempt}`, address: 'http://127.0.0.1:8265', status: 'RUNNING', message: null, entrypoint: 'python3 -m verl.trainer.main_ppo', runDir: '/runs/run-1', submittedAt: 1, updatedAt: 2, logTail: '', traceback: null, ...over };
+}
 
 describe('new-run form: the engine block', () => {
   it('tells the engine from the document: absent or studio is the Studio, verl and drmas run on Ray', () => {
@@ -92,5 +98,36 @@ describe('new-run form: the engine block', () => {
     expect(engineModelSwitched({ solver: '/m/a', verifier: '/m/b' }, false, ['solver', 'verifier'])).toBe('/m/a');
     expect(engineModelSwitched({}, false, ['solver'])).toBeUndefined();
     expect(engineModelSwitched('/m/a', false, ['solver'])).toBe('/m/a');
+  });
+});
+
+describe('run page: the Ray jobs of an engine run', () => {
+  it('knows an engine run by its config', () => {
+    expect(rayEngineOfConfig({ engine: { kind: 'verl' } })).toBe('verl');
+    expect(rayEngineOfConfig({ engine: { kind: 'drmas' } })).toBe('drmas');
+    expect(rayEngineOfConfig({ engine: { kind: 'studio' } })).toBeNull();
+    expect(rayEngineOfConfig({ task: {} })).toBeNull();
+    expect(rayEngineOfConfig(null)).toBeNull();
+  });
+
+  it('lists the attempts latest first, and puts the latest attempt’s failure on top (not an earlier one’s)', () => {
+    const first = job(1, { status: 'FAILED', traceback: 'Traceback (most recent call last):\nValueError: a' });
+    const second = job(2, { status: 'RUNNING' });
+    expect(latestFirst([first, second]).map((j) => j.attempt)).toEqual([2, 1]);
+    expect(latestFailure([first, second])).toBeNull();
+    const failed = job(2, { status: 'FAILED', message: 'Job entrypoint command failed with exit code 1', traceback: 'Traceback …' });
+    expect(latestFailure([first, failed])).toEqual({ attempt: 2, submissionId: 'marsrl-1-abc-a2', message: 'Job entrypoint command failed with exit code 1', traceback: 'Traceback …' });
+    expect(latestFailure([])).toBeNull();
+  });
+
+  it('draws each Ray status in the run list’s colours', () => {
+    expect(['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'STOPPED', null, 'WEIRD'].map(rayTone)).toEqual(['pending', 'running', 'done', 'failed', 'stopped', 'unknown', 'unknown']);
+  });
+
+  it('shows the log as a terminal leaves it: Ray’s colours taken out, a rewritten progress line at its last state', () => {
+    const esc = String.fromCharCode(27);
+    const log = `${esc}[36m(TaskRunner pid=4242)${esc}[0m step:1 - actor/pg_loss:-0.003\n${esc}]0;title${String.fromCharCode(7)}plain\r\n10%|#  |\r50%|#####|\r100%|##########|\nend`;
+    expect(terminalText(log)).toBe('(TaskRunner pid=4242) step:1 - actor/pg_loss:-0.003\nplain\n100%|##########|\nend');
+    expect(terminalText('')).toBe('');
   });
 });
