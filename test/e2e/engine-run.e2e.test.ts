@@ -200,4 +200,27 @@ describe('an engine run from the new-run form', () => {
     expect(session.store.runs.get(runId)?.status).toBe('interrupted');
     await screenshot(page, 'engine-run-stopped');
   }, 180_000);
+
+  it('plans a DrMAS run with one starting model per policy, and asks for DrMAS’s checkout at its field', async () => {
+    await session.open('#/new?preset=drmas-marsrl', { fresh: true });
+    const block = page.getByTestId('engine-block');
+    await block.waitFor();
+    expect(await block.getAttribute('data-kind')).toBe('drmas');
+    expect(await block.locator('[data-section="drmas"]').count()).toBe(1);
+    await fill('engine.address', fake.address);
+    await fill('engine.python', STANDIN_PYTHON);
+    // Three policies (Solver, Verifier, Corrector, each its own weights): a starting model for each.
+    await page.getByTestId('engine-model-per-policy').check();
+    for (const id of ['solver', 'verifier', 'corrector']) await fill(`engine.model.${id}`, `/models/${id}-4B`);
+    // The preview cannot ask the interpreter whether DrMAS is installed in editable mode: it wants the checkout, at its field.
+    await expect.poll(() => placed('engine.working_dir').first().textContent(), POLL).toMatch(/give DrMAS's checkout where the job runs/);
+    expect(await page.getByTestId('launch').isDisabled()).toBe(true);
+    await fill('engine.working_dir', '/opt/DrMAS');
+    await expect.poll(() => command().getAttribute('data-state'), POLL).toBe('ok');
+    const text = (await page.getByTestId('engine-entrypoint').textContent()) ?? '';
+    for (const id of ['solver', 'verifier', 'corrector']) expect(text).toContain(`/models/${id}-4B`);
+    expect(text).toContain('algorithm.group_by_agent_id=True');
+    await command().scrollIntoViewIfNeeded();
+    await screenshot(page, 'engine-form-drmas');
+  });
 });
