@@ -26,6 +26,8 @@ type EnginesApi = Pick<StudioApi, 'getEngineJobs' | 'previewEngineRun'>;
 /** The newest veRL release whose configuration keys the Studio checks overrides against (resources/engines/verl). */
 const NEWEST_KNOWN_VERL = '0.9.0';
 const DEFAULT_LOG_LINES = 200;
+/** Where the preview's DrMAS command `cd`s when engine.working_dir is not given: the launch puts the checkout it finds there. */
+const DRMAS_CHECKOUT_PLACEHOLDER = '/DRMAS-CHECKOUT-OF-ENGINE-PYTHON';
 /** The end of a log is read from at most this many bytes, so a huge job log never fills the answer. */
 const LOG_TAIL_BYTES = 256 * 1024;
 
@@ -53,7 +55,8 @@ export function createEnginesApi({ store, databasePath, requireRun }: ServiceCon
           attempt: 1,
           storeTag: storeTagOf(databasePath),
           defaultRunRoot: path.dirname(runDir(databasePath, nextRun + 1)),
-          probe: assumedProbe(engine.python, engine.kind, version, engine.working_dir ?? null, engine.tensorboard ?? engine.kind === 'drmas'),
+          // DrMAS's checkout is what engine.python has installed (editable), found by the launch's probe; named so in the preview.
+          probe: assumedProbe(engine.python, engine.kind, version, engine.working_dir ?? (engine.kind === 'drmas' ? DRMAS_CHECKOUT_PLACEHOLDER : null), engine.tensorboard ?? engine.kind === 'drmas'),
         });
         const preview: EnginePreview = { ok: true, engine: plan.kind, engineVersion: plan.engineVersion, versionFrom, entrypoint: plan.entrypoint, overrides: plan.overrides, env: plan.runtimeEnv.env_vars, warnings: plan.warnings };
         return preview;

@@ -201,7 +201,7 @@ describe('an engine run from the new-run form', () => {
     await screenshot(page, 'engine-run-stopped');
   }, 180_000);
 
-  it('plans a DrMAS run with one starting model per policy, and asks for DrMAS’s checkout at its field', async () => {
+  it('plans a DrMAS run with one starting model per policy, from the checkout engine.python has or engine.working_dir', async () => {
     await session.open('#/new?preset=drmas-marsrl', { fresh: true });
     const block = page.getByTestId('engine-block');
     await block.waitFor();
@@ -212,11 +212,11 @@ describe('an engine run from the new-run form', () => {
     // Three policies (Solver, Verifier, Corrector, each its own weights): a starting model for each.
     await page.getByTestId('engine-model-per-policy').check();
     for (const id of ['solver', 'verifier', 'corrector']) await fill(`engine.model.${id}`, `/models/${id}-4B`);
-    // The preview cannot ask the interpreter whether DrMAS is installed in editable mode: it wants the checkout, at its field.
-    await expect.poll(() => placed('engine.working_dir').first().textContent(), POLL).toMatch(/give DrMAS's checkout where the job runs/);
-    expect(await page.getByTestId('launch').isDisabled()).toBe(true);
-    await fill('engine.working_dir', '/opt/DrMAS');
+    // The preview runs nothing: the checkout engine.python has installed is named as what the launch finds.
     await expect.poll(() => command().getAttribute('data-state'), POLL).toBe('ok');
+    await expect.poll(async () => (await page.getByTestId('engine-entrypoint').textContent()) ?? '', POLL).toMatch(/^cd \/DRMAS-CHECKOUT-OF-ENGINE-PYTHON && /);
+    await fill('engine.working_dir', '/opt/DrMAS');
+    await expect.poll(async () => (await page.getByTestId('engine-entrypoint').textContent()) ?? '', POLL).toMatch(/^cd \/opt\/DrMAS && /);
     const text = (await page.getByTestId('engine-entrypoint').textContent()) ?? '';
     for (const id of ['solver', 'verifier', 'corrector']) expect(text).toContain(`/models/${id}-4B`);
     expect(text).toContain('algorithm.group_by_agent_id=True');

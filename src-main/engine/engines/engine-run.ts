@@ -27,7 +27,7 @@ import { localPath, storeTagOf } from './attempt';
 import { initialFollowState, type FollowState } from './follow/follower';
 import { JobFollower } from './follow/live';
 import type { FollowSpec } from './follow/spec';
-import { EngineIngest } from './ingest';
+import { EngineIngest, stripAnsi } from './ingest';
 import { RayError, RayJobsClient, lastTracebackLine } from './ray/client';
 import { ensureLocalHead, stopLocalHead } from './ray/local-head';
 import { probeLocal, probeOnCluster } from './ray/probe';
@@ -206,8 +206,6 @@ async function stopJob(store: Store, runId: number, job: FollowedJob): Promise<b
   }
 }
 
-// eslint-disable-next-line no-control-regex -- terminal colour codes are control characters by definition
-const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -50,6 +50,10 @@ function groupNumber(text: string): number {
   return (h >>> 1) & 0x7fffffff;
 }
 
+/** Ray's driver lines carry terminal colours (`\x1b[36m(TaskRunner pid=…)\x1b[0m`); the store keeps plain text. */
+// eslint-disable-next-line no-control-regex -- terminal colour codes are control characters by definition
+export const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
+
 const digest = (text: string) => crypto.createHash('sha256').update(text).digest('hex').slice(0, 16);
 
 export class EngineIngest {
@@ -116,8 +120,8 @@ export class EngineIngest {
         this.store.events.log(this.runId, 'info', 'engine_checkpoint_removed', `the engine removed its checkpoint of step ${record.step} (${record.dir})`, null, record.step);
         return;
       case 'status':
-        this.store.engineJobs.setStatus(this.runId, this.spec.attempt, record.status, record.message);
-        this.store.events.log(this.runId, record.status === 'FAILED' ? 'error' : 'info', 'engine_job_status', `Ray job ${record.status}${record.message ? `: ${record.message}` : ''}`, { status: record.status, errorType: record.errorType, exitCode: record.exitCode });
+        this.store.engineJobs.setStatus(this.runId, this.spec.attempt, record.status, record.message === null ? null : stripAnsi(record.message));
+        this.store.events.log(this.runId, record.status === 'FAILED' ? 'error' : 'info', 'engine_job_status', `Ray job ${record.status}${record.message ? `: ${stripAnsi(record.message)}` : ''}`, { status: record.status, errorType: record.errorType, exitCode: record.exitCode });
         return;
       case 'log':
         summary.logText += record.text;
