@@ -707,6 +707,44 @@ export interface EndpointCheckResult {
   endpoints: EndpointCheck[];
 }
 
+/** One attempt's Ray job of a run that veRL or DrMAS trains (issue 38). */
+export interface EngineJobInfo {
+  attempt: number;
+  engine: string;
+  submissionId: string;
+  /** The Ray dashboard's URL (a token is never part of it). */
+  address: string;
+  /** Ray's last status as the Studio saw it (PENDING, RUNNING, STOPPED, SUCCEEDED, FAILED), null before the first answer. */
+  status: string | null;
+  message: string | null;
+  /** The shell line Ray runs. */
+  entrypoint: string;
+  /** The run's engine folder on this machine (dataset, checkpoints, one folder per attempt). */
+  runDir: string;
+  submittedAt: number;
+  updatedAt: number;
+  /** The end of the job's log as the Studio copied it (at most `logLines` lines). */
+  logTail: string;
+  /** The whole traceback of a failed job, when its log had one. */
+  traceback: string | null;
+}
+
+/** What would be submitted for an engine run config, or why the engine would refuse it (issue 38). */
+export type EnginePreview =
+  | {
+      ok: true;
+      engine: string;
+      /** The engine version the command was planned for, and where that came from. */
+      engineVersion: string;
+      versionFrom: 'engine.version' | 'probe' | 'assumed';
+      /** The exact shell line Ray will run. */
+      entrypoint: string;
+      overrides: string[];
+      env: Record<string, string>;
+      warnings: string[];
+    }
+  | { ok: false; issues: ConfigIssue[] };
+
 export type StudioEvent =
   | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
   | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
@@ -740,8 +778,12 @@ export interface StudioApi {
   startRun(request: StartRunRequest): Promise<{ runId: number }>;
   /** Ask a running run to stop; it is marked interrupted and can be resumed. */
   stopRun(runId: number): Promise<void>;
-  /** Continue an interrupted run from its last checkpoint. */
+  /** Continue an interrupted run from its last checkpoint (an engine run re-attaches to a Ray job that still runs). */
   resumeRun(runId: number): Promise<void>;
+  /** The Ray jobs of an engine run, latest attempt last, with the end of each job's log (issue 38). */
+  getEngineJobs(runId: number, logLines?: number): Promise<EngineJobInfo[]>;
+  /** The command an engine run config would submit, or every field the engine would refuse. */
+  previewEngineRun(config: unknown): Promise<EnginePreview>;
   /** Start a new run with run `runId`'s config (a run that cannot be resumed: `marsrl run --like`). */
   runAgain(runId: number): Promise<{ runId: number }>;
   /** The group a turn's advantage was normalised in, its statistics and formula, to recompute it by hand. */
@@ -790,6 +832,8 @@ export const STUDIO_METHODS = [
   'stopRun',
   'resumeRun',
   'runAgain',
+  'getEngineJobs',
+  'previewEngineRun',
   'explainAdvantage',
   'listMetricKeys',
   'getSeries',

@@ -165,6 +165,9 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   ]),
   listEvents: z.tuple([runId, optionalCursor]),
   getTimeline: z.tuple([runId]),
+  getEngineJobs: z.tuple([runId, z.number().int().min(0).max(10_000).optional()]),
+  // Checked by the run-config schema inside the handler, as validateConfig is.
+  previewEngineRun: z.tuple([z.record(z.string(), z.unknown(), 'a run configuration object (the new-run form\'s document)')]),
   startExport: z.tuple([ExportRequestSchema]),
   cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
   exportModel: z.tuple([ModelExportSchema]),

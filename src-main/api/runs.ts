@@ -3,10 +3,12 @@
  * and stopping runs through the run manager, and what a run recorded over time (metric series,
  * events, the timeline).
  */
-import type { ListRunsQuery, SeriesQuery, StudioApi } from '#shared/contract';
+import type { ListRunsQuery, SeriesQuery, StartRunRequest, StudioApi } from '#shared/contract';
 import { StudioError } from '#shared/errors';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import { runAgainRequest } from '../engine/training/advice';
+import { rayEngineOf } from '../engine/engines/run-config';
+import { resolveLaunchConfig } from '../runner/manager';
 import type { ServiceContext } from './context';
 import { toRunDetail, toRunSummary } from './views';
 
@@ -17,7 +19,7 @@ type RunsApi = Pick<
 
 const MAX_SERIES_POINTS = 20_000;
 
-export function createRunsApi({ store, runs, hub, requireRun, controller }: ServiceContext): RunsApi {
+export function createRunsApi({ store, runs, hub, transport, requireRun, controller }: ServiceContext): RunsApi {
   return {
     async listRuns(query: ListRunsQuery = {}) {
       const page = store.runs.list(query);
@@ -52,6 +54,7 @@ export function createRunsApi({ store, runs, hub, requireRun, controller }: Serv
     },
 
     async startRun(request) {
+      if (transport === 'http') refuseUnapprovedInterpreter(request);
       return controller().start(request);
     },
 
@@ -96,4 +99,22 @@ export function createRunsApi({ store, runs, hub, requireRun, controller }: Serv
       return store.events.timeline(runId).map(({ id: _id, runId: _run, ...span }) => span);
     },
   };
+}
+
+/** Interpreters `marsrl serve`'s operator lets HTTP clients run for engine runs on this machine. */
+export const ENGINE_PYTHONS_VARIABLE = 'MARSRL_ENGINE_PYTHONS';
+
+/**
+ * An engine run on a local Ray head runs `engine.python` on this machine (the probe, `ray start`,
+ * the job): over HTTP, where anyone holding the token may call, only an interpreter the person
+ * running `marsrl serve` listed is run (issue 38; issue #36: input from the network never runs
+ * what the operator did not allow). A cluster's interpreter runs there, as that cluster's job.
+ */
+function refuseUnapprovedInterpreter(request: StartRunRequest, env: NodeJS.ProcessEnv = process.env): void {
+  const engine = rayEngineOf(resolveLaunchConfig(request).config);
+  if (!engine || engine.address !== 'local') return;
+  const allowed = (env[ENGINE_PYTHONS_VARIABLE] ?? '').split(':').filter(Boolean);
+  if (allowed.includes(engine.python)) return;
+  const message = `engine.python: over the HTTP API an engine run on this machine runs only an interpreter the person running marsrl serve allowed; ${engine.python} is not one (start marsrl serve with ${ENGINE_PYTHONS_VARIABLE}=${engine.python}, colon-separated for several), or launch it from the app or the CLI`;
+  throw new StudioError('invalid_request', message, [{ path: 'engine.python', message }]);
 }

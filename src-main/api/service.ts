@@ -4,13 +4,14 @@
  * data. Arguments arrive here already validated (dispatch.ts).
  *
  * One module per area of the API, each given the same context (context.ts): configs and presets,
- * runs, trajectories, dataset exports, models, endpoints, compare and studies.
+ * runs, trajectories, dataset exports, models, endpoints, engines (Ray jobs), compare and studies.
  */
 import type { StudioApi } from '#shared/contract';
 import { createCompareApi } from './compare';
 import { createConfigsApi } from './configs';
 import { createServiceContext, type StudioServiceOptions } from './context';
 import { createEndpointsApi } from './endpoints';
+import { createEnginesApi } from './engines';
 import { createExportsApi } from './exports';
 import { createModelsApi } from './models';
 import { createRunsApi } from './runs';
@@ -28,6 +29,7 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createExportsApi(context),
     ...createModelsApi(context),
     ...createEndpointsApi(context),
+    ...createEnginesApi(context),
     ...createCompareApi(context),
     ...createStudiesApi(context),
   };

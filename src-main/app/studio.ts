@@ -30,6 +30,11 @@ export interface StudioOptions {
   origin?: string;
   /** Publish what other processes commit to the database (`marsrl serve`): true, or the poll interval. */
   watch?: boolean | { intervalMs: number };
+  /**
+   * Follow again the Ray jobs of engine runs that were still running when the Studio last closed
+   * (issue 38): the app and `marsrl serve` do; a benchmark does not.
+   */
+  reattachEngineRuns?: boolean;
 }
 
 /** What shuts down with the Studio besides its own parts: the servers and windows that reach it. */
@@ -46,6 +51,8 @@ export interface Studio {
   service: ReturnType<typeof createStudioService>;
   /** Runs left `running` by a process that is gone, marked interrupted as the Studio opened. */
   recovered: number[];
+  /** Engine runs whose Ray jobs this Studio follows again as it opened. */
+  reattached: number[];
   /**
    * Shut down: stop publishing other processes' writes, close the edges (their clients get no
    * half-sent event), stop this process's runs at their next safe point (they stay resumable),
@@ -63,6 +70,7 @@ export function openStudio(options: StudioOptions): Studio {
   // The manager publishes on the hub; its workers write to the same database file.
   const manager = origin === undefined ? null : createRunManager({ store, databasePath, hub, origin });
   const recovered = manager ? manager.recoverStaleRuns() : [];
+  const reattached = manager && options.reattachEngineRuns ? reattachEngineRuns(store, manager) : [];
   const service = createStudioService({ store, databasePath, transport, hub, ...(manager ? { runs: manager } : {}) });
   const watcher: StoreWatcher | null = options.watch ? watchStore(store, hub, options.watch === true ? {} : options.watch) : null;
 
@@ -72,6 +80,7 @@ export function openStudio(options: StudioOptions): Studio {
     manager,
     service,
     recovered,
+    reattached,
     async close({ reason = `${origin ?? 'the Studio'} was stopped`, edges = [] } = {}) {
       watcher?.stop();
       for (const edge of edges) await edge.close();
@@ -79,4 +88,22 @@ export function openStudio(options: StudioOptions): Studio {
       store.close();
     },
   };
+}
+
+/**
+ * Engine runs whose latest Ray job had not ended when last seen, and which no process follows now
+ * (marked interrupted: detached as the Studio closed, or found stale): each is resumed, which
+ * re-attaches to its job (engines/engine-run.ts) and submits nothing. A run another live process
+ * follows is left to it.
+ */
+function reattachEngineRuns(store: Store, manager: RunManager): number[] {
+  const runIds: number[] = [];
+  for (const job of store.engineJobs.unfinished()) {
+    const run = store.runs.get(job.runId);
+    if (!run || run.status !== 'interrupted' || manager.isActive(run.id)) continue;
+    store.events.log(run.id, 'info', 'engine_reattach', `the Studio opened while Ray job ${job.submissionId} was ${job.status ?? 'submitted'}: following it again`);
+    void manager.resume(run.id).catch((error: unknown) => store.events.log(run.id, 'warning', 'engine_reattach_failed', `could not follow Ray job ${job.submissionId} again: ${error instanceof Error ? error.message : String(error)}`));
+    runIds.push(run.id);
+  }
+  return runIds;
 }

@@ -26,6 +26,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'run', summary: 'start a training run and follow it', load: async () => (await import('./commands/run')).runCommand },
   { name: 'resume', summary: 'continue an interrupted run from its last checkpoint', load: async () => (await import('./commands/run')).resumeCommand },
   { name: 'stop', summary: 'stop a run at its next safe point, whichever process owns it', load: async () => (await import('./commands/stop')).stopCommand },
+  { name: 'logs', summary: "print an engine run's Ray job log (--follow to keep printing)", load: async () => (await import('./commands/logs')).logsCommand },
   { name: 'pretrain', summary: 'warm-start the policies of a config and save checkpoints', load: async () => (await import('./commands/pretrain')).pretrainCommand },
   { name: 'runs', summary: 'list runs in the store', load: async () => (await import('./commands/runs')).runsCommand },
   { name: 'show', summary: 'show one run in detail', load: async () => (await import('./commands/runs')).showCommand },

@@ -150,7 +150,7 @@ export function startDesktopApp(): void {
     app.on('will-quit', () => store.close());
 
     setWorkerSpawner(utilityProcessSpawner);
-    const { hub, manager: runs, service } = openStudio({ databasePath, store, transport: 'electron', origin: 'the app' });
+    const { hub, manager: runs, service } = openStudio({ databasePath, store, transport: 'electron', origin: 'the app', reattachEngineRuns: true });
     // The run manager publishes here; every open window receives the events.
     hub.subscribe((event) => {
       for (const window of BrowserWindow.getAllWindows()) {

@@ -25,10 +25,12 @@ import { describeStoreFailure, type Store } from '../engine/store';
 import { staleRunReason } from '../engine/store/liveness';
 import { adviceSentence, resumableCheckpointStep, runActions } from '../engine/training/advice';
 import { codeVersion } from '../engine/version';
+import { isRayEngineRun } from '../engine/vocabulary';
 import { answerCheckerVersion } from '../engine/tasks/registry';
 import { isWorkerMessage, transferables, type WorkerToManager } from './messages';
 import { spawnWorker, type WorkerHandle } from './spawn';
-import { requestRunStop } from './stop';
+import { isLive, requestRunStop } from './stop';
+import { hasUnfinishedJob, stopDetachedJob } from '../engine/engines/detached';
 
 /**
  * Launching and stopping runs: what the StudioApi's service forwards to the run manager (the
@@ -187,8 +189,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
     async stopAll(reason) {
       const waits = [...active.entries()].map(([, entry]) => {
         entry.stopReason = reason;
-        entry.worker.send({ type: 'stop', reason });
-        entry.rollout?.send({ type: 'stop', reason });
+        // The Studio is closing, nobody asked for the run to end: an engine run only detaches from its Ray job.
+        entry.worker.send({ type: 'stop', reason, detach: true });
+        entry.rollout?.send({ type: 'stop', reason, detach: true });
         return entry.exited;
       });
       await Promise.all(waits);
@@ -340,6 +343,13 @@ async function stopRun(ctx: ManagerContext, runId: number): Promise<void> {
   const { store, publish } = ctx;
   const entry = ctx.active.get(runId);
   if (!entry) {
+    // An engine run no process follows (the Studio detached from it as it closed): its job is stopped on Ray (issue 38).
+    const run = store.runs.get(runId);
+    if (run && !isLive(run) && hasUnfinishedJob(store, runId)) {
+      await stopDetachedJob(store, runId, ctx.options.origin ?? `process ${process.pid}`);
+      publish({ type: 'run-updated', runId });
+      return;
+    }
     // Owned by another process (a terminal's `marsrl run`, the app): a request recorded with
     // the run, which its worker honours at its next safe point (runner/stop.ts). Returns once
     // recorded; the run's status follows as pushed events.
@@ -375,7 +385,8 @@ function checkResumable(ctx: ManagerContext, runId: number): void {
   }
   if (run.status === 'done') throw new StudioError('conflict', `run ${runId} finished; there is nothing to resume`);
   // A reasoning-system run resumes from its stored turns, not from a checkpoint.
-  if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config)) {
+  // An engine run (issue 38) resumes from the engine's own checkpoints on its cluster, or follows its job again.
+  if (resumableCheckpointStep(store, runId) === null && !isSystemRun(run.config) && !isRayEngineRun(run.config)) {
     const why = store.events.latestCheckpoint(runId) ? 'left on disk (its checkpoint folders are gone)' : '(it stopped before the first one)';
     throw new StudioError('conflict', `run ${runId} has no checkpoint ${why}, so it cannot be resumed; run it again with the same config: \`marsrl run --like ${runId}\``);
   }

@@ -12,7 +12,8 @@ import type { TrainProgress } from '../engine/training/trainer';
 export type WorkerRole = 'trainer' | 'rollout';
 
 export type ManagerToWorker =
-  | { type: 'stop'; reason: string }
+  /** `detach`: the managing process is closing; an engine run leaves its Ray job running (issue 38). */
+  | { type: 'stop'; reason: string; detach?: boolean }
   /** A message from the run's other worker. */
   | { type: 'peer'; payload: TrainerToRollout | RolloutToTrainer };
 

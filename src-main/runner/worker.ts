@@ -20,6 +20,8 @@ import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
 import { runRolloutLoop } from '../engine/training/pipeline-rollout';
 import { systemRun } from '../engine/system/system-run';
+import { engineRun } from '../engine/engines/engine-run';
+import { rayEngineOf } from '../engine/engines/run-config';
 import { trainRun, type TrainProgress } from '../engine/training/trainer';
 import { onCheckerIncident } from '../engine/tasks/math-answer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
@@ -102,19 +104,24 @@ async function main(): Promise<number> {
   const role = args.role ?? 'trainer';
   const store = openStore(args.databasePath);
   const controller = new AbortController();
-  const stop = (reason: string) => {
-    if (!controller.signal.aborted) controller.abort(reason);
+  // Whether the stop only detaches (the managing process closing or gone): an engine run's Ray job
+  // goes on and is re-attached later; a Studio run stops either way (issue 38).
+  let detaching = false;
+  const stop = (reason: string, detach = false) => {
+    if (controller.signal.aborted) return;
+    detaching = detach;
+    controller.abort(reason);
   };
   const peer = peerEndpoint(args.runId);
   onParentMessage((message) => {
-    if (message.type === 'stop') stop(message.reason);
+    if (message.type === 'stop') stop(message.reason, message.detach === true);
     else if (message.type === 'peer') peer.deliver(message.payload);
   });
-  process.on('SIGTERM', () => stop('worker received SIGTERM'));
+  process.on('SIGTERM', () => stop('worker received SIGTERM', true));
   process.on('SIGINT', () => stop('interrupted (Ctrl-C)'));
   // A manager that disappears (the app or CLI closed) stops the run cleanly too.
-  process.on('disconnect', () => stop('the managing process exited'));
-  onChannelClosed = () => stop('the managing process exited');
+  process.on('disconnect', () => stop('the managing process exited', true));
+  onChannelClosed = () => stop('the managing process exited', true);
 
   const run = store.runs.get(args.runId);
   if (!run) throw new Error(`run ${args.runId} does not exist in ${args.databasePath}`);
@@ -156,8 +163,11 @@ async function main(): Promise<number> {
     checkStopRequest();
     post({ type: 'progress', runId: args.runId, progress });
   };
-  // A config with a system block is a reasoning-system run (inference only, issue #16).
-  const outcome = config.system
+  // A config with a system block is a reasoning-system run (inference only, issue #16); one with a
+  // Ray engine is trained by veRL or DrMAS and followed here (issue 38).
+  const outcome = rayEngineOf(config)
+    ? await engineRun({ store, runId: args.runId, config, runDir: args.runDir, resume: args.resume, signal: controller.signal, detaching: () => detaching, onProgress })
+    : config.system
     ? await systemRun({ store, runId: args.runId, config, resume: args.resume, worker: `worker-${process.pid}`, signal: controller.signal, onProgress })
     : await trainRun({
         store,

@@ -13,7 +13,8 @@
 import { shallowRef } from 'vue';
 import { TRAJECTORY_FILTER_KEYS, type TrajectoryFilters } from './util/trajectoryUrl';
 
-export const RUN_TABS = ['charts', 'pipeline', 'events', 'config'] as const;
+/** The run page's tabs; `engine` (a veRL or DrMAS run's Ray jobs, issue 38) is shown only for runs an engine trains. */
+export const RUN_TABS = ['charts', 'engine', 'pipeline', 'events', 'config'] as const;
 export type RunTab = (typeof RUN_TABS)[number];
 
 export type Route =

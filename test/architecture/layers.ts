@@ -65,7 +65,8 @@ export interface Tiers {
  * checkpoints and the family registry above both families, the endpoint clients (served) apart
  * from what drives them, preflight (the config checks that read the disk: task files, model
  * folders, run size) above the tasks and the families it reads, training above everything it
- * drives, and the system run (served models in MarsRL's loop) on top.
+ * drives, and on top the runs that use the training's run shell: the system run (served models in
+ * MarsRL's loop) and the outside engines (veRL and DrMAS on Ray, issue 38).
  */
 export const ENGINE_TIERS: Tiers = {
   layer: 'engine',
@@ -82,7 +83,7 @@ export const ENGINE_TIERS: Tiers = {
     ['served', 'compare', 'export', 'rejudge'],
     ['preflight'],
     ['training', 'study'],
-    ['system'],
+    ['system', 'engines'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
 };

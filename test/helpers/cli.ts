@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
@@ -19,4 +19,18 @@ export function marsrl(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_R
     timeout: 120_000,
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * `marsrl ARGS` in a child process without blocking this one: for tests whose counterpart (a fake
+ * Ray dashboard, a model server) runs in the test process and must go on answering meanwhile.
+ */
+export function marsrlAsync(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, [MARSRL_BIN, ...args], { cwd, env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
 }

@@ -73,6 +73,9 @@ export async function followRun(manager: RunManager, store: Store, ctx: CommandC
   if (json) printJson({ runId, status: run.status, reason: run.statusReason, metrics: latest, next: actions.map((a) => a.command) });
   else {
     ctx.out(`Run ${runId} ${run.status}${run.statusReason ? ` (${run.statusReason})` : ''}.`);
+    // A failed engine job's traceback, as its log printed it (issue 38): the reason a person reads first.
+    const traceback = run.status === 'failed' ? store.engineJobs.lastTraceback(runId)?.text : null;
+    if (traceback) ctx.out(`  The job's log ends with:\n${traceback.replace(/^/gm, '    ')}`);
     const headline = summary(latest, HEADLINE);
     if (headline) ctx.out(`  ${headline}`);
     ctx.out(`  details: marsrl show ${runId}`);

@@ -63,7 +63,7 @@ export const serveCommand = defineCommand({
     const databasePath = resolveDatabasePath(values.db, ctx.env);
     // The manager lets the browser launch runs; the watcher pushes what `marsrl run` in another
     // terminal writes.
-    const studio = openStudio({ databasePath, transport: 'http', origin: 'marsrl serve', watch: true });
+    const studio = openStudio({ databasePath, transport: 'http', origin: 'marsrl serve', watch: true, reattachEngineRuns: true });
     const { recovered } = studio;
     if (recovered.length > 0) ctx.err(`Marked ${recovered.length} run(s) interrupted: their worker process is gone (${recovered.join(', ')}).`);
 

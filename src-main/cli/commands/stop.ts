@@ -1,7 +1,8 @@
 import { StudioError } from '#shared/errors';
 import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
-import { requestRunStop, waitUntilStopped } from '../../runner/stop';
+import { hasUnfinishedJob, stopDetachedJob } from '../../engine/engines/detached';
+import { isLive, requestRunStop, waitUntilStopped } from '../../runner/stop';
 import { intFlag } from '../args';
 import { runArgument, defineCommand, withCliRun } from '../context';
 import { printJson } from '../format';
@@ -24,6 +25,13 @@ export const stopCommand = defineCommand({
     const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
     return withCliRun(values.db, ctx, ref, async ({ store, run }) => {
+      // An engine run whose Ray job goes on with no Studio following it (issue 38): stop the job itself.
+      if (!isLive(run) && hasUnfinishedJob(store, run.id)) {
+        const said = await stopDetachedJob(store, run.id, `marsrl stop (pid ${process.pid})`);
+        if (values.json) printJson({ runId: run.id, status: run.status, engineJob: said, waited: false });
+        else ctx.out(`Run ${run.id}: ${said}.\n  ${nextStep(store, run.id)}`);
+        return 0;
+      }
       let outcome;
       try {
         outcome = requestRunStop(store, run.id, `marsrl stop (pid ${process.pid})`);

@@ -74,7 +74,7 @@ export function resolvePolicyCheckpoint(request: Pick<PolicyModelExportRequest, 
     if (policy === null) throw new PolicyExportError('policy', `run ${source.runId} has checkpoints of several policies (${ids.join(', ')}); pick one with --policy ID`);
     if (!ids.includes(policy)) throw new PolicyExportError('policy', `run ${source.runId} has no policy "${policy}"; its policies are ${ids.join(', ')}`);
     const mine = rows.filter((r) => r.policyId === policy);
-    const present = mine.filter((r) => fs.existsSync(path.join(r.path, CHECKPOINT_MANIFEST)));
+    const present = mine.filter((r) => fs.existsSync(path.join(r.path, CHECKPOINT_MANIFEST)) || isEngineHfFolder(r.path));
     const kept = present.map((r) => r.step).join(', ') || 'none';
     if (request.step !== undefined) {
       const row = mine.find((r) => r.step === request.step);
@@ -147,6 +147,7 @@ export async function exportPolicyModel(request: PolicyModelExportRequest): Prom
   if (fs.existsSync(out) && !request.force) throw new OutputExistsError(out);
   const { dir, policy, step } = resolvePolicyCheckpoint(request);
   if (path.resolve(dir) === out || out.startsWith(`${path.resolve(dir)}${path.sep}`)) throw new PolicyExportError('out', `--out ${out} is inside the checkpoint ${dir}; write the export somewhere else`);
+  if (isEngineHfFolder(dir)) return exportEngineCheckpoint(request, dir, out, policy, step);
   const manifest = readAnyCheckpointManifest(dir);
   if (manifest.family !== 'hf') {
     throw new PolicyExportError(
@@ -185,3 +186,19 @@ export async function exportPolicyModel(request: PolicyModelExportRequest): Prom
   return result(listFiles(out));
 }
 
+/**
+ * A checkpoint an outside engine saved (issue 38: veRL's and DrMAS's `hf_model`, in
+ * `global_step_N/actor/huggingface/`): a plain Hugging Face folder, no Studio manifest.
+ */
+function isEngineHfFolder(dir: string): boolean {
+  return !fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST)) && fs.existsSync(path.join(dir, 'config.json'));
+}
+
+/** An engine's checkpoint holds full weights: exported as a Hugging Face folder (as `marsrl model export DIR` does), never as adapters. */
+function exportEngineCheckpoint(request: PolicyModelExportRequest, dir: string, out: string, policy: string, step: number): PolicyModelExportResult {
+  if (request.format === 'peft') throw new PolicyExportError('format', `--format peft: ${dir} holds the engine's full fine-tuned weights, not LoRA adapters; use --format hf`);
+  const source = hfFolderSource(dir);
+  const dtype = request.dtype ?? TORCH_TO_DTYPE[source.config.torchDtype ?? ''] ?? 'f32';
+  exportHfFolder(out, { ...source, dtype: DTYPES[dtype], force: request.force });
+  return { format: 'hf', out, written: listFiles(out), checkpoint: dir, policy, step, lora: false };
+}

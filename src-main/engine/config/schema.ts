@@ -10,6 +10,7 @@
  * Field names are snake_case because they appear in YAML files and `--set a.b=value` overrides.
  */
 import { z } from 'zod';
+import { EngineSchema } from './engine';
 import { DEFAULT_PROMPTS, checkTemplate } from '../vocabulary/templates';
 import { ADVANTAGE_MODES, REWARD_SCHEMES, SELECTION_STRATEGIES, SINGLE_SAMPLE_RULES, STD_CONVENTIONS, TASK_FAMILIES } from '../vocabulary';
 import { ROLES, type Role } from '#shared/agents';
@@ -406,6 +407,7 @@ export function runConfigSchema(machine?: MachineRules) {
         .optional()
         .describe('Served models by name (OpenAI-compatible endpoints) that policies may point at.'),
       system: SystemSchema.optional().describe('Present: a reasoning-system run (inference only) of the agents on the held-out problems instead of RL training.'),
+      engine: EngineSchema.optional().describe('Who trains the run: absent (or kind studio) the Studio\'s own trainer; kind verl or drmas an outside engine on Ray (issue 38).'),
     })
     .superRefine((cfg, ctx) => {
       // Cross-field rules only mean something once the fields they read are valid on their own:
@@ -439,7 +441,14 @@ export function runConfigSchema(machine?: MachineRules) {
           });
         }
       }
-      if (valid('pipeline.segment_tokens', 'rollout.max_response_tokens') && cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
+      // An outside engine trains the models named in engine.model on its cluster: the rules of the
+      // Studio's own trainer (its segments, a GPT's context, Hugging Face folders on this disk,
+      // this machine's memory) do not hold; the engine's plan checks what the engine would refuse.
+      const studio = (cfg.engine?.kind ?? 'studio') === 'studio';
+      if (!studio && cfg.system !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['engine', 'kind'], message: `a system run (inference only) runs on the Studio; remove the system block or set engine.kind to studio` });
+      }
+      if (studio && valid('pipeline.segment_tokens', 'rollout.max_response_tokens') && cfg.pipeline.segment_tokens > cfg.rollout.max_response_tokens) {
         ctx.addIssue({
           code: 'custom',
           path: ['pipeline', 'segment_tokens'],
@@ -448,7 +457,7 @@ export function runConfigSchema(machine?: MachineRules) {
       }
       // A Hugging Face policy's context is its folder's config.json: known only where preflight reads it.
       const folders = new Map<string, unknown>();
-      for (const [id, policy] of valid('policies') ? Object.entries(cfg.policies) : []) {
+      for (const [id, policy] of studio && valid('policies') ? Object.entries(cfg.policies) : []) {
         let context: number;
         if (policy.model.kind === 'hf') {
           const folder = machine?.modelFolder(id, policy.model, ctx);
@@ -479,7 +488,7 @@ export function runConfigSchema(machine?: MachineRules) {
       }
       // What the run will hold at its peak, against this machine's memory (issue #36): refused here,
       // before a step builds a decode batch no machine holds.
-      if (machine && valid('policies', 'agents', 'rollout', 'eval', 'system')) machine.runSize(cfg, folders, ctx);
+      if (studio && machine && valid('policies', 'agents', 'rollout', 'eval', 'system')) machine.runSize(cfg, folders, ctx);
       // Run even when other fields failed (zod skips refinements then by default); `valid` above
       // keeps each rule to fields that parsed.
     }, { when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value) });

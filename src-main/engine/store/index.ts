@@ -6,6 +6,7 @@
 import type { Database } from 'better-sqlite3';
 import { openDatabase, type OpenOptions } from './db';
 import { DiagnosticsRepo } from './diagnostics';
+import { EngineJobsRepo } from './engine-jobs';
 import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
 import { MetricsRepo } from './metrics';
@@ -25,6 +26,7 @@ export class Store {
   readonly studies: StudiesRepo;
   readonly diagnostics: DiagnosticsRepo;
   readonly rejudges: RejudgesRepo;
+  readonly engineJobs: EngineJobsRepo;
 
   constructor(
     readonly db: Database,
@@ -38,6 +40,7 @@ export class Store {
     this.studies = new StudiesRepo(db);
     this.diagnostics = new DiagnosticsRepo(db);
     this.rejudges = new RejudgesRepo(db);
+    this.engineJobs = new EngineJobsRepo(db);
   }
 
   get schemaVersion(): number {
@@ -69,6 +72,7 @@ export type { EpisodeListItem, EpisodePageQuery, TurnPageQuery, TurnRecord, Turn
 export type { ListRunsOptions, RunCounts } from './runs';
 export type { AdvantageGroupRows, AgentOutputCounts, CorrectorCounts, VerifierCounts } from './diagnostics';
 export type { SeriesPoint } from './metrics';
+export type { EngineJobRow } from './engine-jobs';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';

@@ -464,7 +464,36 @@ const v8StopRequests: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests];
+/**
+ * v9 (issue 38): the Ray jobs of runs an outside engine (veRL, DrMAS) trains, one row per attempt,
+ * with the follower's cursor (engine-jobs.ts).
+ */
+const v9EngineJobs: Migration = {
+  version: 9,
+  name: 'engine jobs: the Ray job of each attempt of an engine run and its follower cursor',
+  up(db) {
+    db.exec(`
+      CREATE TABLE engine_jobs (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        engine TEXT NOT NULL,
+        submission_id TEXT NOT NULL,
+        address TEXT NOT NULL,
+        local_run_dir TEXT NOT NULL,
+        entrypoint TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        status TEXT,
+        message TEXT,
+        cursor_json TEXT NOT NULL,
+        submitted_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, attempt)
+      );
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

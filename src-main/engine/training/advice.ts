@@ -8,6 +8,8 @@
  *   newest whose policy folders all exist; one that exists but fails its checksum is found, and
  *   reported, when the resume loads it: engine/training/resume.ts).
  * - A reasoning-system run (issue #16) resumes from its stored turns, checkpoint or not.
+ * - An engine run (issue 38) is resumed by following its Ray job again when that job had not
+ *   ended, else by a new attempt that the engine starts from its own last checkpoint.
  * - No checkpoint: a resume is impossible (the run manager refuses it); run again with the same
  *   config (`marsrl run --like RUN`, the page's "Run again with this config").
  * - A failed run is also offered a fresh run: resuming repeats whatever made it fail unless the
@@ -18,6 +20,7 @@ import fs from 'node:fs';
 import { listPresets } from '../config/load';
 import type { RunRow, Store } from '../store';
 import { staleRunReason } from '../store/liveness';
+import { isRayEngineRun } from '../vocabulary';
 
 export type RunAction =
   | { kind: 'stop'; command: string; text: string }
@@ -51,6 +54,12 @@ export function runActions(store: Store, run: RunRow): RunAction[] {
   const again: RunAction = { kind: 'run-again', command: `marsrl run --like ${run.id}`, text: 'run again with this config (a new run)' };
   if (isSystemRun(run.config)) {
     return [{ kind: 'resume', checkpointStep: null, command: `marsrl resume ${run.id}`, text: 'resume it: finished calls are kept and not repeated' }];
+  }
+  if (isRayEngineRun(run.config)) {
+    const job = store.engineJobs.latest(run.id);
+    const following = job !== null && (job.status === null || job.status === 'PENDING' || job.status === 'RUNNING');
+    const text = following ? `follow its Ray job ${job.submissionId} again (it was ${job.status ?? 'submitted'} when last seen)` : 'resume it: a new attempt of the Ray job, which the engine starts from its last checkpoint (trainer.resume_mode=auto)';
+    return [{ kind: 'resume', checkpointStep: null, command: `marsrl resume ${run.id}`, text }];
   }
   const step = resumableCheckpointStep(store, run.id);
   if (step === null) {

@@ -8,9 +8,10 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
-import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, PresetInfo } from '#shared/contract';
+import type { ConfigField, ConfigFormInfo, ConfigIssue, EndpointCheckResult, EnginePreview, PresetInfo } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { changedPaths, getPath, policyDefaults, setPath, textOfValue, valueFromText, type ConfigDoc } from '../util/configDoc';
+import { isRayEngine, mergedIssues, type EngineKind } from '../util/engineForm';
 import { messagesByPath } from './common/issues';
 
 const VALIDATE_DEBOUNCE_MS = 150;
@@ -78,22 +79,46 @@ function newRunState() {
     /** The last "Check endpoints" answer; any edit makes it stale, so it is cleared. */
     endpointCheck: shallowRef<EndpointCheckResult | null>(null),
     checkingEndpoints: ref(false),
+    /**
+     * What a veRL or DrMAS document would submit to Ray (issue 38), read with each validation;
+     * null for the Studio's own trainer. Its refusals are among `issues`, each at its field.
+     */
+    enginePreview: shallowRef<EnginePreview | null>(null),
+    /** Why the preview could not be read (the form still validates without it). */
+    previewError: ref<string | null>(null),
   };
 }
 type NewRunState = ReturnType<typeof newRunState>;
 
-/** The schema's judgement of the document: soon after each edit, now before a launch. */
+/** The command an engine document would submit, or why it could not be read (never thrown: the form validates regardless). */
+async function previewOf(doc: ConfigDoc): Promise<{ preview: EnginePreview | null; error: string | null }> {
+  if (!isRayEngine(doc)) return { preview: null, error: null };
+  try {
+    return { preview: await studioClient().previewEngineRun(doc), error: null };
+  } catch (caught) {
+    return { preview: null, error: errorMessage(caught) };
+  }
+}
+
+/**
+ * The schema's judgement of the document, and for a veRL or DrMAS run the engine's too (the
+ * command it would submit, or each setting it refuses, by field): soon after each edit, now
+ * before a launch.
+ */
 function validation(s: NewRunState) {
   let generation = 0;
   let timer: ReturnType<typeof setTimeout> | null = null;
 
   async function validateNow(): Promise<boolean> {
     const mine = ++generation;
-    const result = await studioClient().validateConfig(plain(s.doc.value));
+    const doc = plain(s.doc.value);
+    const [result, engine] = await Promise.all([studioClient().validateConfig(doc), previewOf(doc)]);
     if (mine !== generation) return s.issues.value.length === 0;
-    s.issues.value = result.ok ? [] : result.issues;
+    s.enginePreview.value = engine.preview;
+    s.previewError.value = engine.error;
+    s.issues.value = mergedIssues(result.ok ? [] : result.issues, engine.preview);
     s.validated.value = true;
-    return result.ok;
+    return s.issues.value.length === 0;
   }
 
   function validateSoon(): void {
@@ -146,6 +171,8 @@ function documentSource(s: NewRunState, v: Validation) {
 
   function reset(next: ConfigDoc): void {
     s.endpointCheck.value = null;
+    s.enginePreview.value = null;
+    s.previewError.value = null;
     s.base.value = plain(next);
     s.doc.value = plain(next);
     s.drafts.value = {};
@@ -184,6 +211,20 @@ function documentSource(s: NewRunState, v: Validation) {
   return { load };
 }
 
+/**
+ * Blocks the schema takes whole or not at all (their fields are required inside an optional
+ * block): emptied field by field, the block itself is left out.
+ */
+const WHOLE_BLOCKS = ['engine.dataset'];
+
+function pruneEmptied(doc: ConfigDoc, path: string): void {
+  for (const block of WHOLE_BLOCKS) {
+    if (!path.startsWith(`${block}.`)) continue;
+    const value = getPath(doc, block);
+    if (value !== null && typeof value === 'object' && Object.values(value).every((v) => v === undefined || v === '')) setPath(doc, block, undefined);
+  }
+}
+
 /** Field by field: what a field shows (the draft typed, else the value) and what an edit writes. */
 function fieldEdits(s: NewRunState, v: Validation) {
   function valueAt(path: string): unknown {
@@ -203,6 +244,7 @@ function fieldEdits(s: NewRunState, v: Validation) {
       s.drafts.value = { ...s.drafts.value, [path]: text };
     }
     setPath(s.doc.value, path, value);
+    pruneEmptied(s.doc.value, path);
     v.validateSoon();
   }
 
@@ -219,7 +261,26 @@ function fieldEdits(s: NewRunState, v: Validation) {
     v.validateSoon();
   }
 
-  return { valueAt, textAt, setText, setList, setValue };
+  /**
+   * Who trains the run (issue 38): the Studio's own trainer leaves the engine block out (its
+   * absence means the Studio); veRL drops what only DrMAS reads (its checkout, its orchestra).
+   */
+  function setEngineKind(kind: EngineKind): void {
+    if (kind === 'studio') {
+      delete s.doc.value.engine;
+      s.drafts.value = draftsWithout(s.drafts.value, 'engine.');
+    } else {
+      setPath(s.doc.value, 'engine.kind', kind);
+      if (kind === 'verl') {
+        setPath(s.doc.value, 'engine.working_dir', undefined);
+        setPath(s.doc.value, 'engine.drmas', undefined);
+        s.drafts.value = draftsWithout(s.drafts.value, 'engine.working_dir');
+      }
+    }
+    v.validateSoon();
+  }
+
+  return { valueAt, textAt, setText, setList, setValue, setEngineKind };
 }
 
 /** The policies block: adding one with the schema's defaults, fitting its model to a kind, removing it. */
@@ -361,6 +422,8 @@ export const useNewRunStore = defineStore('newRun', () => {
     endpointIds: endpoints.endpointIds,
     endpointCheck: s.endpointCheck,
     checkingEndpoints: s.checkingEndpoints,
+    enginePreview: s.enginePreview,
+    previewError: s.previewError,
     loading: s.loading,
     launching: s.launching,
     error: s.error,
@@ -370,6 +433,7 @@ export const useNewRunStore = defineStore('newRun', () => {
     setText: fields.setText,
     setList: fields.setList,
     setValue: fields.setValue,
+    setEngineKind: fields.setEngineKind,
     addPolicy: policies.addPolicy,
     fitModelToKind: policies.fitModelToKind,
     removePolicy: policies.removePolicy,

@@ -1,0 +1,111 @@
+/**
+ * The StudioApi's engine area (issue 38): the Ray jobs of a run that veRL or DrMAS trains, with
+ * the end of each job's log and its traceback, for the run page; and the command an engine run
+ * config would submit, for the new-run form, with every setting the engine would refuse placed
+ * on its field.
+ *
+ * The preview runs nothing: it plans against `engine.version` when given, or else against the
+ * newest engine release the Studio knows, and says so. The launch itself asks the engine's
+ * interpreter what it has (engine-run.ts), so a version mismatch is caught there, by field.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EngineJobInfo, EnginePreview, StudioApi } from '#shared/contract';
+import { checkRunConfig } from '../engine/config/load';
+import { DRMAS_VERSION } from '../engine/engines/drmas/plan';
+import { getEngine } from '../engine/engines/registry';
+import { rayEngineOf } from '../engine/engines/run-config';
+import { storeTagOf } from '../engine/engines/attempt';
+import { EnginePlanError, type EngineProbe } from '../engine/engines/types';
+import { runDir } from '../engine/paths';
+import type { EngineJobRow } from '../engine/store';
+import type { ServiceContext } from './context';
+
+type EnginesApi = Pick<StudioApi, 'getEngineJobs' | 'previewEngineRun'>;
+
+/** The newest veRL release whose configuration keys the Studio checks overrides against (resources/engines/verl). */
+const NEWEST_KNOWN_VERL = '0.9.0';
+const DEFAULT_LOG_LINES = 200;
+/** Where the preview's DrMAS command `cd`s when engine.working_dir is not given: the launch puts the checkout it finds there. */
+const DRMAS_CHECKOUT_PLACEHOLDER = '/DRMAS-CHECKOUT-OF-ENGINE-PYTHON';
+/** The end of a log is read from at most this many bytes, so a huge job log never fills the answer. */
+const LOG_TAIL_BYTES = 256 * 1024;
+
+export function createEnginesApi({ store, databasePath, requireRun }: ServiceContext): EnginesApi {
+  return {
+    async getEngineJobs(runId, logLines = DEFAULT_LOG_LINES) {
+      requireRun(runId);
+      const traceback = store.engineJobs.lastTraceback(runId)?.text ?? null;
+      const jobs = store.engineJobs.list(runId);
+      return jobs.map((job, i) => jobInfo(job, logLines, i === jobs.length - 1 ? traceback : null));
+    },
+
+    async previewEngineRun(doc) {
+      const checked = checkRunConfig(doc);
+      if (!checked.ok) return { ok: false, issues: checked.issues };
+      const engine = rayEngineOf(checked.config);
+      if (!engine) return { ok: false, issues: [{ path: 'engine.kind', message: 'set engine.kind to verl or drmas to train on Ray; the Studio\'s own trainer submits no command' }] };
+      const versionFrom: 'engine.version' | 'assumed' = engine.version !== undefined ? 'engine.version' : 'assumed';
+      const version = engine.version ?? (engine.kind === 'drmas' ? DRMAS_VERSION : NEWEST_KNOWN_VERL);
+      const nextRun = store.runs.list({ limit: 1 }).items[0]?.id ?? 0;
+      try {
+        const plan = getEngine(engine.kind).plan(checked.config, engine, {
+          runId: nextRun + 1,
+          runName: checked.config.name ?? `run ${nextRun + 1}`,
+          attempt: 1,
+          storeTag: storeTagOf(databasePath),
+          defaultRunRoot: path.dirname(runDir(databasePath, nextRun + 1)),
+          // DrMAS's checkout is what engine.python has installed (editable), found by the launch's probe; named so in the preview.
+          probe: assumedProbe(engine.python, engine.kind, version, engine.working_dir ?? (engine.kind === 'drmas' ? DRMAS_CHECKOUT_PLACEHOLDER : null), engine.tensorboard ?? engine.kind === 'drmas'),
+        });
+        const preview: EnginePreview = { ok: true, engine: plan.kind, engineVersion: plan.engineVersion, versionFrom, entrypoint: plan.entrypoint, overrides: plan.overrides, env: plan.runtimeEnv.env_vars, warnings: plan.warnings };
+        return preview;
+      } catch (error) {
+        if (error instanceof EnginePlanError) return { ok: false, issues: error.issues };
+        throw error;
+      }
+    },
+  };
+}
+
+/** What the preview assumes the engine's interpreter has (the launch asks it for real). */
+function assumedProbe(python: string, kind: string, version: string, drmasRoot: string | null, tensorboard: boolean): EngineProbe {
+  return { python, verl: version, drmas: kind === 'drmas', drmasRoot, ray: null, torch: null, vllm: null, sglang: null, tensorboard: tensorboard ? 'assumed' : null };
+}
+
+function jobInfo(job: EngineJobRow, logLines: number, traceback: string | null): EngineJobInfo {
+  return {
+    attempt: job.attempt,
+    engine: job.engine,
+    submissionId: job.submissionId,
+    address: job.address,
+    status: job.status,
+    message: job.message,
+    entrypoint: job.entrypoint,
+    runDir: job.localRunDir,
+    submittedAt: job.submittedAt,
+    updatedAt: job.updatedAt,
+    logTail: logLines === 0 ? '' : tail(path.join(job.localRunDir, `attempt-${job.attempt}`, 'job.log'), logLines),
+    traceback,
+  };
+}
+
+/** The last `lines` lines of a file ('' when it is not there yet). */
+function tail(file: string, lines: number): string {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const start = Math.max(0, size - LOG_TAIL_BYTES);
+    const buffer = Buffer.alloc(size - start);
+    fs.readSync(fd, buffer, 0, buffer.length, start);
+    const text = buffer.toString('utf8');
+    return text.split('\n').slice(-lines - 1).join('\n');
+  } finally {
+    fs.closeSync(fd);
+  }
+}

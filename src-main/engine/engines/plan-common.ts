@@ -1,0 +1,156 @@
+/**
+ * What veRL and DrMAS plans share: the attempt layout, the starting models, the Studio settings
+ * neither engine can honour (refused with the field named, never silently dropped), the number of
+ * epochs that covers the requested steps, and the overrides checked against the engine's own key
+ * set the way Hydra checks them.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ConfigIssue } from '../config/load';
+import type { Role } from '#shared/agents';
+import type { RunConfig } from '../config/schema';
+import { attemptLayout, runFolderName, submissionIdOf } from './attempt';
+import type { EngineConfig } from '../config/engine';
+import { hydraRefusal, overrideText, parseOverride, type KeySet, type Override } from './hydra';
+import { EnginePlanError, type AttemptLayout, type PlanContext } from './types';
+
+export class Issues {
+  readonly list: ConfigIssue[] = [];
+  add(path: string, message: string, value?: unknown): void {
+    this.list.push(value === undefined ? { path, message } : { path, message, value });
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new EnginePlanError(this.list);
+  }
+}
+
+/** The attempt's folders: `engine.run_root` (the cluster's path) and `engine.mount` (the same folder here). */
+export function planLayout(engine: EngineConfig, context: PlanContext, issues: Issues): AttemptLayout {
+  const root = engine.run_root ?? context.defaultRunRoot;
+  const localRoot = engine.mount ?? root;
+  if (engine.run_root !== undefined && !fs.existsSync(localRoot)) {
+    const field = engine.mount !== undefined ? 'engine.mount' : 'engine.run_root';
+    issues.add(field, `${localRoot} does not exist on this machine; the Studio reads the engine's files there, so the run folder must be on a filesystem both see (mount the cluster's ${root} here and set engine.mount)`);
+  }
+  const name = runFolderName(context.runId, context.storeTag);
+  return attemptLayout(path.posix.join(root, name), path.join(localRoot, name), context.attempt);
+}
+
+export function planSubmissionId(context: PlanContext): string {
+  return submissionIdOf(context.runId, context.storeTag, context.attempt);
+}
+
+/** A model path as the engine receives it (a trailing slash would make DrMAS's `split("/")[-1]` empty). */
+function cleanModel(model: string): string {
+  return model.length > 1 ? model.replace(/\/+$/, '') : model;
+}
+
+/** The starting model of each policy the given roles use (`engine.model`: one for all, or per policy id). */
+export function planModels(config: RunConfig, engine: EngineConfig, roles: readonly Role[], issues: Issues): Map<string, string> {
+  const out = new Map<string, string>();
+  const policies = [...new Set(roles.map((r) => config.agents[r]))];
+  if (engine.model === undefined) {
+    issues.add('engine.model', `the engine needs a starting model: --set engine.model=/models/Qwen3-4B (an absolute folder where the job runs, or a Hugging Face id)${policies.length > 1 ? `, or one per policy: --set engine.model.${policies[0]}=…` : ''}`);
+    return out;
+  }
+  if (typeof engine.model === 'string') {
+    for (const p of policies) out.set(p, cleanModel(engine.model));
+    return out;
+  }
+  for (const key of Object.keys(engine.model)) {
+    if (!policies.includes(key)) issues.add(`engine.model.${key}`, `no agent of this run uses policy "${key}"; the policies in use are ${policies.join(', ')}`);
+  }
+  for (const p of policies) {
+    const model = engine.model[p];
+    if (model === undefined) issues.add(`engine.model.${p}`, `policy "${p}" has no starting model; give engine.model.${p}=FOLDER (or one engine.model for every policy)`);
+    else out.set(p, cleanModel(model));
+  }
+  return out;
+}
+
+/**
+ * Studio settings no engine run can honour, refused rather than dropped: the engines score the
+ * math task with the shipped reward, compute GRPO's advantage one way (veRL/DrMAS
+ * `compute_grpo_outcome_advantage`: unbiased `torch.std`, ε = 1e-6, a group of one gets mean 0 and
+ * std 1) and clip gradients always (`clip_grad_norm_(max_norm=grad_clip)`, so 0 would zero them).
+ */
+export function commonRefusals(config: RunConfig, engine: EngineConfig, roles: readonly Role[], issues: Issues): void {
+  if (config.task.family !== 'math') {
+    issues.add('task.family', `an engine run trains language models on the math family (boxed answers scored by the shipped reward); "${config.task.family}" is a character task for the Studio's own GPT — set task.family=math`, config.task.family);
+  }
+  if (config.advantage.std === 'population') {
+    issues.add('advantage.std', `${engine.kind} normalizes GRPO groups with the unbiased standard deviation (torch.std); set advantage.std=unbiased`, 'population');
+  }
+  if (config.advantage.eps !== 1e-6) {
+    issues.add('advantage.eps', `${engine.kind} adds a fixed 1e-6 to σ (compute_grpo_outcome_advantage's epsilon is not a config key); set advantage.eps=1e-6`, config.advantage.eps);
+  }
+  if (config.advantage.single_sample === 'zero' && config.rollout.solver_group === 1) {
+    issues.add('advantage.single_sample', `${engine.kind} gives a group of one sample mean 0 and std 1 (its advantage is its raw reward); set advantage.single_sample=verl or a group larger than 1`, 'zero');
+  }
+  if (config.advantage.verifier_class_balance) {
+    issues.add('advantage.verifier_class_balance', `${engine.kind} has no class-balanced Verifier weights; set advantage.verifier_class_balance=false`, true);
+  }
+  for (const role of roles) {
+    const id = config.agents[role];
+    const policy = config.policies[id];
+    if (policy?.optimizer.grad_clip === 0) {
+      issues.add(`policies.${id}.optimizer.grad_clip`, `${engine.kind} always clips the gradient norm (clip_grad_norm_ with max_norm 0 would zero every gradient); give a positive grad_clip such as 1.0, veRL's default`, 0);
+    }
+    if (policy?.endpoint !== undefined) issues.add(`policies.${id}.endpoint`, `${engine.kind} trains its own copies of the models; a served endpoint cannot be a policy of an engine run`, policy.endpoint);
+  }
+  if (config.system !== undefined) issues.add('system', 'a reasoning-system run is inference only; the engines train. Remove system or use engine.kind=studio');
+  if (config.task.train_size < config.rollout.problems_per_step) {
+    issues.add('task.train_size', `${config.task.train_size} problems make no full batch of rollout.problems_per_step=${config.rollout.problems_per_step} (the engine's dataloader drops the last incomplete batch)`);
+  }
+}
+
+/** Settings the engine ignores, said once. */
+export function commonWarnings(config: RunConfig, engine: EngineConfig): string[] {
+  const out = [
+    'pipeline.* (MarsRL\'s agentic pipeline and segment rollout) is the Studio trainer\'s; the engine schedules its own rollouts and updates.',
+    'pretrain.* is not used: the engine starts from engine.model.',
+  ];
+  if (engine.kind === 'drmas') out.push('prompts.* is not used: DrMAS\'s agents build their own prompts (agent_system/agent/agents/math/*.py; the Corrector\'s is the Studio hook\'s).');
+  if (config.reward.scheme === 'decoupled' && engine.kind === 'verl') out.push('reward.scheme: with one policy (the Solver alone) decoupled and shared rewards are the same: 1 for a right answer.');
+  return out;
+}
+
+/**
+ * Epochs enough for `optimization.steps` (veRL and DrMAS stop at `total_training_steps`, but also
+ * when the epochs run out: `len(dataloader) * total_epochs`, drop_last=True).
+ */
+export function epochsFor(config: RunConfig): number {
+  const batches = Math.max(1, Math.floor(config.task.train_size / config.rollout.problems_per_step));
+  return Math.max(1, Math.ceil(config.optimization.steps / batches));
+}
+
+/** Test and save frequencies: the Studio's 0 means "only at the end", the engines' -1 means "never". */
+export function everyOrEnd(every: number, steps: number): number {
+  return every > 0 ? every : Math.max(1, steps);
+}
+
+/**
+ * The final override list: the planned ones, then the user's raw overrides (a raw override of a
+ * key the plan sets replaces the planned one), each checked against the engine's key set the way
+ * Hydra checks it, so a typo is refused here, naming the override, and not after the job starts.
+ */
+export function finishOverrides(planned: readonly Override[], raw: readonly string[], keys: KeySet, issues: Issues): Override[] {
+  const user: Override[] = [];
+  raw.forEach((text, i) => {
+    try {
+      user.push(parseOverride(text));
+    } catch (error) {
+      issues.add(`engine.overrides.${i}`, (error as Error).message, text);
+    }
+  });
+  const replaced = new Set(user.map((o) => o.key));
+  const all = [...planned.filter((o) => !replaced.has(o.key)), ...user];
+  all.forEach((o) => {
+    const refusal = hydraRefusal(o, keys.keys);
+    if (refusal === null) return;
+    const userIndex = user.indexOf(o);
+    if (userIndex >= 0) issues.add(`engine.overrides.${userIndex}`, `${refusal} (checked against ${keys.source})`, overrideText(o));
+    else issues.add('engine.version', `the planned override ${overrideText(o)} is not accepted by this engine version (${keys.source}): ${refusal}`);
+  });
+  return all;
+}
