@@ -14,6 +14,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { numberedEntries } from '../util/numbered-entries';
 import path from 'node:path';
 
 /** Where one run's engine attempts live. Every path is absolute (veRL trains inside a Ray actor whose cwd is not the driver's). */
@@ -97,17 +98,7 @@ export function localPath(layout: Pick<AttemptLayout, 'runDir' | 'localRunDir'>,
 
 /** The attempts already made in a run folder (seen here), by number. */
 export function existingAttempts(localRunDir: string): number[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(localRunDir);
-  } catch {
-    return [];
-  }
-  return names
-    .map((n) => /^attempt-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]))
-    .sort((a, b) => a - b);
+  return numberedEntries(localRunDir, /^attempt-(\d+)$/);
 }
 
 /**

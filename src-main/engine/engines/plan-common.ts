@@ -11,7 +11,7 @@ import type { Role } from '#shared/agents';
 import type { RunConfig } from '../config/schema';
 import { attemptLayout, runFolderName, submissionIdOf } from './attempt';
 import type { EngineConfig } from '../config/engine';
-import { hydraRefusal, overrideText, parseOverride, type KeySet, type Override } from './hydra';
+import { hydraRefusal, override, overrideText, parseOverride, type KeySet, type Override } from './hydra';
 import { EnginePlanError, type AttemptLayout, type PlanContext } from './types';
 
 export class Issues {
@@ -125,8 +125,32 @@ export function epochsFor(config: RunConfig): number {
 }
 
 /** Test and save frequencies: the Studio's 0 means "only at the end", the engines' -1 means "never". */
-export function everyOrEnd(every: number, steps: number): number {
+function everyOrEnd(every: number, steps: number): number {
   return every > 0 ? every : Math.max(1, steps);
+}
+
+/**
+ * The `trainer.*` settings veRL and DrMAS share (DrMAS is a veRL fork: `verl/trainer/config/
+ * ppo_trainer.yaml` in both): the machine, how long, when to validate and save, resuming from the
+ * run's checkpoints, and where this attempt's dumps and Hydra's folder go. Every path absolute.
+ */
+export function trainerOverrides(config: RunConfig, engine: EngineConfig, context: PlanContext, layout: AttemptLayout): Override[] {
+  const steps = config.optimization.steps;
+  return [
+    override('trainer.project_name', 'marsrl'),
+    override('trainer.experiment_name', `run-${context.runId}`),
+    override('trainer.n_gpus_per_node', engine.gpus_per_node),
+    override('trainer.nnodes', engine.nodes),
+    override('trainer.total_epochs', epochsFor(config)),
+    override('trainer.total_training_steps', steps),
+    override('trainer.save_freq', everyOrEnd(config.optimization.checkpoint_every, steps)),
+    override('trainer.test_freq', everyOrEnd(config.eval.every, steps)),
+    override('trainer.val_before_train', true),
+    override('trainer.resume_mode', 'auto'),
+    override('trainer.default_local_dir', layout.checkpointsDir),
+    override('trainer.rollout_data_dir', layout.rolloutDir),
+    override('hydra.run.dir', layout.hydraDir),
+  ];
 }
 
 /**

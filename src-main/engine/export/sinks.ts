@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { ExportError } from './options';
 import { parquetSchema, type ColumnSpec } from './schema';
+import { isProcessAlive } from '../store/liveness';
 import type { Row } from './formats';
 
 export interface RowSink {
@@ -24,15 +25,6 @@ export interface RowSink {
 export function tempPathFor(target: string): string {
   const dir = path.dirname(target);
   return path.join(dir, `.${path.basename(target)}.${process.pid}-${crypto.randomBytes(4).toString('hex')}.tmp`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -55,7 +47,7 @@ export function sweepStaleTemps(target: string): number {
     const match = /^(\d+)-[0-9a-f]{8}\.tmp$/.exec(name.slice(prefix.length));
     if (!match) continue;
     const pid = Number(match[1]);
-    if (pid === process.pid || isAlive(pid)) continue;
+    if (pid === process.pid || isProcessAlive(pid)) continue;
     removeQuietly(path.join(dir, name));
     removed++;
   }

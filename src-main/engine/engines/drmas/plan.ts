@@ -27,7 +27,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, shellQuote, type HydraValue, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, epochsFor, everyOrEnd, finishOverrides, planLayout, planModels, planSubmissionId } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, planLayout, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 import { DRMAS_AGENT_IDS, drmasEngineAgents, drmasWorkerGroups } from './agents';
@@ -124,7 +124,6 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
   const trainFile = engine.dataset?.train ?? path.posix.join(layout.dataDir, 'train.parquet');
   const testFile = engine.dataset?.test ?? path.posix.join(layout.dataDir, 'test.parquet');
   const micro = engine.micro_batch_per_gpu;
-  const steps = config.optimization.steps;
   const kl = config.optimization.kl_coef > 0;
   const k = config.eval.k;
   const penalty = config.reward.format_penalty;
@@ -184,20 +183,8 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
     override('env.rollout.n', config.rollout.solver_group),
     override('env.rollout.val_n', k),
     override('trainer.logger', tensorboard ? ['console', 'tensorboard'] : ['console']),
-    override('trainer.project_name', 'marsrl'),
-    override('trainer.experiment_name', `run-${context.runId}`),
-    override('trainer.n_gpus_per_node', engine.gpus_per_node),
-    override('trainer.nnodes', engine.nodes),
+    ...trainerOverrides(config, engine, context, layout),
     override('trainer.critic_warmup', 0),
-    override('trainer.total_epochs', epochsFor(config)),
-    override('trainer.total_training_steps', steps),
-    override('trainer.save_freq', everyOrEnd(config.optimization.checkpoint_every, steps)),
-    override('trainer.test_freq', everyOrEnd(config.eval.every, steps)),
-    override('trainer.val_before_train', true),
-    override('trainer.resume_mode', 'auto'),
-    override('trainer.default_local_dir', layout.checkpointsDir),
-    override('trainer.rollout_data_dir', layout.rolloutDir),
-    override('hydra.run.dir', layout.hydraDir),
   ];
   const overrides = finishOverrides(o, engine.overrides, keys, issues);
   issues.throwIfAny();

@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CheckpointPolicy } from './records';
+import { numberedEntries } from '../../util/numbered-entries';
 import type { EngineAgent } from './spec';
 
 export const TRACKER_FILE = 'latest_checkpointed_iteration.txt';
@@ -27,17 +28,7 @@ export function readTracker(dir: string): number | null {
 }
 
 export function listStepFolders(dir: string): number[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .map((n) => /^global_step_(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]))
-    .sort((a, b) => a - b);
+  return numberedEntries(dir, /^global_step_(\d+)$/);
 }
 
 /** A Hugging Face folder with weights: config.json and a safetensors file or index. */

@@ -16,33 +16,25 @@
  * An unproven file is read only once the job ended otherwise (FAILED, STOPPED) or when a finished
  * folder is imported, and then only its newline-terminated lines, with a warning.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Role } from '#shared/agents';
 import { parsePythonJson } from './pyjson';
 import type { SourcePos, TurnRecord } from './records';
+import { numberedEntries } from '../../util/numbered-entries';
 import type { DumpOrder, EngineAgent } from './spec';
 
 export type Split = 'train' | 'test';
 
 /** `rollout/12.jsonl` → 12; other names are not dumps. */
+const DUMP_NAME = /^(\d+)\.jsonl$/;
+
 export function dumpStep(name: string): number | null {
-  const m = /^(\d+)\.jsonl$/.exec(name);
+  const m = DUMP_NAME.exec(name);
   return m ? Number(m[1]) : null;
 }
 
 export function listDumps(dir: string | null): number[] {
-  if (dir === null) return [];
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .map(dumpStep)
-    .filter((s): s is number => s !== null)
-    .sort((a, b) => a - b);
+  return numberedEntries(dir, DUMP_NAME);
 }
 
 /** Whether the dump of `split` at `step` is proven complete by rule (b): a file written after it exists. */

@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isProcessAlive } from '../../store/liveness';
 import { RayError, RayJobsClient } from './client';
 
 export const LOCAL_HEAD_FILE = 'ray-head.json';
@@ -59,15 +60,6 @@ export function readHeadRecord(dataDir: string): LocalHeadRecord | null {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Starts a head unless one answers on the dashboard port; a running head is reported, with whether the Studio started it. */
 export async function ensureLocalHead(options: LocalHeadOptions): Promise<LocalHead> {
   const dashboardPort = options.dashboardPort ?? 8265;
@@ -76,7 +68,7 @@ export async function ensureLocalHead(options: LocalHeadOptions): Promise<LocalH
   const record = readHeadRecord(options.dataDir);
   try {
     const v = await client.version();
-    const ours = record !== null && record.sessionName === v.session_name && alive(record.pid);
+    const ours = record !== null && record.sessionName === v.session_name && isProcessAlive(record.pid);
     return { address, startedByStudio: ours, sessionName: v.session_name };
   } catch (error) {
     if (!(error instanceof RayError) || error.code !== 'unreachable') throw error;
@@ -145,7 +137,7 @@ function stopGroup(pid: number, signal: NodeJS.Signals = 'SIGTERM'): void {
 export async function stopLocalHead(dataDir: string, graceMs = 15_000): Promise<'stopped' | 'not_ours' | 'not_running'> {
   const record = readHeadRecord(dataDir);
   if (record === null) return 'not_ours';
-  if (!alive(record.pid)) {
+  if (!isProcessAlive(record.pid)) {
     fs.rmSync(recordFile(dataDir), { force: true });
     return 'not_running';
   }
@@ -157,8 +149,8 @@ export async function stopLocalHead(dataDir: string, graceMs = 15_000): Promise<
   }
   stopGroup(record.pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
-  while (alive(record.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  if (alive(record.pid)) stopGroup(record.pid, 'SIGKILL');
+  while (isProcessAlive(record.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  if (isProcessAlive(record.pid)) stopGroup(record.pid, 'SIGKILL');
   fs.rmSync(recordFile(dataDir), { force: true });
   return 'stopped';
 }

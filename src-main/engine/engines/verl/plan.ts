@@ -26,7 +26,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, epochsFor, everyOrEnd, finishOverrides, planLayout, planModels, planSubmissionId } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, planLayout, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 
@@ -124,7 +124,6 @@ export function planVerl(config: RunConfig, engine: EngineConfig, context: PlanC
   const testFile = engine.dataset?.test ?? path.posix.join(layout.dataDir, 'test.parquet');
   const rewardFile = path.posix.join(layout.codeDir, 'marsrl_reward.py');
   const micro = engine.micro_batch_per_gpu;
-  const steps = config.optimization.steps;
 
   const o: Override[] = [
     override('algorithm.adv_estimator', 'grpo'),
@@ -171,21 +170,9 @@ export function planVerl(config: RunConfig, engine: EngineConfig, context: PlanC
     override(`${rewardPrefix}.path`, rewardFile),
     override(`${rewardPrefix}.name`, 'compute_score'),
     override('trainer.logger', engine.tensorboard ? ['console', 'file', 'tensorboard'] : ['console', 'file']),
-    override('trainer.project_name', 'marsrl'),
-    override('trainer.experiment_name', `run-${context.runId}`),
-    override('trainer.n_gpus_per_node', engine.gpus_per_node),
-    override('trainer.nnodes', engine.nodes),
-    override('trainer.total_epochs', epochsFor(config)),
-    override('trainer.total_training_steps', steps),
-    override('trainer.save_freq', everyOrEnd(config.optimization.checkpoint_every, steps)),
-    override('trainer.test_freq', everyOrEnd(config.eval.every, steps)),
-    override('trainer.val_before_train', true),
-    override('trainer.resume_mode', 'auto'),
-    override('trainer.default_local_dir', layout.checkpointsDir),
-    override('trainer.rollout_data_dir', layout.rolloutDir),
+    ...trainerOverrides(config, engine, context, layout),
     override('trainer.validation_data_dir', layout.validationDir),
     override('trainer.log_val_generations', 0),
-    override('hydra.run.dir', layout.hydraDir),
   ];
   const overrides = finishOverrides(o, engine.overrides, keys, issues);
   issues.throwIfAny();
