@@ -12,7 +12,7 @@ import type { RunConfig } from '../config/schema';
 import { attemptLayout, runFolderName, submissionIdOf } from './attempt';
 import type { EngineConfig } from '../config/engine';
 import { hydraRefusal, override, overrideText, parseOverride, type KeySet, type Override } from './hydra';
-import { EnginePlanError, type AttemptLayout, type PlanContext } from './types';
+import { EnginePlanError, type AttemptLayout, type PlanContext, type PlannedFile, type RayEngineKind } from './types';
 
 export class Issues {
   readonly list: ConfigIssue[] = [];
@@ -177,4 +177,27 @@ export function finishOverrides(planned: readonly Override[], raw: readonly stri
     else issues.add('engine.version', `the planned override ${overrideText(o)} is not accepted by this engine version (${keys.source}): ${refusal}`);
   });
   return all;
+}
+
+/**
+ * The run's dataset: the user's parquet files (`engine.dataset`), or the Studio's task exported
+ * into the run folder in the engine's layout before submission (`files`).
+ */
+export function planDataset(config: RunConfig, engine: EngineConfig, layout: AttemptLayout, format: RayEngineKind): { trainFile: string; testFile: string; files: PlannedFile[] } {
+  if (engine.dataset) return { trainFile: engine.dataset.train, testFile: engine.dataset.test, files: [] };
+  const trainFile = path.posix.join(layout.dataDir, 'train.parquet');
+  const testFile = path.posix.join(layout.dataDir, 'test.parquet');
+  return {
+    trainFile,
+    testFile,
+    files: [
+      { path: trainFile, kind: 'dataset', format, split: 'train', rows: config.task.train_size },
+      { path: testFile, kind: 'dataset', format, split: 'test', rows: config.eval.problems },
+    ],
+  };
+}
+
+/** What the Studio tags its Ray jobs with (Ray wants strings): whose run and attempt, from which store, which engine. */
+export function planMetadata(context: PlanContext, kind: RayEngineKind): Record<string, string> {
+  return { marsrl_run: String(context.runId), marsrl_attempt: String(context.attempt), marsrl_store: context.storeTag, marsrl_engine: kind };
 }

@@ -27,7 +27,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, shellQuote, type HydraValue, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, finishOverrides, planLayout, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 import { DRMAS_AGENT_IDS, drmasEngineAgents, drmasWorkerGroups } from './agents';
@@ -121,8 +121,7 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
   if (config.optimization.minibatch_size !== 64) {
     warnings.push('optimization.minibatch_size is not used: DrMAS sizes each agent\'s mini-batch from its turns (use_adaptive_ppo_mini_batch_size, one update per step, as its math example).');
   }
-  const trainFile = engine.dataset?.train ?? path.posix.join(layout.dataDir, 'train.parquet');
-  const testFile = engine.dataset?.test ?? path.posix.join(layout.dataDir, 'test.parquet');
+  const { trainFile, testFile, files: datasetFiles } = planDataset(config, engine, layout, 'drmas');
   const micro = engine.micro_batch_per_gpu;
   const kl = config.optimization.kl_coef > 0;
   const k = config.eval.k;
@@ -211,14 +210,9 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
       },
       ...(hook ? { worker_process_setup_hook: DRMAS_HOOK } : {}),
     },
-    metadata: { marsrl_run: String(context.runId), marsrl_attempt: String(context.attempt), marsrl_store: context.storeTag, marsrl_engine: 'drmas' },
+    metadata: planMetadata(context, 'drmas'),
     files: [
-      ...(engine.dataset
-        ? []
-        : [
-            { path: trainFile, kind: 'dataset' as const, format: 'drmas' as const, split: 'train' as const, rows: config.task.train_size },
-            { path: testFile, kind: 'dataset' as const, format: 'drmas' as const, split: 'test' as const, rows: config.eval.problems },
-          ]),
+      ...datasetFiles,
       ...(hook ? [{ path: path.posix.join(layout.codeDir, 'marsrl_drmas_hook.py'), kind: 'resource' as const, resource: 'engines/drmas/marsrl_drmas_hook.py' }] : []),
     ],
     follow,

@@ -26,7 +26,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, finishOverrides, planLayout, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 
@@ -120,8 +120,7 @@ export function planVerl(config: RunConfig, engine: EngineConfig, context: PlanC
   const k = config.eval.k;
   const kl = config.optimization.kl_coef > 0;
   const rewardPrefix = atLeast(v, 0, 7, 1) ? 'reward.custom_reward_function' : 'custom_reward_function';
-  const trainFile = engine.dataset?.train ?? path.posix.join(layout.dataDir, 'train.parquet');
-  const testFile = engine.dataset?.test ?? path.posix.join(layout.dataDir, 'test.parquet');
+  const { trainFile, testFile, files: datasetFiles } = planDataset(config, engine, layout, 'verl');
   const rewardFile = path.posix.join(layout.codeDir, 'marsrl_reward.py');
   const micro = engine.micro_batch_per_gpu;
 
@@ -198,14 +197,9 @@ export function planVerl(config: RunConfig, engine: EngineConfig, context: PlanC
         MARSRL_REWARD_SCALE: String(config.reward.scale.solver),
       },
     },
-    metadata: { marsrl_run: String(context.runId), marsrl_attempt: String(context.attempt), marsrl_store: context.storeTag, marsrl_engine: 'verl' },
+    metadata: planMetadata(context, 'verl'),
     files: [
-      ...(engine.dataset
-        ? []
-        : [
-            { path: trainFile, kind: 'dataset' as const, format: 'verl' as const, split: 'train' as const, rows: config.task.train_size },
-            { path: testFile, kind: 'dataset' as const, format: 'verl' as const, split: 'test' as const, rows: config.eval.problems },
-          ]),
+      ...datasetFiles,
       { path: rewardFile, kind: 'resource', resource: 'engines/verl/marsrl_reward.py' },
     ],
     follow,
