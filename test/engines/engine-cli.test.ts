@@ -20,6 +20,7 @@ import { FakeRay } from '../helpers/fake-ray';
 import { seedStudio } from '../helpers/seed';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tempFolder } from '../helpers/tmp';
+import { until } from '../helpers/until';
 
 const tmp = tempFolder('marsrl-engine-cli-');
 const fakes: FakeRay[] = [];
@@ -302,14 +303,6 @@ describe('faults', () => {
     expect(run.stdout + run.stderr).toMatch(/engine\.address: cannot reach the Ray dashboard/);
   }, 60_000);
 });
-
-async function until(test: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('marsrl doctor --python', () => {
   it('says which engines an interpreter can run, with versions, and names a missing interpreter', () => {
