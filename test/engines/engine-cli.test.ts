@@ -20,6 +20,7 @@ import { FakeRay } from '../helpers/fake-ray';
 import { seedStudio } from '../helpers/seed';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tempFolder } from '../helpers/tmp';
+import { until } from '../helpers/until';
 
 const tmp = tempFolder('marsrl-engine-cli-');
 const fakes: FakeRay[] = [];
@@ -42,6 +43,23 @@ function runArgs(preset: 'verl-grpo' | 'drmas-marsrl', db: string, address: stri
 }
 
 const home = (name: string) => ({ MARSRL_HOME: path.join(tmp.dir, name) });
+
+/** A run launched from the CLI against a fresh fake Ray (`env` for its stand-in), with its own database and MARSRL_HOME named `name`. */
+async function launch(preset: 'verl-grpo' | 'drmas-marsrl', name: string, env: Record<string, string>, extra: string[]): Promise<{ db: string; fake: FakeRay; launched: ReturnType<typeof marsrlAsync> }> {
+  const db = path.join(tmp.dir, `${name}.db`);
+  const fake = await fakeRay(env);
+  return { db, fake, launched: marsrlAsync(runArgs(preset, db, fake.address, extra), home(name)) };
+}
+
+/** Opens the run's database for `read` and closes it after, whatever `read` does. */
+async function withStore<T>(db: string, read: (store: Store) => T | Promise<T>): Promise<T> {
+  const store = openStore(db);
+  try {
+    return await read(store);
+  } finally {
+    store.close();
+  }
+}
 
 function turnCount(store: Store, runId: number, where = '1'): number {
   return (store.db.prepare(`SELECT COUNT(*) AS n FROM turns WHERE run_id = ? AND superseded_by IS NULL AND ${where}`).get(runId) as { n: number }).n;
@@ -160,13 +178,11 @@ describe('a veRL run launched from the CLI', () => {
 
 describe('a DrMAS run launched from the CLI', () => {
   it('keeps Solver, Verifier and Corrector turns in their episodes with the Studio hook', async () => {
-    const db = path.join(tmp.dir, 'drmas.db');
     const checkout = fakeDrmasCheckout(tmp.dir);
-    const fake = await fakeRay({ STANDIN_PROBE: JSON.stringify({ verl: '0.3.1.dev', drmas: true, drmas_root: checkout }) });
-    const run = await marsrlAsync(runArgs('drmas-marsrl', db, fake.address, ['optimization.steps=3', `engine.working_dir=${checkout}`]), home('drmas')).done;
+    const { db, launched } = await launch('drmas-marsrl', 'drmas', { STANDIN_PROBE: JSON.stringify({ verl: '0.3.1.dev', drmas: true, drmas_root: checkout }) }, ['optimization.steps=3', `engine.working_dir=${checkout}`]);
+    const run = await launched.done;
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    const store = openStore(db);
-    try {
+    await withStore(db, (store) => {
       const agents = (store.db.prepare('SELECT DISTINCT agent FROM turns ORDER BY agent').all() as { agent: string }[]).map((r) => r.agent);
       expect(agents).toEqual(expect.arrayContaining(['solver', 'verifier1', 'corrector1']));
       expect(agents).not.toContain('unknown');
@@ -176,35 +192,26 @@ describe('a DrMAS run launched from the CLI', () => {
       expect(perEpisode.some((e) => e.n > 1)).toBe(true);
       const keys = (store.db.prepare('SELECT key FROM metric_keys').all() as { key: string }[]).map((r) => r.key);
       expect(keys).toEqual(expect.arrayContaining(['solver/grad_norm', 'corrector/grad_norm']));
-    } finally {
-      store.close();
-    }
+    });
   }, 120_000);
 
   it('marks every turn "agent unknown", with a warning, when the hook is off', async () => {
-    const db = path.join(tmp.dir, 'drmas-nohook.db');
     const checkout = fakeDrmasCheckout(path.join(tmp.dir, 'nohook'));
-    const fake = await fakeRay({ STANDIN_PROBE: JSON.stringify({ verl: '0.3.1.dev', drmas: true, drmas_root: checkout }) });
-    const run = await marsrlAsync(runArgs('drmas-marsrl', db, fake.address, ['optimization.steps=2', `engine.working_dir=${checkout}`, 'engine.drmas.hook=false', 'engine.drmas.orchestra=math', 'rollout.rounds=1']), home('nohook')).done;
+    const { db, launched } = await launch('drmas-marsrl', 'nohook', { STANDIN_PROBE: JSON.stringify({ verl: '0.3.1.dev', drmas: true, drmas_root: checkout }) }, ['optimization.steps=2', `engine.working_dir=${checkout}`, 'engine.drmas.hook=false', 'engine.drmas.orchestra=math', 'rollout.rounds=1']);
+    const run = await launched.done;
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    const store = openStore(db);
-    try {
+    await withStore(db, (store) => {
       expect((store.db.prepare('SELECT DISTINCT agent FROM turns').all() as { agent: string }[]).map((r) => r.agent)).toEqual(['unknown']);
       expect(store.db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind = 'engine_agent_unknown'").get()).toEqual({ n: 1 });
-    } finally {
-      store.close();
-    }
+    });
   }, 120_000);
 });
 
 describe('faults', () => {
   it('re-attaches after the CLI is killed mid-job: no turn lost or doubled', async () => {
-    const db = path.join(tmp.dir, 'killed.db');
-    const fake = await fakeRay({ STANDIN_STEP_MS: '700' });
     const steps = 8;
-    const launched = marsrlAsync(runArgs('verl-grpo', db, fake.address, [`optimization.steps=${steps}`, 'optimization.checkpoint_every=4', 'eval.every=4']), home('killed'));
-    const store = openStore(db, { readonly: false });
-    try {
+    const { db, launched } = await launch('verl-grpo', 'killed', { STANDIN_STEP_MS: '700' }, [`optimization.steps=${steps}`, 'optimization.checkpoint_every=4', 'eval.every=4']);
+    await withStore(db, async (store) => {
       await until(() => turnCount(store, 1, "step >= 2 AND episode_id IN (SELECT id FROM episodes WHERE split = 'train')") > 0, 60_000);
       launched.child.kill('SIGKILL');
       await launched.done;
@@ -217,17 +224,12 @@ describe('faults', () => {
       expect(turnCount(store, 1, "step >= 1 AND episode_id IN (SELECT id FROM episodes WHERE split = 'train')")).toBe(steps * 4 * 8);
       const distinct = store.db.prepare('SELECT COUNT(DISTINCT step || char(0) || sample_index || char(0) || prompt || char(0) || text) AS n FROM turns').get() as { n: number };
       expect(distinct.n).toBe(turnCount(store, 1));
-    } finally {
-      store.close();
-    }
+    });
   }, 180_000);
 
   it('stops the Ray job on `marsrl stop`, then resumes it in a new attempt from the engine\'s checkpoint', async () => {
-    const db = path.join(tmp.dir, 'stopped.db');
-    const fake = await fakeRay({ STANDIN_STEP_MS: '500' });
-    const launched = marsrlAsync(runArgs('verl-grpo', db, fake.address, ['optimization.steps=10', 'optimization.checkpoint_every=2']), home('stopped'));
-    const store = openStore(db);
-    try {
+    const { db, launched } = await launch('verl-grpo', 'stopped', { STANDIN_STEP_MS: '500' }, ['optimization.steps=10', 'optimization.checkpoint_every=2']);
+    await withStore(db, async (store) => {
       await until(() => store.events.checkpoints(1).length > 0, 60_000);
       const stopped = await marsrlAsync(['stop', '1', '--db', db, '--timeout', '60'], home('stopped')).done;
       expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
@@ -248,17 +250,12 @@ describe('faults', () => {
       const perStep = store.db.prepare("SELECT step, COUNT(*) AS n FROM turns WHERE superseded_by IS NULL AND episode_id IN (SELECT id FROM episodes WHERE split = 'train') GROUP BY step").all() as { step: number; n: number }[];
       expect(perStep.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       expect(perStep.every((r) => r.n === 32)).toBe(true);
-    } finally {
-      store.close();
-    }
+    });
   }, 180_000);
 
   it('stops with `marsrl stop` a job no Studio follows, on Ray itself; its log is read from Ray meanwhile', async () => {
-    const db = path.join(tmp.dir, 'detached.db');
-    const fake = await fakeRay({ STANDIN_STEP_MS: '700' });
-    const launched = marsrlAsync(runArgs('verl-grpo', db, fake.address, ['optimization.steps=30']), home('detached'));
-    const store = openStore(db);
-    try {
+    const { db, fake, launched } = await launch('verl-grpo', 'detached', { STANDIN_STEP_MS: '700' }, ['optimization.steps=30']);
+    await withStore(db, async (store) => {
       await until(() => turnCount(store, 1) > 0, 60_000);
       launched.child.kill('SIGKILL');
       await launched.done;
@@ -274,25 +271,19 @@ describe('faults', () => {
       const resumed = await marsrlAsync(['resume', '1', '--db', db], home('detached')).done;
       expect(resumed.stdout + resumed.stderr).toMatch(/interrupted/);
       expect(store.engineJobs.list(1).map((j) => j.status)).toEqual(['STOPPED']);
-    } finally {
-      store.close();
-    }
+    });
   }, 180_000);
 
   it('marks a FAILED job failed, with the traceback at the end of `marsrl run`', async () => {
-    const db = path.join(tmp.dir, 'failed.db');
-    const fake = await fakeRay({ STANDIN_FAIL_AT_STEP: '2' });
-    const run = await marsrlAsync(runArgs('verl-grpo', db, fake.address, ['optimization.steps=4']), home('failed')).done;
+    const { db, launched } = await launch('verl-grpo', 'failed', { STANDIN_FAIL_AT_STEP: '2' }, ['optimization.steps=4']);
+    const run = await launched.done;
     expect(run.code).toBe(1);
     expect(run.stdout + run.stderr).toMatch(/RuntimeError/);
     expect(run.stdout + run.stderr).toMatch(/Traceback \(most recent call last\)/);
-    const store = openStore(db);
-    try {
+    await withStore(db, (store) => {
       expect(store.runs.get(1)).toMatchObject({ status: 'failed' });
       expect(store.runs.get(1)?.statusReason).toMatch(/^the verl job \S+ failed: RuntimeError: CUDA out of memory/);
-    } finally {
-      store.close();
-    }
+    });
   }, 120_000);
 
   it('fails at launch when the cluster cannot be reached, naming engine.address', async () => {
@@ -302,14 +293,6 @@ describe('faults', () => {
     expect(run.stdout + run.stderr).toMatch(/engine\.address: cannot reach the Ray dashboard/);
   }, 60_000);
 });
-
-async function until(test: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('marsrl doctor --python', () => {
   it('says which engines an interpreter can run, with versions, and names a missing interpreter', () => {

@@ -4,7 +4,6 @@
  * `python -m ray.scripts.scripts start --head --block` by serving the fake Jobs API until SIGTERM.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,23 +15,16 @@ import { parseProbe, probeLocal, probeOnCluster } from '../../src-main/engine/en
 import { parseEngineRun } from '../../src-main/engine/engines/run-config';
 import { FakeRay } from '../helpers/fake-ray';
 import { STANDIN_PYTHON, presetDoc, smallRun } from '../helpers/engines';
+import { closedPortUrl } from '../helpers/env';
 import { tempDir } from '../helpers/tmp';
 
 const tmp = tempDir('marsrl-engine-local-');
 afterAll(tmp.cleanup);
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 describe('a local head', () => {
   it('is started by the Studio, found again after a restart, and stopped by its own process group only', async () => {
     const dataDir = path.join(tmp.dir, 'studio-data');
-    const port = await freePort();
+    const port = Number(new URL(await closedPortUrl()).port);
     const head = await ensureLocalHead({ python: STANDIN_PYTHON, dataDir, dashboardPort: port, timeoutMs: 30_000 });
     expect(head).toMatchObject({ address: `http://127.0.0.1:${port}`, startedByStudio: true });
     const record = readHeadRecord(dataDir)!;

@@ -3,10 +3,10 @@
  * Ray 2.58.0's dashboard code writes (ray/dashboard/modules/job/*.py; the quoted strings below are
  * copied from that source).
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyApprovals } from '../../src-main/engine/served/key-approvals';
 import { RayError, RayJobsClient, isDuplicateSubmission, lastTracebackLine } from '../../src-main/engine/engines/ray/client';
+import { closedPortUrl } from '../helpers/env';
 import { FakeRay } from '../helpers/fake-ray';
 
 let fake: FakeRay;
@@ -21,14 +21,6 @@ afterAll(() => fake.close());
 async function raw(method: string, route: string, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; type: string | null }> {
   const res = await fetch(`${fake.address}${route}`, { method, body, headers: { 'content-type': 'application/json', ...headers } });
   return { status: res.status, text: await res.text(), type: res.headers.get('content-type') };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 describe('submit, status, logs, stop', () => {
@@ -158,11 +150,11 @@ describe('errors, named', () => {
   });
 
   it('says the cluster is unreachable, naming the field and the address', async () => {
-    const port = await freePort();
-    const c = new RayJobsClient({ address: `http://127.0.0.1:${port}` });
+    const address = (await closedPortUrl()).replace(/\/v1$/, '');
+    const c = new RayJobsClient({ address });
     const error = await c.version().catch((e) => e);
     expect(error.code).toBe('unreachable');
-    expect(error.message).toMatch(new RegExp(`^engine.address: cannot reach the Ray dashboard at http://127.0.0.1:${port} \\(ECONNREFUSED\\)`));
+    expect(error.message).toMatch(new RegExp(`^engine.address: cannot reach the Ray dashboard at ${address} \\(ECONNREFUSED\\)`));
     expect(isDuplicateSubmission(error)).toBe(false);
   });
 

@@ -115,45 +115,52 @@ function pyType(v: unknown): string {
 
 const SITE = '/home/ray/anaconda3/lib/python3.11/site-packages/ray/dashboard/modules/job';
 
+/** A frame of a traceback: where, the source line, and the line of carets Python 3.11 prints under it. */
+interface PyFrame {
+  file: string;
+  line: number;
+  fn: string;
+  code?: string;
+  carets?: string;
+}
+
+/** A traceback as Python prints it: the frames, innermost last, then the exception's line. */
+function pyTraceback(frames: PyFrame[], error: string): string {
+  const lines = ['Traceback (most recent call last):'];
+  for (const f of frames) {
+    lines.push(`  File "${f.file}", line ${f.line}, in ${f.fn}`);
+    if (f.code !== undefined) lines.push(`    ${f.code}`);
+    if (f.carets !== undefined) lines.push(f.carets);
+  }
+  return [...lines, error, ''].join('\n');
+}
+
 function validationTraceback(error: string): string {
-  return [
-    'Traceback (most recent call last):',
-    `  File "${SITE}/utils.py", line 128, in parse_and_validate_request`,
-    '    return validate_request_type(json_data, request_type)',
-    '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',
-    `  File "${SITE}/common.py", line 412, in validate_request_type`,
-    '    return request_type(**json_data)',
-    '           ^^^^^^^^^^^^^^^^^^^^^^^^^',
-    ...(error.startsWith('TypeError: JobSubmitRequest.__init__()') ? [] : ['  File "<string>", line 13, in __init__', `  File "${SITE}/common.py", line 466, in __post_init__`, '    raise TypeError(']),
-    error,
-    '',
-  ].join('\n');
+  const frames: PyFrame[] = [
+    { file: `${SITE}/utils.py`, line: 128, fn: 'parse_and_validate_request', code: 'return validate_request_type(json_data, request_type)', carets: '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^' },
+    { file: `${SITE}/common.py`, line: 412, fn: 'validate_request_type', code: 'return request_type(**json_data)', carets: '           ^^^^^^^^^^^^^^^^^^^^^^^^^' },
+  ];
+  if (!error.startsWith('TypeError: JobSubmitRequest.__init__()')) frames.push({ file: '<string>', line: 13, fn: '__init__' }, { file: `${SITE}/common.py`, line: 466, fn: '__post_init__', code: 'raise TypeError(' });
+  return pyTraceback(frames, error);
 }
 
 function duplicateTraceback(id: string, status: 400 | 500): string {
-  const agent = [
-    'Traceback (most recent call last):',
-    `  File "${SITE}/job_agent.py", line 45, in submit_job`,
-    '    submission_id = await self.get_job_manager().submit_job(',
-    '                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',
-    `  File "${SITE}/job_manager.py", line 555, in submit_job`,
-    '    raise ValueError(',
+  const agent = pyTraceback(
+    [
+      { file: `${SITE}/job_agent.py`, line: 45, fn: 'submit_job', code: 'submission_id = await self.get_job_manager().submit_job(', carets: '                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^' },
+      { file: `${SITE}/job_manager.py`, line: 555, fn: 'submit_job', code: 'raise ValueError(' },
+    ],
     `ValueError: Job with submission_id ${id} already exists. Please use a different submission_id.`,
-    '',
-  ].join('\n');
+  );
   if (status === 400) return agent;
-  return [
-    'Traceback (most recent call last):',
-    `  File "${SITE}/job_head.py", line 406, in submit_job`,
-    '    resp = await job_agent_client.submit_job_internal(submit_request)',
-    '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',
-    `  File "${SITE}/job_head.py", line 138, in submit_job_internal`,
-    '    await self._raise_error(resp)',
-    `  File "${SITE}/job_head.py", line 127, in _raise_error`,
-    '    raise RuntimeError(f"Request failed with status code {status}: {error_text}.")',
+  return pyTraceback(
+    [
+      { file: `${SITE}/job_head.py`, line: 406, fn: 'submit_job', code: 'resp = await job_agent_client.submit_job_internal(submit_request)', carets: '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^' },
+      { file: `${SITE}/job_head.py`, line: 138, fn: 'submit_job_internal', code: 'await self._raise_error(resp)' },
+      { file: `${SITE}/job_head.py`, line: 127, fn: '_raise_error', code: 'raise RuntimeError(f"Request failed with status code {status}: {error_text}.")' },
+    ],
     `RuntimeError: Request failed with status code 400: ${agent}.`,
-    '',
-  ].join('\n');
+  );
 }
 
 const SUBMIT_FIELDS = ['entrypoint', 'submission_id', 'job_id', 'runtime_env', 'metadata', 'entrypoint_num_cpus', 'entrypoint_num_gpus', 'entrypoint_memory', 'entrypoint_resources', 'entrypoint_label_selector'];
@@ -442,7 +449,7 @@ export class FakeRay {
       child = spawn('/bin/sh', ['-c', job.entrypoint], { env, stdio: ['ignore', out, out], detached: true });
     } catch (error) {
       fs.closeSync(out);
-      this.setStatus(job, 'FAILED', { message: `Traceback (most recent call last):\n  File "${SITE}/job_supervisor.py", line 380, in run\n${(error as Error).message}\n`, errorType: 'JOB_ENTRYPOINT_COMMAND_START_ERROR' });
+      this.setStatus(job, 'FAILED', { message: pyTraceback([{ file: `${SITE}/job_supervisor.py`, line: 380, fn: 'run' }], (error as Error).message), errorType: 'JOB_ENTRYPOINT_COMMAND_START_ERROR' });
       return;
     }
     fs.closeSync(out);
@@ -478,7 +485,7 @@ export class FakeRay {
     const job = this.find(id);
     if (!job) return this.send(res, 404, `Job ${id} does not exist`, false);
     if (this.failLogs) {
-      return this.send(res, 500, `Traceback (most recent call last):\n  File "${SITE}/job_head.py", line 594, in get_job_logs\n    await job_agent_client.get_job_logs_internal(job.submission_id)\naiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:52365 ssl:default [Connect call failed ('127.0.0.1', 52365)]\n`, false);
+      return this.send(res, 500, pyTraceback([{ file: `${SITE}/job_head.py`, line: 594, fn: 'get_job_logs', code: 'await job_agent_client.get_job_logs_internal(job.submission_id)' }], "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:52365 ssl:default [Connect call failed ('127.0.0.1', 52365)]"), false);
     }
     const logs = job.driverAgentHttpAddress === null ? '' : this.logOf(job.submissionId);
     this.send(res, 200, pyDumps({ logs }), true);
@@ -507,7 +514,7 @@ export class FakeRay {
     const job = this.find(id);
     if (!job) return this.send(res, 404, `Job ${id} does not exist`, false);
     if (!isTerminal(job.status)) {
-      return this.send(res, 500, `Traceback (most recent call last):\n  File "${SITE}/job_manager.py", line 660, in delete_job\n    raise RuntimeError(\nRuntimeError: Attempted to delete job '${job.submissionId}', but it is in a non-terminal state ${job.status}.\n`, false);
+      return this.send(res, 500, pyTraceback([{ file: `${SITE}/job_manager.py`, line: 660, fn: 'delete_job', code: 'raise RuntimeError(' }], `RuntimeError: Attempted to delete job '${job.submissionId}', but it is in a non-terminal state ${job.status}.`), false);
     }
     this.jobs.delete(job.submissionId);
     this.send(res, 200, pyDumps({ deleted: true }), true);

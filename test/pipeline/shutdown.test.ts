@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src-main/engine/store';
 import { createRunManager } from '../../src-main/runner/manager';
 import { runsDatabase } from '../helpers/runs-db';
+import { until } from '../helpers/until';
 import { tinyConfig } from '../training/tiny';
 
 let store: Store;
@@ -21,14 +22,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -155,6 +155,11 @@ function rand(): number {
   return (seed >>> 8) / (1 << 24);
 }
 
+/** A uuid4 drawn from the seeded `rand()`, as the trainers' `str(uuid.uuid4())`. */
+function uuid(): string {
+  return 'xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx'.replace(/[xy]/g, (c) => ((rand() * 16) | (c === 'y' ? 8 : 0)).toString(16).slice(-1));
+}
+
 function solverOutput(gt: string, correct: boolean, boxed: boolean): string {
   const answer = correct ? gt : `${gt}1`;
   return boxed ? `Let me work it out step by step.\nSo the answer is \\boxed{${answer}}.` : `So the answer is ${answer}.`;
@@ -297,6 +302,22 @@ function atLeast(v: number[], a: number, b: number, c = 0): boolean {
   return v[0] !== a ? v[0] > a : v[1] !== b ? v[1] > b : v[2] >= c;
 }
 
+/**
+ * The training loop's settings both trainers read the same way (DrMAS is a veRL fork: its `trainer.*`
+ * keys and defaults are veRL's), and the stand-in's own pace and failure knobs.
+ */
+function loopSettings(cfg: Cfg) {
+  return {
+    total: get(cfg, 'trainer.total_training_steps', 2),
+    testFreq: get(cfg, 'trainer.test_freq', -1),
+    saveFreq: get(cfg, 'trainer.save_freq', -1),
+    rolloutDir: get<string | null>(cfg, 'trainer.rollout_data_dir', null),
+    ckptDir: get(cfg, 'trainer.default_local_dir', 'checkpoints'),
+    stepMs: Number(env.STANDIN_STEP_MS ?? 20),
+    failAt: env.STANDIN_FAIL_AT_STEP && (!env.STANDIN_FAIL_ONLY || env.STANDIN_FAIL_ONLY === env.RAY_JOB_SUBMISSION_ID) ? Number(env.STANDIN_FAIL_AT_STEP) : null,
+  };
+}
+
 async function runVerl(args: string[]): Promise<void> {
   const version = env.STANDIN_VERL_VERSION ?? '0.7.1';
   const v = versionTuple(version);
@@ -324,16 +345,10 @@ async function runVerl(args: string[]): Promise<void> {
   const n = get(cfg, 'actor_rollout_ref.rollout.n', 1);
   const batch = get(cfg, 'data.train_batch_size', 8);
   const valN = get(cfg, 'actor_rollout_ref.rollout.val_kwargs.n', 1);
-  const total = get(cfg, 'trainer.total_training_steps', 2);
-  const testFreq = get(cfg, 'trainer.test_freq', -1);
-  const saveFreq = get(cfg, 'trainer.save_freq', -1);
-  const rolloutDir = get<string | null>(cfg, 'trainer.rollout_data_dir', null);
+  const { total, testFreq, saveFreq, rolloutDir, ckptDir, stepMs, failAt } = loopSettings(cfg);
   const validationDir = get<string | null>(cfg, 'trainer.validation_data_dir', null);
-  const ckptDir = get(cfg, 'trainer.default_local_dir', 'checkpoints');
   const hf = get<string[]>(cfg, 'actor_rollout_ref.actor.checkpoint.save_contents', []).includes('hf_model');
   const penalty = Number(env.MARSRL_FORMAT_PENALTY ?? 0);
-  const stepMs = Number(env.STANDIN_STEP_MS ?? 20);
-  const failAt = env.STANDIN_FAIL_AT_STEP && (!env.STANDIN_FAIL_ONLY || env.STANDIN_FAIL_ONLY === env.RAY_JOB_SUBMISSION_ID) ? Number(env.STANDIN_FAIL_AT_STEP) : null;
 
   let metricsFd: number | null = null;
   if (logger.includes('file')) {
@@ -362,8 +377,6 @@ async function runVerl(args: string[]): Promise<void> {
     const score = (correct ? 1 : 0) - (boxed ? 0 : penalty);
     return { input: decodedPrompt(row.prompt), output, gts: gt, score, acc: correct ? 1 : 0, pred: correct ? gt : `${gt}1`, format_valid: boxed ? 1 : 0 };
   };
-
-  const uuid = () => 'xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx'.replace(/[xy]/g, (c) => ((rand() * 16) | (c === 'y' ? 8 : 0)).toString(16).slice(-1));
 
   const validate = async (step: number): Promise<Record<string, number>> => {
     const lines: string[] = [];
@@ -504,19 +517,12 @@ async function runDrmas(args: string[]): Promise<void> {
   const groupN = get(cfg, 'env.rollout.n', 2);
   const valN = get(cfg, 'env.rollout.val_n', 1);
   const loops = get(cfg, 'agent.orchestra.math.max_loop_num', 3);
-  const total = get(cfg, 'trainer.total_training_steps', 2);
-  const testFreq = get(cfg, 'trainer.test_freq', -1);
-  const saveFreq = get(cfg, 'trainer.save_freq', -1);
-  const rolloutDir = get<string | null>(cfg, 'trainer.rollout_data_dir', null);
-  const ckptDir = get(cfg, 'trainer.default_local_dir', 'checkpoints');
+  const { total, testFreq, saveFreq, rolloutDir, ckptDir, stepMs, failAt } = loopSettings(cfg);
   const hf = get<string[]>(cfg, 'actor_rollout_ref.actor.checkpoint.contents', []).includes('hf_model');
   const penalty = get(cfg, 'actor_rollout_ref.actor.use_invalid_action_penalty', true) ? get(cfg, 'actor_rollout_ref.actor.invalid_action_penalty_coef', 0.1) : 0;
   const byAgent = get(cfg, 'algorithm.group_by_agent_id', false);
-  const stepMs = Number(env.STANDIN_STEP_MS ?? 20);
-  const failAt = env.STANDIN_FAIL_AT_STEP && (!env.STANDIN_FAIL_ONLY || env.STANDIN_FAIL_ONLY === env.RAY_JOB_SUBMISSION_ID) ? Number(env.STANDIN_FAIL_AT_STEP) : null;
   const tb = logger.includes('tensorboard') ? new EventWriter(env.TENSORBOARD_DIR ?? 'tensorboard_log') : null;
   const floatKeys = new Set(['score', 'advantage']);
-  const uuid = () => 'xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx'.replace(/[xy]/g, (c) => ((rand() * 16) | (c === 'y' ? 8 : 0)).toString(16).slice(-1));
 
   const log = (step: number, data: Record<string, number>) => {
     if (tb) for (const [k, x] of Object.entries(data)) tb.addScalar(k, x, step);
