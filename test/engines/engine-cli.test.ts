@@ -18,6 +18,7 @@ import { STANDIN_PYTHON, fakeDrmasCheckout } from '../helpers/engines';
 import { closedPortUrl } from '../helpers/env';
 import { FakeRay } from '../helpers/fake-ray';
 import { seedStudio } from '../helpers/seed';
+import { startServe } from '../helpers/serve-process';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
 import { tempFolder } from '../helpers/tmp';
 import { until } from '../helpers/until';
@@ -208,7 +209,7 @@ describe('a DrMAS run launched from the CLI', () => {
 });
 
 describe('faults', () => {
-  it('re-attaches after the CLI is killed mid-job: no turn lost or doubled', async () => {
+  it('re-attaches when the Studio opens again after it was killed mid-job: no turn lost or doubled', async () => {
     const steps = 8;
     const { db, launched } = await launch('verl-grpo', 'killed', { STANDIN_STEP_MS: '700' }, [`optimization.steps=${steps}`, 'optimization.checkpoint_every=4', 'eval.every=4']);
     await withStore(db, async (store) => {
@@ -217,9 +218,14 @@ describe('faults', () => {
       await launched.done;
       await until(() => store.runs.get(1)?.status === 'interrupted', 20_000);
       expect(store.runs.get(1)?.statusReason).toMatch(/managing process exited/);
-      const resumed = await marsrlAsync(['resume', '1', '--db', db], home('killed')).done;
-      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
-      expect(store.runs.get(1)?.status).toBe('done');
+      // `marsrl serve` opening the store follows the job again, as the app does on start.
+      const served = await startServe(['--db', db, '--port', '0'], home('killed'));
+      try {
+        await until(() => store.runs.get(1)?.status === 'done', 90_000);
+      } finally {
+        await served.stop();
+      }
+      expect(store.events.events(1, 0, 10_000).items.map((e) => e.kind)).toEqual(expect.arrayContaining(['engine_reattach', 'engine_attached']));
       expect(store.engineJobs.list(1).map((j) => j.attempt)).toEqual([1]);
       expect(turnCount(store, 1, "step >= 1 AND episode_id IN (SELECT id FROM episodes WHERE split = 'train')")).toBe(steps * 4 * 8);
       const distinct = store.db.prepare('SELECT COUNT(DISTINCT step || char(0) || sample_index || char(0) || prompt || char(0) || text) AS n FROM turns').get() as { n: number };
@@ -228,7 +234,8 @@ describe('faults', () => {
   }, 180_000);
 
   it('stops the Ray job on `marsrl stop`, then resumes it in a new attempt from the engine\'s checkpoint', async () => {
-    const { db, launched } = await launch('verl-grpo', 'stopped', { STANDIN_STEP_MS: '500' }, ['optimization.steps=10', 'optimization.checkpoint_every=2']);
+    // Steps long enough that the stop (a second CLI process, slow to start on a loaded machine) lands mid-job.
+    const { db, launched } = await launch('verl-grpo', 'stopped', { STANDIN_STEP_MS: '600' }, ['optimization.steps=12', 'optimization.checkpoint_every=2']);
     await withStore(db, async (store) => {
       await until(() => store.events.checkpoints(1).length > 0, 60_000);
       const stopped = await marsrlAsync(['stop', '1', '--db', db, '--timeout', '60'], home('stopped')).done;
@@ -248,7 +255,7 @@ describe('faults', () => {
       expect(fs.existsSync(path.join(runDir, 'attempt-2', 'submission.json'))).toBe(true);
       // Each live training step once.
       const perStep = store.db.prepare("SELECT step, COUNT(*) AS n FROM turns WHERE superseded_by IS NULL AND episode_id IN (SELECT id FROM episodes WHERE split = 'train') GROUP BY step").all() as { step: number; n: number }[];
-      expect(perStep.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect(perStep.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
       expect(perStep.every((r) => r.n === 32)).toBe(true);
     });
   }, 180_000);
