@@ -11,7 +11,7 @@ import type { Role } from '#shared/agents';
 import type { RunConfig } from '../config/schema';
 import { attemptLayout, runFolderName, submissionIdOf } from './attempt';
 import type { EngineConfig } from '../config/engine';
-import { hydraRefusal, override, overrideText, parseOverride, type KeySet, type Override } from './hydra';
+import { float, hydraRefusal, override, overrideText, parseOverride, type KeySet, type Override } from './hydra';
 import { EnginePlanError, type AttemptLayout, type PlanContext, type PlannedFile, type RayEngineKind } from './types';
 
 export class Issues {
@@ -200,4 +200,59 @@ export function planDataset(config: RunConfig, engine: EngineConfig, layout: Att
 /** What the Studio tags its Ray jobs with (Ray wants strings): whose run and attempt, from which store, which engine. */
 export function planMetadata(context: PlanContext, kind: RayEngineKind): Record<string, string> {
   return { marsrl_run: String(context.runId), marsrl_attempt: String(context.attempt), marsrl_store: context.storeTag, marsrl_engine: kind };
+}
+
+/**
+ * GRPO and its data, as both engines take them (`algorithm.*`, `data.*` of veRL's
+ * ppo_trainer.yaml): the group baseline, divided by the group's std unless `advantage.mode` is
+ * no-std (Dr. GRPO), no KL in the reward; the Studio's prompts per step and length budgets.
+ */
+export function grpoOverrides(config: RunConfig, engine: EngineConfig, dataset: { trainFile: string; testFile: string }): Override[] {
+  return [
+    override('algorithm.adv_estimator', 'grpo'),
+    override('algorithm.norm_adv_by_std_in_grpo', config.advantage.mode !== 'no-std'),
+    override('algorithm.use_kl_in_reward', false),
+    override('data.train_files', dataset.trainFile),
+    override('data.val_files', dataset.testFile),
+    override('data.train_batch_size', config.rollout.problems_per_step),
+    override('data.max_prompt_length', engine.max_prompt_tokens),
+    override('data.max_response_length', config.rollout.max_response_tokens),
+    override('data.filter_overlong_prompts', true),
+    override('data.apply_chat_template_kwargs.enable_thinking', false, '+'),
+  ];
+}
+
+/** The PPO loss of every actor: clipping, epochs, KL as a loss term (low_var_kl, as veRL's GRPO examples) when kl_coef > 0, no entropy bonus. */
+export function ppoLossOverrides(config: RunConfig): Override[] {
+  const kl = config.optimization.kl_coef > 0;
+  return [
+    override('actor_rollout_ref.actor.clip_ratio', float(config.optimization.ppo_clip)),
+    override('actor_rollout_ref.actor.ppo_epochs', config.optimization.ppo_epochs),
+    override('actor_rollout_ref.actor.use_kl_loss', kl),
+    ...(kl ? [override('actor_rollout_ref.actor.kl_loss_coef', float(config.optimization.kl_coef)), override('actor_rollout_ref.actor.kl_loss_type', 'low_var_kl')] : []),
+    override('actor_rollout_ref.actor.entropy_coeff', float(0)),
+  ];
+}
+
+/**
+ * Sampling, for training and validation (`actor_rollout_ref.rollout.*`): the Studio's temperature,
+ * top-p and top-k (0 is veRL's -1), greedy validation unless eval.k > 1; the inference engine and
+ * its memory; the reference policy's log-prob batches when a KL term needs them.
+ */
+export function rolloutOverrides(config: RunConfig, engine: EngineConfig): Override[] {
+  const k = config.eval.k;
+  const micro = engine.micro_batch_per_gpu;
+  return [
+    override('actor_rollout_ref.rollout.name', engine.rollout_engine),
+    override('actor_rollout_ref.rollout.temperature', float(config.rollout.temperature)),
+    override('actor_rollout_ref.rollout.top_p', float(config.rollout.top_p)),
+    override('actor_rollout_ref.rollout.top_k', config.rollout.top_k > 0 ? config.rollout.top_k : -1),
+    override('actor_rollout_ref.rollout.tensor_model_parallel_size', engine.tensor_parallel),
+    override('actor_rollout_ref.rollout.gpu_memory_utilization', float(engine.gpu_memory_utilization)),
+    override('actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu', micro),
+    override('actor_rollout_ref.rollout.val_kwargs.do_sample', k > 1),
+    override('actor_rollout_ref.rollout.val_kwargs.temperature', float(k > 1 ? config.rollout.temperature : 0)),
+    override('actor_rollout_ref.rollout.val_kwargs.top_p', float(k > 1 ? config.rollout.top_p : 1)),
+    ...(config.optimization.kl_coef > 0 ? [override('actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu', micro)] : []),
+  ];
 }

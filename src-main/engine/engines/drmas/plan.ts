@@ -27,7 +27,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, shellQuote, type HydraValue, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, finishOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, grpoOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, ppoLossOverrides, rolloutOverrides, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 import { DRMAS_AGENT_IDS, drmasEngineAgents, drmasWorkerGroups } from './agents';
@@ -123,27 +123,18 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
   }
   const { trainFile, testFile, files: datasetFiles } = planDataset(config, engine, layout, 'drmas');
   const micro = engine.micro_batch_per_gpu;
-  const kl = config.optimization.kl_coef > 0;
   const k = config.eval.k;
   const penalty = config.reward.format_penalty;
   const agentwise = config.advantage.mode === 'agentwise' || config.advantage.mode === 'no-std';
 
   const o: Override[] = [
-    override('algorithm.adv_estimator', 'grpo'),
-    override('algorithm.norm_adv_by_std_in_grpo', config.advantage.mode !== 'no-std'),
+    ...grpoOverrides(config, engine, { trainFile, testFile }),
+    // Dr. MAS's agent-wise normalization: each agent's advantages over its own turns of the group.
     override('algorithm.group_by_agent_id', agentwise),
-    override('algorithm.use_kl_in_reward', false),
-    override('data.train_files', trainFile),
-    override('data.val_files', testFile),
-    override('data.train_batch_size', config.rollout.problems_per_step),
     // DrMAS: the number of validation environments (env_manager.py passes env_num=val_batch_size).
     override('data.val_batch_size', config.eval.problems),
-    override('data.max_prompt_length', engine.max_prompt_tokens),
-    override('data.max_response_length', config.rollout.max_response_tokens),
-    override('data.filter_overlong_prompts', true),
     override('data.truncation', engine.truncation ?? 'middle'),
     override('data.return_raw_chat', true),
-    override('data.apply_chat_template_kwargs.enable_thinking', false, '+'),
     override('actor_rollout_ref.model.path', null),
     override('actor_rollout_ref.model.use_remove_padding', true),
     ...actorSetting('optim.lr', policies.map((p) => float(p?.lr ?? 1e-6)), true),
@@ -152,26 +143,13 @@ export function planDrmas(config: RunConfig, engine: EngineConfig, context: Plan
     ...actorSetting('ppo_micro_batch_size_per_gpu', roles.map(() => micro), true),
     override('actor_rollout_ref.actor.use_adaptive_ppo_mini_batch_size', true),
     override('actor_rollout_ref.actor.ppo_mini_update_num', 1),
-    override('actor_rollout_ref.actor.clip_ratio', float(config.optimization.ppo_clip)),
-    override('actor_rollout_ref.actor.ppo_epochs', config.optimization.ppo_epochs),
-    override('actor_rollout_ref.actor.use_kl_loss', kl),
-    ...(kl ? [override('actor_rollout_ref.actor.kl_loss_coef', float(config.optimization.kl_coef)), override('actor_rollout_ref.actor.kl_loss_type', 'low_var_kl')] : []),
-    override('actor_rollout_ref.actor.entropy_coeff', float(0)),
+    ...ppoLossOverrides(config),
     override('actor_rollout_ref.actor.use_invalid_action_penalty', penalty > 0),
     ...(penalty > 0 ? [override('actor_rollout_ref.actor.invalid_action_penalty_coef', float(penalty))] : []),
     override('actor_rollout_ref.actor.checkpoint.contents', ['model', 'optimizer', 'extra', 'hf_model']),
-    override('actor_rollout_ref.rollout.name', engine.rollout_engine),
+    ...rolloutOverrides(config, engine),
+    // DrMAS keeps rollout.n at 1 and makes the GRPO group with env.rollout.n (its AssertionError otherwise).
     override('actor_rollout_ref.rollout.n', 1),
-    override('actor_rollout_ref.rollout.temperature', float(config.rollout.temperature)),
-    override('actor_rollout_ref.rollout.top_p', float(config.rollout.top_p)),
-    override('actor_rollout_ref.rollout.top_k', config.rollout.top_k > 0 ? config.rollout.top_k : -1),
-    override('actor_rollout_ref.rollout.tensor_model_parallel_size', engine.tensor_parallel),
-    override('actor_rollout_ref.rollout.gpu_memory_utilization', float(engine.gpu_memory_utilization)),
-    override('actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu', micro),
-    override('actor_rollout_ref.rollout.val_kwargs.do_sample', k > 1),
-    override('actor_rollout_ref.rollout.val_kwargs.temperature', float(k > 1 ? config.rollout.temperature : 0)),
-    override('actor_rollout_ref.rollout.val_kwargs.top_p', float(k > 1 ? config.rollout.top_p : 1)),
-    ...(kl ? [override('actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu', micro)] : []),
     override('agent.agent_ids', agentIds),
     override('agent.model_ids', modelIds),
     override('agent.model_sharing', sharing),

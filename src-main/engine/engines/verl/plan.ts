@@ -26,7 +26,7 @@ import type { RunConfig } from '../../config/schema';
 import type { EngineConfig } from '../../config/engine';
 import { STUDIO_DATA_SOURCE } from '../dataset';
 import { float, loadKeySet, override, overrideText, shellLine, type Override } from '../hydra';
-import { Issues, commonRefusals, commonWarnings, finishOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, trainerOverrides } from '../plan-common';
+import { Issues, commonRefusals, commonWarnings, finishOverrides, grpoOverrides, planDataset, planLayout, planMetadata, planModels, planSubmissionId, ppoLossOverrides, rolloutOverrides, trainerOverrides } from '../plan-common';
 import type { FollowSpec } from '../follow/spec';
 import type { AttemptLayout, EnginePlan, PlanContext } from '../types';
 
@@ -118,54 +118,30 @@ export function planVerl(config: RunConfig, engine: EngineConfig, context: PlanC
   const opt = policy?.optimizer;
   const n = config.rollout.solver_group;
   const k = config.eval.k;
-  const kl = config.optimization.kl_coef > 0;
   const rewardPrefix = atLeast(v, 0, 7, 1) ? 'reward.custom_reward_function' : 'custom_reward_function';
   const { trainFile, testFile, files: datasetFiles } = planDataset(config, engine, layout, 'verl');
   const rewardFile = path.posix.join(layout.codeDir, 'marsrl_reward.py');
   const micro = engine.micro_batch_per_gpu;
 
   const o: Override[] = [
-    override('algorithm.adv_estimator', 'grpo'),
-    override('algorithm.norm_adv_by_std_in_grpo', config.advantage.mode !== 'no-std'),
-    override('algorithm.use_kl_in_reward', false),
-    override('data.train_files', trainFile),
-    override('data.val_files', testFile),
+    ...grpoOverrides(config, engine, { trainFile, testFile }),
     override('data.prompt_key', 'prompt'),
-    override('data.train_batch_size', config.rollout.problems_per_step),
-    override('data.max_prompt_length', engine.max_prompt_tokens),
-    override('data.max_response_length', config.rollout.max_response_tokens),
-    override('data.filter_overlong_prompts', true),
     override('data.truncation', engine.truncation ?? 'error'),
     override('data.seed', config.seed),
-    override('data.apply_chat_template_kwargs.enable_thinking', false, '+'),
     override('actor_rollout_ref.model.path', models.get(policyId) ?? null),
     override('actor_rollout_ref.model.use_remove_padding', true),
     override('actor_rollout_ref.actor.optim.lr', float(opt?.lr ?? 1e-6)),
     override('actor_rollout_ref.actor.optim.weight_decay', float(opt?.weight_decay ?? 0)),
     override('actor_rollout_ref.actor.optim.betas', [float(opt?.beta1 ?? 0.9), float(opt?.beta2 ?? 0.999)]),
     override('actor_rollout_ref.actor.grad_clip', float(opt?.grad_clip ?? 1)),
-    override('actor_rollout_ref.actor.clip_ratio', float(config.optimization.ppo_clip)),
-    override('actor_rollout_ref.actor.ppo_epochs', config.optimization.ppo_epochs),
     override('actor_rollout_ref.actor.ppo_mini_batch_size', Number.isInteger(mini) ? mini : 1),
     override('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu', micro),
-    override('actor_rollout_ref.actor.use_kl_loss', kl),
-    ...(kl ? [override('actor_rollout_ref.actor.kl_loss_coef', float(config.optimization.kl_coef)), override('actor_rollout_ref.actor.kl_loss_type', 'low_var_kl')] : []),
-    override('actor_rollout_ref.actor.entropy_coeff', float(0)),
+    ...ppoLossOverrides(config),
     // hf_model: full Hugging Face weights in global_step_N/actor/huggingface/, which the Studio's model tools open.
     override('actor_rollout_ref.actor.checkpoint.save_contents', ['model', 'optimizer', 'extra', 'hf_model']),
-    override('actor_rollout_ref.rollout.name', engine.rollout_engine),
+    ...rolloutOverrides(config, engine),
     override('actor_rollout_ref.rollout.n', n),
-    override('actor_rollout_ref.rollout.temperature', float(config.rollout.temperature)),
-    override('actor_rollout_ref.rollout.top_p', float(config.rollout.top_p)),
-    override('actor_rollout_ref.rollout.top_k', config.rollout.top_k > 0 ? config.rollout.top_k : -1),
-    override('actor_rollout_ref.rollout.tensor_model_parallel_size', engine.tensor_parallel),
-    override('actor_rollout_ref.rollout.gpu_memory_utilization', float(engine.gpu_memory_utilization)),
-    override('actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu', micro),
     override('actor_rollout_ref.rollout.val_kwargs.n', k),
-    override('actor_rollout_ref.rollout.val_kwargs.do_sample', k > 1),
-    override('actor_rollout_ref.rollout.val_kwargs.temperature', float(k > 1 ? config.rollout.temperature : 0)),
-    override('actor_rollout_ref.rollout.val_kwargs.top_p', float(k > 1 ? config.rollout.top_p : 1)),
-    ...(kl ? [override('actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu', micro)] : []),
     override(`${rewardPrefix}.path`, rewardFile),
     override(`${rewardPrefix}.name`, 'compute_score'),
     override('trainer.logger', engine.tensorboard ? ['console', 'file', 'tensorboard'] : ['console', 'file']),
