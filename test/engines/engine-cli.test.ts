@@ -142,7 +142,7 @@ describe('a veRL run launched from the CLI', () => {
     expect(studio.stderr).toMatch(/has no Ray job .*Studio's own trainer/);
   });
 
-  it('leaves checkpoints the model tools open: inspect, generate, GGUF export', () => {
+  it('leaves checkpoints the model tools open: inspect, generate, export from the run', async () => {
     const runId = store.runs.list({ limit: 1 }).items[0].id;
     const latest = store.events.checkpoints(runId).pop()!;
     const inspect = marsrl(['model', 'inspect', latest.path]);
@@ -150,17 +150,13 @@ describe('a veRL run launched from the CLI', () => {
     expect(inspect.stdout).toMatch(/Qwen3ForCausalLM/);
     const generated = marsrl(['model', 'generate', latest.path, '--prompt', 'hello', '--max-tokens', '3', '--greedy', '--json']);
     expect(generated.code, generated.stderr).toBe(0);
-    const gguf = path.join(tmp.dir, 'engine-step.gguf');
-    const exported = marsrl(['model', 'export', latest.path, '--format', 'gguf', '--out', gguf]);
-    expect(exported.code, exported.stderr).toBe(0);
-    expect(fs.readFileSync(gguf).subarray(0, 4).toString('latin1')).toBe('GGUF');
     // The run page's "Export model" (the API's exportModel) takes the run's newest checkpoint.
+    const service = createStudioService({ store, databasePath: db, transport: 'direct' });
     const hf = path.join(tmp.dir, 'engine-export-hf');
-    const fromRun = marsrl(['model', 'export', String(runId), '--format', 'hf', '--out', hf, '--db', db]);
-    expect(fromRun.code, fromRun.stderr).toBe(0);
+    const exported = await service.exportModel({ runId, format: 'hf', out: hf });
+    expect(exported).toMatchObject({ format: 'hf', checkpoint: latest.path, step: latest.step, lora: false });
     expect(JSON.parse(fs.readFileSync(path.join(hf, 'config.json'), 'utf8')).architectures).toEqual(['Qwen3ForCausalLM']);
-    const peft = marsrl(['model', 'export', String(runId), '--format', 'peft', '--out', path.join(tmp.dir, 'never'), '--db', db]);
-    expect(peft.stderr).toMatch(/full fine-tuned weights, not LoRA adapters; use --format hf/);
+    await expect(service.exportModel({ runId, format: 'peft', out: path.join(tmp.dir, 'never') })).rejects.toThrow(/full fine-tuned weights, not LoRA adapters; use --format hf/);
   });
 
   it('is compared beside a Studio run and exported as trajectories', async () => {
@@ -211,7 +207,7 @@ describe('a DrMAS run launched from the CLI', () => {
 describe('faults', () => {
   it('re-attaches when the Studio opens again after it was killed mid-job: no turn lost or doubled', async () => {
     const steps = 8;
-    const { db, launched } = await launch('verl-grpo', 'killed', { STANDIN_STEP_MS: '700' }, [`optimization.steps=${steps}`, 'optimization.checkpoint_every=4', 'eval.every=4']);
+    const { db, launched } = await launch('verl-grpo', 'killed', { STANDIN_STEP_MS: '400' }, [`optimization.steps=${steps}`, 'optimization.checkpoint_every=4', 'eval.every=4']);
     await withStore(db, async (store) => {
       await until(() => turnCount(store, 1, "step >= 2 AND episode_id IN (SELECT id FROM episodes WHERE split = 'train')") > 0, 60_000);
       launched.child.kill('SIGKILL');
@@ -234,8 +230,8 @@ describe('faults', () => {
   }, 180_000);
 
   it('stops the Ray job on `marsrl stop`, then resumes it in a new attempt from the engine\'s checkpoint', async () => {
-    // Steps long enough that the stop (a second CLI process, slow to start on a loaded machine) lands mid-job.
-    const { db, launched } = await launch('verl-grpo', 'stopped', { STANDIN_STEP_MS: '600' }, ['optimization.steps=12', 'optimization.checkpoint_every=2']);
+    // The first attempt waits before step 3 (after its checkpoint of step 2) until stopped, so the stop lands mid-job however loaded the machine.
+    const { db, launched } = await launch('verl-grpo', 'stopped', { STANDIN_STEP_MS: '100', STANDIN_HOLD_AT_STEP: '3' }, ['optimization.steps=12', 'optimization.checkpoint_every=2']);
     await withStore(db, async (store) => {
       await until(() => store.events.checkpoints(1).length > 0, 60_000);
       const stopped = await marsrlAsync(['stop', '1', '--db', db, '--timeout', '60'], home('stopped')).done;

@@ -315,7 +315,19 @@ function loopSettings(cfg: Cfg) {
     ckptDir: get(cfg, 'trainer.default_local_dir', 'checkpoints'),
     stepMs: Number(env.STANDIN_STEP_MS ?? 20),
     failAt: env.STANDIN_FAIL_AT_STEP && (!env.STANDIN_FAIL_ONLY || env.STANDIN_FAIL_ONLY === env.RAY_JOB_SUBMISSION_ID) ? Number(env.STANDIN_FAIL_AT_STEP) : null,
+    holdAt: env.STANDIN_HOLD_AT_STEP ? Number(env.STANDIN_HOLD_AT_STEP) : null,
   };
+}
+
+/**
+ * A test knob, not engine behaviour: with STANDIN_HOLD_AT_STEP a job that started from scratch
+ * waits before that step until it is stopped, so a test's stop lands mid-job however slow the
+ * machine; a resumed job (from a checkpoint) never waits.
+ */
+async function holdIfAsked(holdAt: number | null, step: number, resumedFrom: number): Promise<void> {
+  if (holdAt === null || step !== holdAt || resumedFrom > 0) return;
+  say(`(stand-in) holding before step ${step} until stopped`);
+  for (;;) await sleep(60_000);
 }
 
 async function runVerl(args: string[]): Promise<void> {
@@ -345,7 +357,7 @@ async function runVerl(args: string[]): Promise<void> {
   const n = get(cfg, 'actor_rollout_ref.rollout.n', 1);
   const batch = get(cfg, 'data.train_batch_size', 8);
   const valN = get(cfg, 'actor_rollout_ref.rollout.val_kwargs.n', 1);
-  const { total, testFreq, saveFreq, rolloutDir, ckptDir, stepMs, failAt } = loopSettings(cfg);
+  const { total, testFreq, saveFreq, rolloutDir, ckptDir, stepMs, failAt, holdAt } = loopSettings(cfg);
   const validationDir = get<string | null>(cfg, 'trainer.validation_data_dir', null);
   const hf = get<string[]>(cfg, 'actor_rollout_ref.actor.checkpoint.save_contents', []).includes('hf_model');
   const penalty = Number(env.MARSRL_FORMAT_PENALTY ?? 0);
@@ -401,10 +413,12 @@ async function runVerl(args: string[]): Promise<void> {
   };
 
   let step = resumeStep(ckptDir, get(cfg, 'trainer.resume_mode', 'auto'));
+  const resumedFrom = step;
   if (get(cfg, 'trainer.val_before_train', true)) log(step, await validate(step));
   step++;
   let cursor = (step - 1) * batch;
   for (; step <= total; step++) {
+    await holdIfAsked(holdAt, step, resumedFrom);
     await sleep(stepMs);
     const lines: string[] = [];
     const scores: number[] = [];
