@@ -6,26 +6,27 @@
  */
 import { parseRunConfig } from '../config/load';
 import { loadKeyApprovals } from '../served/key-approvals';
-import type { Store } from '../store';
+import type { EngineJobRow, Store } from '../store';
 import { RayJobsClient } from './ray/client';
-import { isTerminal, type JobStatus } from './ray/types';
 import { rayEngineOf } from './run-config';
 
 /** Whether run `runId` is an engine run whose latest Ray job had not ended when last seen. */
 export function hasUnfinishedJob(store: Store, runId: number): boolean {
-  const job = store.engineJobs.latest(runId);
-  return job !== null && (job.status === null || !isTerminal(job.status as JobStatus));
+  return store.engineJobs.unfinishedJob(runId) !== null;
+}
+
+/** A client of the Ray dashboard a recorded job ran on, with the run's token variable (sent only where approved). */
+export function jobClient(store: Store, job: EngineJobRow, env: NodeJS.ProcessEnv = process.env): RayJobsClient {
+  const run = store.runs.get(job.runId);
+  const engine = run ? rayEngineOf(parseRunConfig(run.config, `run ${job.runId}`)) : null;
+  return new RayJobsClient({ address: job.address, tokenEnv: engine?.token_env, approvals: loadKeyApprovals(env), env, field: 'engine.address' });
 }
 
 /** Stops the run's unfinished Ray job; says what was done (null: the run has no such job). */
 export async function stopDetachedJob(store: Store, runId: number, origin: string, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
-  const run = store.runs.get(runId);
-  const job = store.engineJobs.latest(runId);
-  if (!run || !job || !hasUnfinishedJob(store, runId)) return null;
-  const engine = rayEngineOf(parseRunConfig(run.config, `run ${runId}`));
-  if (!engine) return null;
-  const client = new RayJobsClient({ address: job.address, tokenEnv: engine.token_env, approvals: loadKeyApprovals(env), env, field: 'engine.address' });
-  const stopped = await client.stop(job.submissionId);
+  const job = store.engineJobs.unfinishedJob(runId);
+  if (!job) return null;
+  const stopped = await jobClient(store, job, env).stop(job.submissionId);
   const message = stopped ? `asked Ray to stop job ${job.submissionId} (no Studio process followed it; stopped from ${origin})` : `Ray job ${job.submissionId} had already ended`;
   store.events.log(runId, 'info', 'engine_stop', `${message}; the run's next follower (the app's start, marsrl resume ${runId}) reads what it wrote to its end`);
   return message;

@@ -30,6 +30,9 @@ export interface EngineJobRow {
   updatedAt: number;
 }
 
+/** A job not seen to end: Ray had not answered yet, or it was PENDING or RUNNING when last polled. */
+const UNFINISHED = "(status IS NULL OR status IN ('PENDING','RUNNING'))";
+
 interface RawRow {
   run_id: number;
   attempt: number;
@@ -94,6 +97,12 @@ export class EngineJobsRepo {
     return (this.db.prepare('SELECT * FROM engine_jobs WHERE run_id = ? ORDER BY attempt').all(runId) as RawRow[]).map(fromRaw);
   }
 
+  /** The run's latest job when it had not ended when last seen (the one to follow, stop or re-attach to), else null. */
+  unfinishedJob(runId: number): EngineJobRow | null {
+    const row = this.db.prepare(`SELECT * FROM engine_jobs WHERE run_id = ? AND ${UNFINISHED} AND attempt = (SELECT MAX(attempt) FROM engine_jobs WHERE run_id = ?)`).get(runId, runId) as RawRow | undefined;
+    return row ? fromRaw(row) : null;
+  }
+
   latest(runId: number): EngineJobRow | null {
     const row = this.db.prepare('SELECT * FROM engine_jobs WHERE run_id = ? ORDER BY attempt DESC LIMIT 1').get(runId) as RawRow | undefined;
     return row ? fromRaw(row) : null;
@@ -125,13 +134,13 @@ export class EngineJobsRepo {
 
   /** Whether another run's job on `address` has not ended (a local head shared by two runs stays up). */
   othersRunningOn(address: string, runId: number): boolean {
-    return this.db.prepare("SELECT 1 FROM engine_jobs WHERE run_id != ? AND address = ? AND (status IS NULL OR status IN ('PENDING','RUNNING')) LIMIT 1").get(runId, address) !== undefined;
+    return this.db.prepare(`SELECT 1 FROM engine_jobs WHERE run_id != ? AND address = ? AND ${UNFINISHED} LIMIT 1`).get(runId, address) !== undefined;
   }
 
   /** Runs whose latest job had not ended when last seen: the ones a starting Studio re-attaches to. */
   unfinished(): EngineJobRow[] {
     const rows = this.db
-      .prepare("SELECT j.* FROM engine_jobs j WHERE j.attempt = (SELECT MAX(attempt) FROM engine_jobs WHERE run_id = j.run_id) AND (j.status IS NULL OR j.status IN ('PENDING','RUNNING'))")
+      .prepare(`SELECT * FROM engine_jobs j WHERE attempt = (SELECT MAX(attempt) FROM engine_jobs WHERE run_id = j.run_id) AND ${UNFINISHED}`)
       .all() as RawRow[];
     return rows.map(fromRaw);
   }

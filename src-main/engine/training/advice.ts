@@ -56,9 +56,8 @@ export function runActions(store: Store, run: RunRow): RunAction[] {
     return [{ kind: 'resume', checkpointStep: null, command: `marsrl resume ${run.id}`, text: 'resume it: finished calls are kept and not repeated' }];
   }
   if (isRayEngineRun(run.config)) {
-    const job = store.engineJobs.latest(run.id);
-    const following = job !== null && (job.status === null || job.status === 'PENDING' || job.status === 'RUNNING');
-    const text = following ? `follow its Ray job ${job.submissionId} again (it was ${job.status ?? 'submitted'} when last seen)` : 'resume it: a new attempt of the Ray job, which the engine starts from its last checkpoint (trainer.resume_mode=auto)';
+    const job = store.engineJobs.unfinishedJob(run.id);
+    const text = job ? `follow its Ray job ${job.submissionId} again (it was ${job.status ?? 'submitted'} when last seen)` : 'resume it: a new attempt of the Ray job, which the engine starts from its last checkpoint (trainer.resume_mode=auto)';
     return [{ kind: 'resume', checkpointStep: null, command: `marsrl resume ${run.id}`, text }];
   }
   const step = resumableCheckpointStep(store, run.id);
