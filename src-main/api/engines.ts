@@ -8,7 +8,6 @@
  * newest engine release the Studio knows, and says so. The launch itself asks the engine's
  * interpreter what it has (engine-run.ts), so a version mismatch is caught there, by field.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { EngineJobInfo, EnginePreview, StudioApi } from '#shared/contract';
 import { checkRunConfig } from '../engine/config/load';
@@ -16,6 +15,7 @@ import { DRMAS_VERSION } from '../engine/engines/drmas/plan';
 import { getEngine } from '../engine/engines/registry';
 import { rayEngineOf } from '../engine/engines/run-config';
 import { storeTagOf } from '../engine/engines/attempt';
+import { jobLogFile, readLogTail } from '../engine/engines/job-log';
 import { EnginePlanError, type EngineProbe } from '../engine/engines/types';
 import { runDir } from '../engine/paths';
 import type { EngineJobRow } from '../engine/store';
@@ -28,8 +28,6 @@ const NEWEST_KNOWN_VERL = '0.9.0';
 const DEFAULT_LOG_LINES = 200;
 /** Where the preview's DrMAS command `cd`s when engine.working_dir is not given: the launch puts the checkout it finds there. */
 const DRMAS_CHECKOUT_PLACEHOLDER = '/DRMAS-CHECKOUT-OF-ENGINE-PYTHON';
-/** The end of a log is read from at most this many bytes, so a huge job log never fills the answer. */
-const LOG_TAIL_BYTES = 256 * 1024;
 
 export function createEnginesApi({ store, databasePath, requireRun }: ServiceContext): EnginesApi {
   return {
@@ -85,27 +83,7 @@ function jobInfo(job: EngineJobRow, logLines: number, traceback: string | null):
     runDir: job.localRunDir,
     submittedAt: job.submittedAt,
     updatedAt: job.updatedAt,
-    logTail: logLines === 0 ? '' : tail(path.join(job.localRunDir, `attempt-${job.attempt}`, 'job.log'), logLines),
+    logTail: logLines === 0 ? '' : readLogTail(jobLogFile(job.localRunDir, job.attempt), logLines).text,
     traceback,
   };
-}
-
-/** The last `lines` lines of a file ('' when it is not there yet). */
-function tail(file: string, lines: number): string {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch {
-    return '';
-  }
-  try {
-    const size = fs.fstatSync(fd).size;
-    const start = Math.max(0, size - LOG_TAIL_BYTES);
-    const buffer = Buffer.alloc(size - start);
-    fs.readSync(fd, buffer, 0, buffer.length, start);
-    const text = buffer.toString('utf8');
-    return text.split('\n').slice(-lines - 1).join('\n');
-  } finally {
-    fs.closeSync(fd);
-  }
 }

@@ -4,12 +4,10 @@
  * follows the job now. `--follow` prints what the follower appends until the run ends.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseRunConfig } from '../../engine/config/load';
-import { RayJobsClient } from '../../engine/engines/ray/client';
 import { rayEngineOf } from '../../engine/engines/run-config';
-import { hasUnfinishedJob } from '../../engine/engines/detached';
-import { loadKeyApprovals } from '../../engine/served/key-approvals';
+import { jobClient } from '../../engine/engines/detached';
+import { jobLogFile, readLogTail } from '../../engine/engines/job-log';
 import type { EngineJobRow, Store } from '../../engine/store';
 import { isLive } from '../../runner/stop';
 import { intFlag } from '../args';
@@ -45,38 +43,30 @@ export const logsCommand = defineCommand({
         ctx.err(`marsrl logs: run ${run.id} has attempts ${jobs.map((j) => j.attempt).join(', ')}; there is no attempt ${attempt}`);
         return 1;
       }
-      const file = path.join(job.localRunDir, `attempt-${job.attempt}`, 'job.log');
-      const text = !isLive(run) && hasUnfinishedJob(store, run.id) && job === jobs[jobs.length - 1] ? await fromRay(store, run.id, job, ctx) : readText(file);
-      ctx.out(lastLines(text, lines));
-      if (values.follow) await follow(store, run.id, file, text.length, ctx);
+      const file = jobLogFile(job.localRunDir, job.attempt);
+      const copy = readLogTail(file, lines);
+      // A job no Studio process follows now: its log as Ray has it (the copy stopped when the Studio detached).
+      const unfollowed = !isLive(run) && store.engineJobs.unfinishedJob(run.id)?.attempt === job.attempt;
+      ctx.out(unfollowed ? lastLines(await fromRay(store, job, ctx), lines) : copy.text);
+      if (values.follow) await follow(store, run.id, file, copy.size, ctx);
       return 0;
     });
   },
 });
 
-function readText(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
 function lastLines(text: string, lines: number): string {
-  if (lines === 0) return text.replace(/\n$/, '');
-  return text.replace(/\n$/, '').split('\n').slice(-lines).join('\n');
+  const whole = text.replace(/\n$/, '');
+  return lines === 0 ? whole : whole.split('\n').slice(-lines).join('\n');
 }
 
-async function fromRay(store: Store, runId: number, job: EngineJobRow, ctx: CommandContext): Promise<string> {
-  const engine = rayEngineOf(parseRunConfig(store.runs.get(runId)!.config));
-  const client = new RayJobsClient({ address: job.address, tokenEnv: engine?.token_env, approvals: loadKeyApprovals(ctx.env), env: ctx.env, field: 'engine.address' });
+async function fromRay(store: Store, job: EngineJobRow, ctx: CommandContext): Promise<string> {
   ctx.err(`(no Studio process follows job ${job.submissionId} now: its log as Ray has it at ${job.address})`);
-  return client.logs(job.submissionId);
+  return jobClient(store, job, ctx.env).logs(job.submissionId);
 }
 
 /** Prints what is appended to `file` while the run is live, then what came last. */
 async function follow(store: Store, runId: number, file: string, from: number, ctx: CommandContext): Promise<void> {
-  let offset = Buffer.byteLength(readText(file).slice(0, from));
+  let offset = from;
   for (;;) {
     const live = isLive(store.runs.get(runId)!);
     const size = fs.existsSync(file) ? fs.statSync(file).size : 0;

@@ -23,7 +23,8 @@ import type { EngineConfig } from '../config/engine';
 import { loadKeyApprovals } from '../served/key-approvals';
 import type { Store } from '../store';
 import { finishDone, finishInterrupted, runShell, type RunShell, type TrainOutcome, type TrainProgress } from '../training/run-shell';
-import { localPath, storeTagOf } from './attempt';
+import { storeTagOf } from './attempt';
+import { jobLogFile } from './job-log';
 import { initialFollowState, type FollowState } from './follow/follower';
 import { JobFollower } from './follow/live';
 import type { FollowSpec } from './follow/spec';
@@ -160,7 +161,7 @@ async function followJob(shell: RunShell, job: FollowedJob, engine: EngineConfig
   const steps = config.optimization.steps;
   const ingest = new EngineIngest(store, runId, config, job.spec);
   const follower = new JobFollower(job.spec, job.client, job.submissionId);
-  const logFile = localPath(job.spec, path.posix.join(job.spec.files.attemptDir, 'job.log'));
+  const logFile = jobLogFile(job.spec.localRunDir, job.attempt);
   let cursor = job.cursor;
   let stopSent = false;
   let step = store.engineJobs.lastMetricStep(runId);
