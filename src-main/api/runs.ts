@@ -3,12 +3,12 @@
  * and stopping runs through the run manager, and what a run recorded over time (metric series,
  * events, the timeline).
  */
-import type { ListRunsQuery, SeriesQuery, StartRunRequest, StudioApi } from '#shared/contract';
+import type { ListRunsQuery, SeriesQuery, StudioApi } from '#shared/contract';
 import { StudioError } from '#shared/errors';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import { runAgainRequest } from '../engine/training/advice';
 import { rayEngineOf } from '../engine/engines/run-config';
-import { resolveLaunchConfig } from '../runner/manager';
+import type { RunConfig } from '../engine/config/schema';
 import type { ServiceContext } from './context';
 import { toRunDetail, toRunSummary } from './views';
 
@@ -54,8 +54,7 @@ export function createRunsApi({ store, runs, hub, transport, requireRun, control
     },
 
     async startRun(request) {
-      if (transport === 'http') refuseUnapprovedInterpreter(request);
-      return controller().start(request);
+      return controller().start(request, transport === 'http' ? refuseUnapprovedInterpreter : undefined);
     },
 
     async stopRun(runId) {
@@ -110,8 +109,8 @@ export const ENGINE_PYTHONS_VARIABLE = 'MARSRL_ENGINE_PYTHONS';
  * running `marsrl serve` listed is run (issue 38; issue #36: input from the network never runs
  * what the operator did not allow). A cluster's interpreter runs there, as that cluster's job.
  */
-function refuseUnapprovedInterpreter(request: StartRunRequest, env: NodeJS.ProcessEnv = process.env): void {
-  const engine = rayEngineOf(resolveLaunchConfig(request).config);
+function refuseUnapprovedInterpreter(config: RunConfig, env: NodeJS.ProcessEnv = process.env): void {
+  const engine = rayEngineOf(config);
   if (!engine || engine.address !== 'local') return;
   const allowed = (env[ENGINE_PYTHONS_VARIABLE] ?? '').split(':').filter(Boolean);
   if (allowed.includes(engine.python)) return;

@@ -37,7 +37,8 @@ import { hasUnfinishedJob, stopDetachedJob } from '../engine/engines/detached';
  * service imports it from the runner below it; the runner knows nothing of the API, issue 37).
  */
 export interface RunController {
-  start(request: StartRunRequest): Promise<{ runId: number }>;
+  /** `check` refuses (by throwing) a resolved config this caller may not launch, before the run is recorded. */
+  start(request: StartRunRequest, check?: (config: RunConfig) => void): Promise<{ runId: number }>;
   stop(runId: number): Promise<void>;
   resume(runId: number): Promise<void>;
   isActive(runId: number): boolean;
@@ -156,8 +157,9 @@ export function createRunManager(options: RunManagerOptions): RunManager {
   const { active, publish } = ctx;
 
   return {
-    async start(request) {
+    async start(request, check) {
       const { config, preset } = resolveLaunchConfig(request);
+      check?.(config);
       const runId = store.runs.create({
         name: defaultRunName(config, preset),
         preset,

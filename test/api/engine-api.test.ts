@@ -9,6 +9,8 @@ import { presetDocument } from '../../src-main/engine/config/load';
 import { deepMerge } from '../../src-main/engine/config/load';
 import type { StartRunRequest } from '#shared/contract';
 import { storeInTemp } from '../helpers/runs-db';
+import type { RunConfig } from '../../src-main/engine/config/schema';
+import { resolveLaunchConfig } from '../../src-main/runner/manager';
 
 const db = storeInTemp('engine-api.db', 'marsrl-engine-api-');
 
@@ -61,7 +63,17 @@ describe('previewEngineRun', () => {
 
 describe('startRun over HTTP', () => {
   const started: StartRunRequest[] = [];
-  const controller = { start: async (r: StartRunRequest) => (started.push(r), { runId: 1 }), stop: async () => {}, resume: async () => {}, isActive: () => false };
+  // As the run manager does: the request resolved once, the caller's check on it, then recorded.
+  const controller = {
+    start: async (r: StartRunRequest, check?: (config: RunConfig) => void) => {
+      check?.(resolveLaunchConfig(r).config);
+      started.push(r);
+      return { runId: 1 };
+    },
+    stop: async () => {},
+    resume: async () => {},
+    isActive: () => false,
+  };
   const http = () => createStudioService({ store: db.store, databasePath: db.databasePath, transport: 'http', runs: controller });
 
   it('runs no local interpreter the operator did not list, naming engine.python and the fix', async () => {
