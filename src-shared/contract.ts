@@ -57,6 +57,8 @@ export interface RunSummary {
    * resume from the checkpoint of a step, or (no checkpoint) run again with the same config.
    */
   actions: RunAction[];
+  /** Where the run came from when it was imported (issue 39), null for a run the Studio made. An imported run is read-only: no stop, resume or run again. */
+  imported: ImportOrigin | null;
 }
 
 export type RunAction =
@@ -434,6 +436,98 @@ export interface StartRunRequest {
 
 export type ExportFormatName = 'trajectories' | 'verl' | 'sft' | 'pairs';
 
+/**
+ * Runs made elsewhere (issue 39): the formats the Studio reads. `verl` and `drmas` are run folders
+ * of those engines; `marsrl` is MarsRL's inference output folder (one JSON line per model call).
+ */
+export type ImportFormatId = 'marsrl' | 'verl' | 'drmas' | 'tensorboard' | 'trackio' | 'mlflow';
+export const IMPORT_FORMATS: readonly ImportFormatId[] = ['marsrl', 'verl', 'drmas', 'tensorboard', 'trackio', 'mlflow'];
+
+/** Where an imported run came from: kept on the run, shown in its header and by `marsrl show`. */
+export interface ImportOrigin {
+  format: ImportFormatId;
+  /** The source as given (absolute path of the folder or file imported). */
+  path: string;
+  /** The source run within it (a trackio run name, an MLflow run id, a TensorBoard subfolder, '.' for the whole source). */
+  sourceKey: string;
+  /** SHA-256 (hex) of the source bytes imported so far, in file order. */
+  digest: string;
+  importedAt: number;
+  /** When records were last added (a grown source re-imported). */
+  updatedAt: number;
+}
+
+/** A record the reader could not use: the rest of the source is imported. */
+export interface ImportIssue {
+  /** The file, relative to the imported path ('' for the path itself). */
+  file: string;
+  /** Where in it: `line 12`, `byte 4096`, `row 3`, `record 7`; '' when the whole file. */
+  position: string;
+  message: string;
+}
+
+/** One run found in a source, before anything is written. */
+export interface ImportSourceRun {
+  key: string;
+  /** The name it will get (the source's own name, else the folder's). */
+  name: string;
+  /** Distinct steps with a metric or a generation; the first and last. */
+  steps: number;
+  firstStep: number | null;
+  lastStep: number | null;
+  metricKeys: string[];
+  metricPoints: number;
+  /** Model calls / dumped samples (turns once imported). */
+  generations: number;
+  /** Episodes they form (a MarsRL problem is one episode of several turns). */
+  episodes: number;
+  /** Agents seen (Studio names: solver, verifier, corrector…). */
+  agents: string[];
+  /** The Studio run this source run was imported as before (a re-import adds only what is new), else null. */
+  existingRunId: number | null;
+}
+
+export interface ImportPreview {
+  path: string;
+  format: ImportFormatId;
+  files: number;
+  bytes: number;
+  runs: ImportSourceRun[];
+  issues: ImportIssue[];
+}
+
+export interface ImportPreviewRequest {
+  path: string;
+  /** Detected from the files when left out. */
+  format?: ImportFormatId;
+}
+
+export interface ImportRequest extends ImportPreviewRequest {
+  /** Source run keys to import; all when left out. */
+  runs?: string[];
+  /** The Studio run's name (one source run), or its prefix (several). */
+  name?: string;
+  tags?: string[];
+}
+
+export interface ImportRunResult {
+  key: string;
+  runId: number;
+  /** False when the run existed and only new records were added. */
+  created: boolean;
+  metricPoints: number;
+  turns: number;
+  episodes: number;
+}
+
+export interface ImportSummary {
+  path: string;
+  format: ImportFormatId;
+  runs: ImportRunResult[];
+  issues: ImportIssue[];
+  seconds: number;
+}
+
 export interface ExportRequest {
   runs: number[];
   format: ExportFormatName;
@@ -752,7 +846,10 @@ export type StudioEvent =
   | { type: 'event'; runId: number; event: RunEvent }
   | { type: 'export-progress'; exportId: string; done: number; total: number }
   | { type: 'export-finished'; exportId: string; status: 'done' | 'failed' | 'cancelled'; result: ExportSummary | null; error: string | null }
-  | ({ type: 'study-progress'; studyId: number; status: RunStatus } & StudyProgressInfo);
+  | ({ type: 'study-progress'; studyId: number; status: RunStatus } & StudyProgressInfo)
+  /** `done`/`total`: bytes of the source read; `records` written so far. */
+  | { type: 'import-progress'; importId: string; done: number; total: number; records: number }
+  | { type: 'import-finished'; importId: string; status: 'done' | 'failed' | 'cancelled'; result: ImportSummary | null; error: string | null };
 
 export interface StudioApi {
   appInfo(): Promise<AppInfo>;
@@ -801,6 +898,12 @@ export interface StudioApi {
   startExport(request: ExportRequest): Promise<{ exportId: string; out: string }>;
   /** Cancel an export; nothing it wrote is left behind. */
   cancelExport(exportId: string): Promise<void>;
+  /** What a path holds (format, runs, steps, metric keys, generations, agents, bad records) before anything is written (issue 39). */
+  previewImport(request: ImportPreviewRequest): Promise<ImportPreview>;
+  /** Import a source's runs as read-only Studio runs in the background; progress and the end arrive as pushed events. */
+  startImport(request: ImportRequest): Promise<{ importId: string }>;
+  /** Cancel an import: the records of whole batches already written stay, and a re-import continues after them. */
+  cancelImport(importId: string): Promise<void>;
   /** Summary table per run and per group, deltas against a baseline, diff-only config. */
   compareRuns(request: CompareRequest): Promise<CompareResult>;
   /** One metric of several runs on one x-axis, with group means and bands. */
@@ -845,6 +948,9 @@ export const STUDIO_METHODS = [
   'startExport',
   'cancelExport',
   'exportModel',
+  'previewImport',
+  'startImport',
+  'cancelImport',
   'compareRuns',
   'compareSeries',
   'listStudies',

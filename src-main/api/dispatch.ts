@@ -4,7 +4,7 @@
  * handler runs; a bad payload gets an `invalid_request` naming the field and what is allowed.
  */
 import { z } from 'zod';
-import { STUDIO_METHODS, type StudioApi, type StudioMethod } from '#shared/contract';
+import { IMPORT_FORMATS, STUDIO_METHODS, type ImportFormatId, type StudioApi, type StudioMethod } from '#shared/contract';
 import { RUN_STATUSES } from '../engine/store/types';
 import { StudioError } from '#shared/errors';
 
@@ -68,6 +68,17 @@ const EpisodeQuerySchema = z.strictObject({
   corrector: z.enum(['fixed', 'broke', 'unchanged']).optional(),
   search: z.string().max(500).optional(),
   latestStep: z.boolean().optional(),
+});
+
+const importPath = z.string().min(1, 'give the folder or file to import').max(4096, 'a path of at most 4096 characters');
+const importFormat = z.enum(IMPORT_FORMATS as unknown as [ImportFormatId, ...ImportFormatId[]], { error: `one of ${IMPORT_FORMATS.join(', ')}, or leave it out to detect the format` });
+const ImportPreviewSchema = z.strictObject({ path: importPath, format: importFormat.optional() });
+const ImportRequestSchema = z.strictObject({
+  path: importPath,
+  format: importFormat.optional(),
+  runs: z.array(z.string().min(1).max(1024)).max(10_000).optional(),
+  name: z.string().min(1, 'a name cannot be empty; leave it out to keep the source\'s').max(200).optional(),
+  tags: z.array(z.string().min(1).max(100)).max(50).optional(),
 });
 
 const ExportRequestSchema = z.strictObject({
@@ -171,6 +182,9 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   startExport: z.tuple([ExportRequestSchema]),
   cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
   exportModel: z.tuple([ModelExportSchema]),
+  previewImport: z.tuple([ImportPreviewSchema]),
+  startImport: z.tuple([ImportRequestSchema]),
+  cancelImport: z.tuple([z.string().regex(/^import-\d+$/, 'an import id returned by startImport')]),
   compareRuns: z.tuple([CompareRequestSchema]),
   compareSeries: z.tuple([CompareSeriesSchema]),
   listStudies: z.tuple([]),

@@ -4,7 +4,7 @@
  * data. Arguments arrive here already validated (dispatch.ts).
  *
  * One module per area of the API, each given the same context (context.ts): configs and presets,
- * runs, trajectories, dataset exports, models, endpoints, engines (Ray jobs), compare and studies.
+ * runs, trajectories, dataset exports, imports of runs made elsewhere, models, endpoints, engines (Ray jobs), compare and studies.
  */
 import type { StudioApi } from '#shared/contract';
 import { createCompareApi } from './compare';
@@ -13,6 +13,7 @@ import { createServiceContext, type StudioServiceOptions } from './context';
 import { createEndpointsApi } from './endpoints';
 import { createEnginesApi } from './engines';
 import { createExportsApi } from './exports';
+import { createImportsApi } from './imports';
 import { createModelsApi } from './models';
 import { createRunsApi } from './runs';
 import { createStudiesApi } from './studies';
@@ -27,6 +28,7 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createRunsApi(context),
     ...createTrajectoriesApi(context),
     ...createExportsApi(context),
+    ...createImportsApi(context),
     ...createModelsApi(context),
     ...createEndpointsApi(context),
     ...createEnginesApi(context),

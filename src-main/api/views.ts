@@ -74,6 +74,7 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
     configValues: Object.fromEntries(configPaths.map((p) => [p, configValue(run.config, p)])),
     stopRequest: stale === null && (run.status === 'running' || run.status === 'queued') ? run.stopRequest : null,
     actions: runActions(store, run),
+    imported: null,
   };
 }
 

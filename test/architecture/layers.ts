@@ -66,13 +66,16 @@ export interface Tiers {
  * from what drives them, preflight (the config checks that read the disk: task files, model
  * folders, run size) above the tasks and the families it reads, training above everything it
  * drives, and on top the runs that use the training's run shell: the system run (served models in
- * MarsRL's loop) and the outside engines (veRL and DrMAS on Ray, issue 38).
+ * MarsRL's loop) and the outside engines (veRL and DrMAS on Ray, issue 38); above them the
+ * importers of runs made elsewhere (issue 39), which read engine folders with the engines'
+ * followers. The TensorBoard codec (tfevents: TFRecord framing, CRC-32C, the Event protos) is a
+ * leaf: the importer reads it, the exporter writes it, the follower may read it.
  */
 export const ENGINE_TIERS: Tiers = {
   layer: 'engine',
   root: 'src-main/engine/',
   tiers: [
-    ['util', 'resources'],
+    ['util', 'resources', 'tfevents'],
     ['paths', 'version', 'metrics', 'vocabulary'],
     ['config', 'store'],
     ['model', 'rl'],
@@ -84,6 +87,7 @@ export const ENGINE_TIERS: Tiers = {
     ['preflight'],
     ['training', 'study'],
     ['system', 'engines'],
+    ['imports'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
 };

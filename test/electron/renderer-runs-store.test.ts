@@ -31,6 +31,7 @@ function run(id: number, extra: Partial<RunSummary> = {}): RunSummary {
     configValues: {},
     stopRequest: null,
     actions: [],
+    imported: null,
     ...extra,
   };
 }

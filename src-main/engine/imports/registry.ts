@@ -1,0 +1,13 @@
+/**
+ * The import formats (issue 39): one folder each under imports/, one entry here. Detection tries
+ * them in this order; the first whose `detect` accepts the path wins (a more specific format
+ * before a more general one: a veRL run folder may also hold TensorBoard files).
+ */
+import type { ImportFormatId } from '#shared/contract';
+import type { ImportFormat } from './types';
+
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [];
+
+export function importFormat(id: ImportFormatId): ImportFormat | undefined {
+  return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
+}
