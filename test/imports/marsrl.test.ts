@@ -221,4 +221,55 @@ describe('MarsRL import: cursor and bad input', () => {
     expect(scanned.issues).toEqual(issues);
     expect(scanned.runs[0].generations).toBe(rawFiles().get('0.json.0')!.length - 1 + 7 + 22);
   });
+
+  it('a file MarsRL rewrote (shorter than the cursor) is reported, not re-read; a cursor it did not write is refused', async () => {
+    const dir = tempCopy();
+    const cursor = lastCursor(await readAll(dir));
+    fs.writeFileSync(path.join(dir, '2.json.0'), fs.readFileSync(path.join(dir, '2.json.0'), 'utf8').split('\n').slice(0, 2).join('\n') + '\n');
+    const again = await readAll(dir, cursor);
+    expect(episodesOf(again)).toEqual([]);
+    expect(again.flatMap((b) => b.issues)).toEqual([{ file: '2.json.0', position: expect.stringMatching(/^byte \d+$/), message: expect.stringContaining('MarsRL rewrote it') }]);
+    await expect(readAll(dir, { files: { '0.json.0': 12 } })).rejects.toThrow('not a MarsRL import cursor');
+    await expect(readAll(dir, 'line 3')).rejects.toThrow('not a MarsRL import cursor');
+  });
+});
+
+describe('MarsRL import: without extract_solution.py outputs, and the DeepSeek-V3.1 prompt records', () => {
+  it('keys problems by idx and takes the question from the Solver call when no input rows are in the folder', async () => {
+    const dir = tempCopy();
+    for (const name of ['init_answer.jsonl', 'eval_accepted.jsonl', 'eval_overall.jsonl']) fs.rmSync(path.join(dir, name));
+    const input = rows(path.join(FIXTURE, 'input.jsonl'));
+    const episodes = episodesOf(await readAll(dir));
+    expect(episodes.map((e) => e.problem)).toEqual(input.map((row, idx) => ({ key: String(idx), question: row.query, answer: '', meta: { idx, qid: null, data_source: null, source: null } })));
+    expect(episodes.map((e) => e.correct)).toEqual([null, null, null]);
+    expect(episodes.map((e) => e.finalAnswer)).toEqual(['70', '117', '60']);
+    // The test file itself copied in gives the rows as well (any *.jsonl whose rows have a query).
+    fs.copyFileSync(path.join(FIXTURE, 'input.jsonl'), path.join(dir, 'aime2025.jsonl'));
+    expect(episodesOf(await readAll(dir)).map((e) => e.problem?.key)).toEqual(input.map((row) => String(row.qid)));
+  });
+
+  it('reads `prompt` records (llm_client.py\'s DeepSeek-V3.1 path) and finds the problem in the prompt', async () => {
+    const dir = tempCopy();
+    // llm_client.py, the DeepSeekV3.1 branch: <｜begin▁of▁sentence｜>{system}, then <｜User｜>{user} and
+    // <｜Assistant｜></think>{assistant}<｜end▁of▁sentence｜> per turn, then <｜Assistant｜><think>.
+    const toPrompt = (messages: RawCall['messages']): string => {
+      const system = messages.find((m) => m.role === 'system')?.content ?? '';
+      const users = messages.filter((m) => m.role === 'user').map((m) => m.content);
+      const assistants = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+      let prompt = `<｜begin▁of▁sentence｜>${system}`;
+      users.forEach((user, k) => {
+        prompt += `<｜User｜>${user}`;
+        if (assistants.length >= k + 1) prompt += `<｜Assistant｜></think>${assistants[k]}<｜end▁of▁sentence｜>`;
+      });
+      return `${prompt}<｜Assistant｜><think>`;
+    };
+    const calls = rawFiles().get('1.json.0')!;
+    const lines = calls.map(({ messages, ...rest }) => JSON.stringify({ prompt: toPrompt(messages), ...rest }));
+    fs.writeFileSync(path.join(dir, '1.json.0'), `${lines.join('\n')}\n`);
+    const episode = episodesOf(await readAll(dir))[1];
+    expect(episode.problem?.key).toBe(String(rows(path.join(FIXTURE, 'input.jsonl'))[1].qid));
+    expect(episode.turns.map((t) => t.prompt)).toEqual(calls.map((c) => toPrompt(c.messages)));
+    expect(episode.turns.map((t) => t.agent)).toEqual(['solver', 'verifier1', 'corrector1', 'verifier2', 'verifier3', 'verifier4', 'verifier5']);
+    expect(episode.correct).toBe(true);
+  });
 });

@@ -44,9 +44,19 @@ function filesOf(source: string): CallFile[] {
   return files;
 }
 
+const isFileCursor = (value: unknown): boolean => {
+  const entry = value as FileCursor | null;
+  return typeof entry === 'object' && entry !== null && Number.isSafeInteger(entry.offset) && Number.isSafeInteger(entry.line);
+};
+
+/** The saved cursor; one this reader did not write is refused (reading from the start again would import everything twice). */
 function cursorOf(cursor: unknown): MarsCursor {
-  const files = (cursor as MarsCursor | null)?.files;
-  return { files: typeof files === 'object' && files !== null ? { ...files } : {} };
+  if (cursor === null || cursor === undefined) return { files: {} };
+  const files = (cursor as Partial<MarsCursor>).files;
+  if (typeof files !== 'object' || files === null || !Object.values(files).every(isFileCursor)) {
+    throw new Error(`not a MarsRL import cursor: ${JSON.stringify(cursor)?.slice(0, 200)} (expected { files: { "<idx>.json.<worker>": { offset, line } } })`);
+  }
+  return { files: { ...files } };
 }
 
 async function scan(source: string, options: { signal?: AbortSignal }): Promise<ScanResult> {
