@@ -5,8 +5,9 @@
  */
 import type { ImportFormatId } from '#shared/contract';
 import type { ImportFormat } from './types';
+import { drmasFormat, verlFormat } from './verl';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [verlFormat, drmasFormat];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
