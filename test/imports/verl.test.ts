@@ -256,6 +256,24 @@ describe('a veRL 0.7 run folder', () => {
     expect([...done].sort((a, b) => a - b)).toEqual(done);
   });
 
+  it('reads metrics from a saved console output when there is no file logger (Ray prefix, numpy reprs)', async () => {
+    const dir = copy(VERL_RUN);
+    fs.rmSync(path.join(dir, METRICS));
+    // veRL's console logger: `step:{step} - {k}:{pprint.pformat(v)}` in the TaskRunner actor (verl/utils/logger/aggregate_logger.py).
+    const lines = [
+      '\u001b[36m(TaskRunner pid=7713)\u001b[0m step:1 - actor/grad_norm:np.float64(0.5) - timing_s/step:12.25 - critic/score/mean:0.375',
+      '\u001b[36m(TaskRunner pid=7713)\u001b[0m step:2 - actor/grad_norm:np.float64(0.25) - timing_s/step:11.5 - critic/score/mean:0.625',
+    ];
+    fs.writeFileSync(path.join(dir, 'train.log'), `${lines.join('\n')}\n`);
+    const all = await readAll(verlFormat, dir);
+    expect(value(all, 'solver/grad_norm', 1)).toBe(0.5);
+    expect(value(all, 'solver/grad_norm', 2)).toBe(0.25);
+    expect(value(all, 'perf/step_s', 2)).toBe(11.5);
+    expect(value(all, 'solver/reward/mean', 1)).toBe(0.375);
+    expect(all.metrics).toHaveLength(6);
+    expect(all.issues).toEqual([]);
+  });
+
   it('reads a metrics file given alone', async () => {
     const all = await readAll(verlFormat, path.join(VERL_RUN, METRICS));
     expect(all.metrics.length).toBeGreaterThan(0);
@@ -328,6 +346,26 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
       .flatMap((n) => fs.readdirSync(path.join(dir, n, 'actor')).map((wg) => `${n.slice('global_step_'.length)}:${wg}`));
     expect(all.checkpoints.map((c) => `${c.step}:${c.policyId}`).sort()).toEqual(expected.sort());
     expect(all.checkpoints.every((c) => c.path.endsWith(`${c.policyId}${path.sep}huggingface`))).toBe(true);
+  });
+
+  it('marks every turn agent unknown, never guessed, when the dumps were written without the hook', async () => {
+    const dir = copy(DRMAS_RUN);
+    const hookFields = ['agent_id', 'wg_id', 'uid', 'traj_uid', 'env_step', 'turn', 'round', 'is_action_valid', 'advantage', 'dup'];
+    let count = 0;
+    for (const name of fs.readdirSync(path.join(dir, 'rollout'))) {
+      const rows = jsonl(path.join(dir, 'rollout', name)).map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !hookFields.includes(k))));
+      count += rows.length;
+      fs.writeFileSync(path.join(dir, 'rollout', name), rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    }
+    expect(drmasFormat.detect(dir)).toBe(true);
+    const all = await readAll(drmasFormat, dir);
+    // Without trajectory ids each turn is its own episode, and the padding copies cannot be told apart.
+    expect(all.episodes).toHaveLength(count);
+    expect(all.episodes.every((e) => e.turns.length === 1 && e.turns[0].agent === 'unknown' && e.turns[0].role === null)).toBe(true);
+    expect(all.issues).toHaveLength(1);
+    expect(all.issues[0].message).toContain('hook');
+    expect(all.issues[0].file).toMatch(/^rollout\/\d+\.jsonl$/);
+    expect((await drmasFormat.scan(dir, {})).runs[0].agents).toEqual(['unknown']);
   });
 
   it('reads nothing again from its cursor', async () => {

@@ -13,7 +13,7 @@
  *    (veRL v0.7.0 ray_trainer.py:440-466; DrMAS ray_trainer.py:689-711, rollout only);
  *  - checkpoints: `trainer.default_local_dir`, default `checkpoints/${trainer.project_name}/${trainer.experiment_name}`
  *    (veRL v0.7.0 ppo_trainer.yaml:196; DrMAS ppo_trainer.yaml:282), `global_step_N/` and
- *    `latest_checkpointed_iteration.txt` (veRL ray_trainer.py:941-1005; DrMAS ray_trainer.py:1012-1044);
+ *    `latest_checkpointed_iteration.txt` (veRL ray_trainer.py:938-1005; DrMAS ray_trainer.py:1012-1044);
  *  - TensorBoard: `TENSORBOARD_DIR` or `tensorboard_log/{project}/{experiment}` (tracking.py:256-265).
  */
 import fs from 'node:fs';
