@@ -274,6 +274,16 @@ describe('a veRL 0.7 run folder', () => {
     expect(all.issues).toEqual([]);
   });
 
+  it('names the config key whose folder is not in the imported folder, and reads the rest', async () => {
+    const dir = copy(VERL_RUN);
+    fs.renameSync(path.join(dir, 'rollout'), path.join(dir, 'elsewhere'));
+    const all = await readAll(verlFormat, dir);
+    expect(all.issues).toEqual([{ file: 'outputs/2026-11-02/10-15-07/.hydra/config.yaml', position: 'trainer.rollout_data_dir', message: expect.stringContaining('/home/researcher/runs/verl-grpo/rollout') as string }]);
+    expect(all.episodes.filter((e) => e.split === 'train')).toEqual([]);
+    expect(all.episodes).toHaveLength(test().length);
+    expect(all.metrics.length).toBeGreaterThan(0);
+  });
+
   it('reads a metrics file given alone', async () => {
     const all = await readAll(verlFormat, path.join(VERL_RUN, METRICS));
     expect(all.metrics.length).toBeGreaterThan(0);
@@ -366,6 +376,20 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
     expect(all.issues[0].message).toContain('hook');
     expect(all.issues[0].file).toMatch(/^rollout\/\d+\.jsonl$/);
     expect((await drmasFormat.scan(dir, {})).runs[0].agents).toEqual(['unknown']);
+  });
+
+  it('says where the metrics are when DrMAS wrote them only as TensorBoard files', async () => {
+    const dir = copy(DRMAS_RUN);
+    fs.rmSync(path.join(dir, 'nohup.out'));
+    // tracking.py _TensorboardAdapter: TENSORBOARD_DIR or tensorboard_log/{project}/{experiment}.
+    const tb = path.join(dir, 'tensorboard_log/drmas_marsrl/solver_verifier_corrector');
+    fs.mkdirSync(tb, { recursive: true });
+    fs.writeFileSync(path.join(tb, 'events.out.tfevents.1762160401.node1.48213.0'), '');
+    const all = await readAll(drmasFormat, dir);
+    expect(all.issues).toEqual([{ file: '', position: '', message: expect.stringContaining('tensorboard_log/drmas_marsrl/solver_verifier_corrector') as string }]);
+    // Only what the dumps give: the per-agent metrics derived from them.
+    expect(all.metrics.every((m) => /^(solver|verifier\d+|corrector\d+)\//.test(m.key))).toBe(true);
+    expect(all.episodes.length).toBeGreaterThan(0);
   });
 
   it('reads nothing again from its cursor', async () => {
