@@ -173,6 +173,20 @@ describe('a veRL 0.7 run folder', () => {
     expect(keys.size).toBe(new Set(train().map((l) => `${String(l.gts)}|${String(l.input)}`)).size);
   });
 
+  it("judges a sample with the Studio's checker against gts where the reward function dumped no acc", async () => {
+    const dir = copy(VERL_RUN);
+    const file = path.join(dir, 'rollout/2.jsonl');
+    const rows = jsonl(file).map(({ acc: _acc, pred: _pred, ...rest }) => rest);
+    fs.writeFileSync(file, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    const all = await readAll(verlFormat, dir);
+    const got = all.episodes.filter((e) => e.split === 'train' && e.step === 2);
+    // The fixture's responses end in `#### {answer}` (GSM8K's format): right when it is the reference.
+    expect(got.map((e) => e.correct)).toEqual(rows.map((r) => /#### (\S+)$/.exec(r.output as string)?.[1] === r.gts));
+    expect(got.map((e) => e.finalAnswer)).toEqual(rows.map((r) => /#### (\S+)$/.exec(r.output as string)?.[1]));
+    expect(got.every((e) => e.meta?.judgedBy === 'studio')).toBe(true);
+    expect(all.episodes.filter((e) => e.step !== 2 || e.split === 'test').every((e) => e.meta?.judgedBy === 'engine')).toBe(true);
+  });
+
   it('lists the checkpoints the tracker reached, with the Hugging Face folder where weights were saved', async () => {
     const all = await readAll(verlFormat, VERL_RUN);
     const dir = path.join(VERL_RUN, 'checkpoints/verl_grpo_math/qwen05b_grpo');
