@@ -270,6 +270,21 @@ describe('a veRL 0.7 run folder', () => {
     expect([...done].sort((a, b) => a - b)).toEqual(done);
   });
 
+  it('reads a long metrics file in bounded batches, each with its cursor', async () => {
+    const dir = copy(VERL_RUN);
+    const data = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`actor/extra_${i}`, i / 7]));
+    const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ step: i + 6, data }));
+    fs.appendFileSync(path.join(dir, METRICS), `${lines.join('\n')}\n`);
+    const size = fs.statSync(path.join(dir, METRICS)).size;
+    const all = await readAll(verlFormat, dir);
+    const withMetrics = all.batches.filter((b) => b.metrics.length > 0);
+    // More than a mebibyte of lines: read a part at a time, never the whole file in one batch.
+    expect(size).toBeGreaterThan(2 << 20);
+    expect(withMetrics.length).toBeGreaterThanOrEqual(Math.floor(size / (1 << 20)));
+    expect(all.metrics.filter((m) => m.step >= 6)).toHaveLength(2000 * 60);
+    expect(Math.max(...withMetrics.map((b) => b.metrics.length))).toBeLessThan(2000 * 60);
+  });
+
   it('reads metrics from a saved console output when there is no file logger (Ray prefix, numpy reprs)', async () => {
     const dir = copy(VERL_RUN);
     fs.rmSync(path.join(dir, METRICS));

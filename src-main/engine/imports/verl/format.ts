@@ -18,6 +18,13 @@ import { followSpecOf } from './spec';
 
 export const RUN_KEY = '.';
 
+/**
+ * Bytes of the metrics file per batch: a veRL step line is 2 to 20 KB (one to a few hundred keys),
+ * so about 50 to 500 steps a batch, tens of thousands of points at most — memory stays flat on a
+ * long run. A single line longer than this is refused by the line reader with its byte offset.
+ */
+const METRIC_BYTES_PER_BATCH = 1 << 20;
+
 interface VerlCursor {
   format: 'verl-import/1';
   follow: FollowState;
@@ -103,7 +110,7 @@ async function* readFolder(input: string, engine: EngineKind, runKey: string, cu
   const bytesDone = () => state.follow.metrics.offset + state.follow.log.chars + state.dumpBytes;
   for (;;) {
     if (options.signal?.aborted) return;
-    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize });
+    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize, maxMetricBytes: METRIC_BYTES_PER_BATCH });
     const converted = convertRecords(step.records, spec.engine);
     if (folder.consoleLog !== null) for (const issue of converted.issues) if (issue.file === 'job.log') issue.file = folder.consoleLog;
     const next: VerlCursor = { ...state, follow: step.state, dumpBytes: state.dumpBytes + newDumpBytes(spec, state.follow.dumps, step.state.dumps) };
