@@ -127,6 +127,9 @@ describe('a veRL 0.7 run folder', () => {
     expect(run.lastStep).toBe(Math.max(...(steps as Set<number>)));
     expect(run.agents).toEqual(['solver']);
     expect(run.name).toBe('qwen05b_grpo');
+    expect(run.tags).toEqual(['verl', 'verl_grpo_math']);
+    // Hydra's run folder outputs/2026-11-02/10-15-07 (local time of the machine that trained).
+    expect(run.startedAt).toBe(new Date(2026, 10, 2, 10, 15, 7).getTime());
     expect(run.config).toMatchObject({ trainer: { project_name: 'verl_grpo_math' } });
     expect(scan.issues).toEqual([]);
     const dumps = fs.readdirSync(path.join(VERL_RUN, 'rollout')).length + fs.readdirSync(path.join(VERL_RUN, 'validation')).length;
@@ -333,6 +336,8 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
     expect(run.episodes).toBe(new Set(real().map((l) => `${String(l.step)}/${String(l.traj_uid)}`)).size);
     expect(run.agents).toEqual([...new Set(real().map(agentName))].sort());
     expect(run.name).toBe('solver_verifier_corrector');
+    // hydra.run.dir=. : no dated run folder, so no launch time is known.
+    expect(run.startedAt).toBeNull();
     const consoleSteps = fs
       .readFileSync(path.join(DRMAS_RUN, 'nohup.out'), 'utf8')
       .split('\n')

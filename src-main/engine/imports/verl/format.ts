@@ -126,6 +126,18 @@ async function* readFolder(input: string, engine: EngineKind, runKey: string, cu
   }
 }
 
+/**
+ * When the run was launched: Hydra names its run folder `outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}`
+ * (hydra/conf/hydra/output/default.yaml), in the training machine's local time, read here as this
+ * machine's. Null when the config is not in such a folder (`hydra.run.dir=.`).
+ */
+export function launchedAt(folder: RunFolder): number | null {
+  const m = /^outputs\/(\d{4})-(\d{2})-(\d{2})\/(\d{2})-(\d{2})-(\d{2})\//.exec(folder.hydra?.file.split(path.sep).join('/') ?? '');
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1).map(Number);
+  return new Date(year, month - 1, day, hour, minute, second).getTime();
+}
+
 function runName(folder: RunFolder): string {
   const experiment = folder.hydra ? configString(folder.hydra.config, 'trainer.experiment_name') : null;
   return experiment ?? path.basename(folder.root);
@@ -167,6 +179,7 @@ async function scanFolder(input: string, engine: EngineKind, options: { signal?:
   }
   const sorted = [...steps].sort((a, b) => a - b);
   const files = sourceFiles(folder);
+  const project = folder.hydra ? configString(folder.hydra.config, 'trainer.project_name') : null;
   const run: ScannedRun = {
     key: RUN_KEY,
     name: runName(folder),
@@ -179,8 +192,8 @@ async function scanFolder(input: string, engine: EngineKind, options: { signal?:
     episodes,
     agents: [...agents].sort(),
     config: folder.hydra?.config ?? {},
-    tags: [engine],
-    startedAt: null,
+    tags: [engine, ...(project !== null ? [project] : [])],
+    startedAt: launchedAt(folder),
     endedAt: null,
   };
   return { runs: [run], issues, files: files.length, bytes: files.reduce((n, f) => n + fileSize(path.join(folder.root, f)), 0) };
