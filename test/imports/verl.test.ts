@@ -392,6 +392,18 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
     expect(all.checkpoints.every((c) => c.path.endsWith(`${c.policyId}${path.sep}huggingface`))).toBe(true);
   });
 
+  it('knows DrMAS and its agents from the hook\'s fields when the folder has no Hydra config', async () => {
+    const dir = copy(DRMAS_RUN);
+    fs.rmSync(path.join(dir, '.hydra'), { recursive: true });
+    expect(drmasFormat.detect(dir)).toBe(true);
+    expect(verlFormat.detect(dir)).toBe(false);
+    const scan = await drmasFormat.scan(dir, {});
+    expect(scan.runs[0].agents).toEqual([...new Set(real().map(agentName))].sort());
+    expect(scan.runs[0].name).toBe(path.basename(dir));
+    const all = await readAll(drmasFormat, dir);
+    expect(all.checkpoints.length).toBeGreaterThan(0);
+  });
+
   it('marks every turn agent unknown, never guessed, when the dumps were written without the hook', async () => {
     const dir = copy(DRMAS_RUN);
     const hookFields = ['agent_id', 'wg_id', 'uid', 'traj_uid', 'env_step', 'turn', 'round', 'is_action_valid', 'advantage', 'dup'];
