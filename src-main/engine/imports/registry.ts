@@ -4,9 +4,10 @@
  * before a more general one: a veRL run folder may also hold TensorBoard files).
  */
 import type { ImportFormatId } from '#shared/contract';
+import { trackioFormat } from './trackio';
 import type { ImportFormat } from './types';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [trackioFormat];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
