@@ -10,7 +10,7 @@
  *   run_name, step, key, trace_index, messages, metadata, …)` (HEAD sqlite_storage.py:495-545).
  *
  * trackio itself keys a run by `run_id` where the column exists, else by `run_name`
- * (`_supports_run_ids`, sqlite_storage.py:782, and the `metrics_run_key` choice at :678); so does
+ * (`_supports_run_ids`, sqlite_storage.py:782, and the `metrics_run_key` choice at :677); so does
  * this reader. A table trackio requires but without a run column, `step` or `metrics` is not read:
  * the error names the file, the table, the missing column and the columns found.
  */

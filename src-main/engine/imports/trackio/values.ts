@@ -50,7 +50,7 @@ export function parseMetricsJson(text: string): MetricsRow {
 
 /**
  * Seconds since the epoch of a trackio timestamp: `datetime.now(timezone.utc).isoformat()`
- * (sqlite_storage.py `log`, :1561) or, in trackio 0.1, SQLite's `CURRENT_TIMESTAMP`
+ * (sqlite_storage.py `log`, :1563) or, in trackio 0.1, SQLite's `CURRENT_TIMESTAMP`
  * (`YYYY-MM-DD HH:MM:SS`, UTC without a zone). A text without a zone is UTC, never local time.
  */
 export function timestampSeconds(text: unknown): number | null {
