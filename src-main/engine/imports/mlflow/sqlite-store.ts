@@ -17,6 +17,7 @@
 import type { Database as Db } from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
+import type { ImportIssue } from '#shared/contract';
 import type { ImportBatch, ImportMetric, ReadOptions, ScanResult } from '../types';
 import { ImportSourceError } from '../types';
 import { openReadOnly, tableColumns } from '../trackio/schema';
@@ -27,6 +28,7 @@ interface SqlSchema {
   step: boolean;
   isNan: boolean;
   runName: boolean;
+  lifecycle: boolean;
 }
 
 export function detectSqliteStore(path: string): boolean {
@@ -57,7 +59,7 @@ function readSchema(db: Db, file: string): SqlSchema {
       throw new ImportSourceError(`${file}: MLflow table "${table}" has no ${column} column (found: ${found.join(', ') || 'no such table'}); not an MLflow tracking database`, file);
     }
   }
-  return { step: metrics.includes('step'), isNan: metrics.includes('is_nan'), runName: runs.includes('name') };
+  return { step: metrics.includes('step'), isNan: metrics.includes('is_nan'), runName: runs.includes('name'), lifecycle: runs.includes('lifecycle_stage') };
 }
 
 function keyValueTable(db: Db, table: 'params' | 'tags', run: string): Record<string, string> {
@@ -67,10 +69,24 @@ function keyValueTable(db: Db, table: 'params' | 'tags', run: string): Record<st
   return Object.fromEntries(rows.map((row) => [row.key, row.value ?? '']));
 }
 
-function runInfos(db: Db, schema: SqlSchema): RunInfo[] {
+interface RunRow {
+  id: string;
+  name: unknown;
+  startTime: unknown;
+  endTime: unknown;
+  stage: unknown;
+}
+
+/** The runs, less those MLflow marks deleted (lifecycle_stage, SqlRun; listed as issues). */
+function runInfos(db: Db, schema: SqlSchema, file: string, issues: ImportIssue[]): RunInfo[] {
   const name = schema.runName ? 'name' : 'NULL';
-  const rows = db.prepare(`SELECT run_uuid AS id, ${name} AS name, start_time AS startTime, end_time AS endTime FROM runs ORDER BY start_time, run_uuid`).all() as Array<{ id: string; name: unknown; startTime: unknown; endTime: unknown }>;
-  return rows.map((row) => ({ ...row, params: keyValueTable(db, 'params', row.id), tags: keyValueTable(db, 'tags', row.id) }));
+  const stage = schema.lifecycle ? 'lifecycle_stage' : 'NULL';
+  const rows = db.prepare(`SELECT run_uuid AS id, ${name} AS name, start_time AS startTime, end_time AS endTime, ${stage} AS stage FROM runs ORDER BY start_time, run_uuid`).all() as RunRow[];
+  const deleted = rows.filter((row) => row.stage === 'deleted');
+  for (const row of deleted) issues.push({ file: '', position: '', message: `${file}: run ${row.id} is deleted in MLflow (lifecycle_stage: deleted); not imported` });
+  return rows
+    .filter((row) => row.stage !== 'deleted')
+    .map(({ id, name: runName, startTime, endTime }) => ({ id, name: runName, startTime, endTime, params: keyValueTable(db, 'params', id), tags: keyValueTable(db, 'tags', id) }));
 }
 
 function step(schema: SqlSchema): string {
@@ -81,7 +97,8 @@ export function scanSqliteStore(path: string): ScanResult {
   const db = openReadOnly(path);
   try {
     const schema = readSchema(db, basename(path));
-    const runs = runInfos(db, schema).map((info) => {
+    const issues: ImportIssue[] = [];
+    const runs = runInfos(db, schema, basename(path), issues).map((info) => {
       const tally = emptyTally();
       const rows = db.prepare(`SELECT key, ${step(schema)} AS step FROM metrics WHERE run_uuid = ?`).raw().iterate(info.id) as Iterable<[string, number]>;
       for (const [key, at] of rows) {
@@ -91,7 +108,7 @@ export function scanSqliteStore(path: string): ScanResult {
       }
       return scannedRun(info, tally);
     });
-    return { runs, issues: [], files: 1, bytes: statSync(path).size };
+    return { runs, issues, files: 1, bytes: statSync(path).size };
   } finally {
     db.close();
   }
