@@ -161,12 +161,13 @@ describe('MLflow file store import', () => {
 });
 
 describe('MLflow SQLite store import', () => {
-  /** Plain SQL: a run's points in MLflow's history order, NaN where is_nan. */
+  /** Plain SQL: a run's points in MLflow's history order, NaN where is_nan, ±inf where MLflow stored its ±1.7976931348623157e308 stand-in. */
   function sqlPoints(file: string, run: string): ImportMetric[] {
     const db = new Database(file, { readonly: true });
     const rows = db.prepare('SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY key, step, timestamp').all(run) as Array<{ key: string; value: number; timestamp: number; step: number; is_nan: number }>;
     db.close();
-    return rows.map((r) => ({ step: r.step, key: r.key, value: r.is_nan ? NaN : r.value, wallTime: r.timestamp / 1000 }));
+    const value = (r: { value: number; is_nan: number }): number => (r.is_nan ? NaN : r.value === 1.7976931348623157e308 ? Infinity : r.value === -1.7976931348623157e308 ? -Infinity : r.value);
+    return rows.map((r) => ({ step: r.step, key: r.key, value: value(r), wallTime: r.timestamp / 1000 }));
   }
 
   it('detects mlflow.db (and trackio does not take it)', () => {
@@ -197,6 +198,8 @@ describe('MLflow SQLite store import', () => {
     const run = '5e0c2b7a91d34f0e8a6b4c2d1e0f9a8b';
     const batches = await readAll(file, run, null, 2);
     expect(batches.flatMap((b) => b.metrics)).toEqual(sqlPoints(file, run));
+    expect(batches.flatMap((b) => b.metrics).find((m) => m.key === 'grad_norm')?.value).toBe(Infinity);
+    expect(Number.isNaN(batches.flatMap((b) => b.metrics).find((m) => m.key === 'loss' && m.step === 2)?.value)).toBe(true);
     const cursor = JSON.parse(JSON.stringify(batches[batches.length - 1].cursor));
     expect(await readAll(file, run, cursor, 2)).toEqual([]);
     // Resume mid-way: the cursor of the first batch continues exactly where it stopped.

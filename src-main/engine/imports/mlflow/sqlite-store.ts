@@ -5,9 +5,10 @@
  * primary key (key, timestamp, step, run_uuid, value, is_nan) (SqlMetric), `params(key, value,
  * run_uuid)`, `tags(key, value, run_uuid)`. Columns are read with PRAGMA table_info because the
  * alembic migrations added them over time: `step` (migration "add step to metrics", server default
- * 0) and `is_nan` (with NaN stored as value 0, is_nan 1: `_get_metric_value_details`; ±inf are
- * stored as ±1.7976931348623157e308 and, as in MLflow's `SqlMetric.to_mlflow_entity`, read back as
- * stored). Timestamps are ms since the epoch.
+ * 0) and `is_nan` (with NaN stored as value 0, is_nan 1: `_get_metric_value_details`). That
+ * function also stores ±inf as ±1.7976931348623157e308 because "Sql can not represent Infs";
+ * MLflow reads the sentinel back as stored, this reader reads it as the ±Infinity that was logged
+ * (a chart would otherwise scale to 1.8e308). Timestamps are ms since the epoch.
  *
  * Reading a run: the rows with rowid above the cursor's base, ordered by (key, step, timestamp) as
  * MLflow's `get_metric_history` does; the cursor is {base, max, after}: rows up to rowid `max` are
@@ -144,8 +145,17 @@ function page(db: Db, schema: SqlSchema, run: string, cursor: SqlCursor, limit: 
   return db.prepare(sql).all(run, cursor.base, cursor.max, ...(cursor.after ?? []), limit) as MetricRow[];
 }
 
+/** The largest finite double: MLflow's stand-in for an infinite value. */
+const INF_SENTINEL = Number.MAX_VALUE;
+
+function metricValue(row: MetricRow): number {
+  if (row.isNan) return NaN;
+  if (Math.abs(row.value) === INF_SENTINEL) return Math.sign(row.value) * Infinity;
+  return row.value;
+}
+
 function point(row: MetricRow): ImportMetric {
-  return { step: row.step, key: row.key, value: row.isNan ? NaN : row.value, wallTime: row.timestamp === null ? null : row.timestamp / 1000 };
+  return { step: row.step, key: row.key, value: metricValue(row), wallTime: row.timestamp === null ? null : row.timestamp / 1000 };
 }
 
 /** Rows of the range (base, max] after the cursor's position, in batches; the last batch closes the range. */
