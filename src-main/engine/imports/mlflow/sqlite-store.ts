@@ -136,13 +136,14 @@ interface MetricRow {
   isNan: number;
 }
 
-function page(db: Db, schema: SqlSchema, run: string, cursor: SqlCursor, limit: number): MetricRow[] {
+/** The rows of the range (base, max] after the cursor's position, in MLflow's history order, as one sorted pass. */
+function rangeRows(db: Db, schema: SqlSchema, run: string, cursor: SqlCursor): IterableIterator<MetricRow> {
   const order = `key, ${step(schema)}, timestamp, rowid`;
   const after = cursor.after === null ? '' : `AND (${order}) > (?, ?, ?, ?)`;
   const sql =
     `SELECT rowid AS rid, key, value, timestamp, ${step(schema)} AS step, ${schema.isNan ? 'is_nan' : '0'} AS isNan FROM metrics ` +
-    `WHERE run_uuid = ? AND rowid > ? AND rowid <= ? ${after} ORDER BY ${order} LIMIT ?`;
-  return db.prepare(sql).all(run, cursor.base, cursor.max, ...(cursor.after ?? []), limit) as MetricRow[];
+    `WHERE run_uuid = ? AND rowid > ? AND rowid <= ? ${after} ORDER BY ${order}`;
+  return db.prepare(sql).iterate(run, cursor.base, cursor.max, ...(cursor.after ?? [])) as IterableIterator<MetricRow>;
 }
 
 /** The largest finite double: MLflow's stand-in for an infinite value. */
@@ -158,22 +159,29 @@ function point(row: MetricRow): ImportMetric {
   return { step: row.step, key: row.key, value: metricValue(row), wallTime: row.timestamp === null ? null : row.timestamp / 1000 };
 }
 
-/** Rows of the range (base, max] after the cursor's position, in batches; the last batch closes the range. */
+function batchOf(rows: MetricRow[], cursor: SqlCursor, bytes: { done: number }): ImportBatch {
+  // Progress in the rows' payload bytes (the key's text and three 8-byte numbers): SQLite pages have no per-run offset.
+  for (const row of rows) bytes.done += Buffer.byteLength(row.key) + 24;
+  return { metrics: rows.map(point), episodes: [], checkpoints: [], issues: [], cursor, bytesDone: bytes.done };
+}
+
+/**
+ * Rows of the range (base, max] after the cursor's position, in batches. One statement is stepped
+ * through (SQLite sorts once; the connection is this reader's own, so it may stay open across a
+ * yield); a batch goes out once the row after it is seen, so the last batch closes the range.
+ */
 function* readRange(db: Db, schema: SqlSchema, run: string, start: SqlCursor, options: ReadOptions, bytes: { done: number }): Generator<ImportBatch> {
-  let cursor = start;
-  for (;;) {
+  let pending: MetricRow[] = [];
+  for (const row of rangeRows(db, schema, run, start)) {
     if (options.signal?.aborted) return;
-    const rows = page(db, schema, run, cursor, options.batchSize + 1);
-    if (rows.length === 0) return;
-    const more = rows.length > options.batchSize;
-    const taken = more ? rows.slice(0, options.batchSize) : rows;
-    const last = taken[taken.length - 1];
-    cursor = more ? { ...cursor, after: [last.key, last.step, last.timestamp ?? 0, last.rid] } : { base: cursor.max, max: cursor.max, after: null };
-    // Progress in the rows' payload bytes (the key's text and three 8-byte numbers): SQLite pages have no per-run offset.
-    for (const row of taken) bytes.done += Buffer.byteLength(row.key) + 24;
-    yield { metrics: taken.map(point), episodes: [], checkpoints: [], issues: [], cursor, bytesDone: bytes.done };
-    if (!more) return;
+    if (pending.length === options.batchSize) {
+      const last = pending[pending.length - 1];
+      yield batchOf(pending, { ...start, after: [last.key, last.step, last.timestamp ?? 0, last.rid] }, bytes);
+      pending = [];
+    }
+    pending.push(row);
   }
+  if (pending.length > 0) yield batchOf(pending, { base: start.max, max: start.max, after: null }, bytes);
 }
 
 export async function* readSqliteStore(path: string, run: string, cursorValue: unknown, options: ReadOptions): AsyncGenerator<ImportBatch> {
