@@ -5,10 +5,12 @@
  */
 import type { ImportFormatId } from '#shared/contract';
 import { marsrlFormat } from './marsrl';
+import { mlflowFormat } from './mlflow';
+import { trackioFormat } from './trackio';
 import type { ImportFormat } from './types';
 import { drmasFormat, verlFormat } from './verl';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [marsrlFormat, verlFormat, drmasFormat];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [marsrlFormat, verlFormat, drmasFormat, trackioFormat, mlflowFormat];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
