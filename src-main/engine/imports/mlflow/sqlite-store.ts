@@ -21,8 +21,7 @@ import { basename } from 'node:path';
 import type { ImportIssue } from '#shared/contract';
 import type { ImportBatch, ImportMetric, ReadOptions, ScanResult } from '../types';
 import { ImportSourceError } from '../types';
-import { openReadOnly, tableColumns } from '../trackio/schema';
-import { isSqliteFile } from '../trackio/source';
+import { isSqliteFile, openReadOnly, tableColumns } from '../sqlite';
 import { emptyTally, scannedRun, type RunInfo } from './run-info';
 
 interface SqlSchema {

@@ -9,7 +9,8 @@
 import type { Database as Db } from 'better-sqlite3';
 import type { ImportBatch, ImportMetric, ReadOptions } from '../types';
 import { rowIssue } from './scan';
-import { openReadOnly, readSchema, type TrackioSchema } from './schema';
+import { openReadOnly } from '../sqlite';
+import { readSchema, type TrackioSchema } from './schema';
 import { resolveRunKey, type TrackioFile } from './source';
 import { parseMetricsJson, timestampSeconds, traceEpisode } from './values';
 

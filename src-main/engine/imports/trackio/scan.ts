@@ -6,7 +6,8 @@ import { statSync } from 'node:fs';
 import type { Database as Db } from 'better-sqlite3';
 import type { ImportIssue } from '#shared/contract';
 import { ImportSourceError, type ScanResult, type ScannedRun } from '../types';
-import { openReadOnly, readSchema, type TrackioSchema } from './schema';
+import { openReadOnly } from '../sqlite';
+import { readSchema, type TrackioSchema } from './schema';
 import { runKey, trackioFiles, type TrackioFile } from './source';
 import { countGenerations, parseMetricsJson, timestampSeconds, type TraceRecord } from './values';
 

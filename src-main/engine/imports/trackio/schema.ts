@@ -14,8 +14,8 @@
  * this reader. A table trackio requires but without a run column, `step` or `metrics` is not read:
  * the error names the file, the table, the missing column and the columns found.
  */
-import Database from 'better-sqlite3';
 import type { Database as Db } from 'better-sqlite3';
+import { tableColumns } from '../sqlite';
 import { ImportSourceError } from '../types';
 
 export interface RunColumns {
@@ -29,16 +29,6 @@ export interface TrackioSchema {
   metrics: (RunColumns & { timestamp: string | null }) | null;
   configs: RunColumns | null;
   traces: (RunColumns & { step: string | null; key: string | null; traceIndex: string | null; metadata: string | null; timestamp: string | null }) | null;
-}
-
-/** Opens a database read-only: an import never writes the source (and never creates a missing file). */
-export function openReadOnly(file: string): Db {
-  return new Database(file, { readonly: true, fileMustExist: true });
-}
-
-export function tableColumns(db: Db, table: string): string[] {
-  const rows = db.prepare(`PRAGMA table_info(${JSON.stringify(table)})`).all() as Array<{ name: string }>;
-  return rows.map((row) => row.name);
 }
 
 /** True when the database looks like a trackio project (a `metrics` table with a JSON `metrics` column, or trackio's `configs`). */

@@ -4,10 +4,12 @@
  * folder of them (trackio's own TRACKIO_DIR). A source run's key is the run's id for a single file,
  * `<file>/<run id>` in a folder.
  */
-import { closeSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { isSqliteFile } from '../sqlite';
 import { ImportSourceError } from '../types';
-import { looksLikeTrackio, openReadOnly } from './schema';
+import { openReadOnly } from '../sqlite';
+import { looksLikeTrackio } from './schema';
 
 export interface TrackioFile {
   /** Absolute path of the database. */
@@ -16,23 +18,6 @@ export interface TrackioFile {
   rel: string;
   /** How messages name it. */
   label: string;
-}
-
-const SQLITE_HEADER = 'SQLite format 3\u0000';
-
-/** The first 16 bytes of a file are SQLite's magic string (never reads more). */
-export function isSqliteFile(path: string): boolean {
-  let fd: number | null = null;
-  try {
-    if (!statSync(path).isFile()) return false;
-    fd = openSync(path, 'r');
-    const header = Buffer.alloc(16);
-    return readSync(fd, header, 0, 16, 0) === 16 && header.toString('latin1') === SQLITE_HEADER;
-  } catch {
-    return false;
-  } finally {
-    if (fd !== null) closeSync(fd);
-  }
 }
 
 export function isTrackioFile(path: string): boolean {
