@@ -186,6 +186,8 @@ async function readInto(store: Store, format: ImportFormat, absolute: string, ke
       progress.records += stored.metricPoints + stored.turns + stored.checkpoints;
       progress.done = Math.min(progress.total, base + batch.bytesDone);
       options.onProgress?.({ ...progress });
+      // Let the process answer between batches (the app's window, a cancel) even when the reader never waits on I/O.
+      await new Promise((resolve) => setImmediate(resolve));
       // Cancel between batches: the batches stored stay, with the cursor past them.
       if (options.signal?.aborted) return true;
     }
