@@ -64,6 +64,7 @@ describe('imports through the dispatcher', () => {
     expect(progress.at(-1)).toMatchObject({ records: 12_000, done: fs.statSync(path.join(dir, 'run.lines')).size });
     const runId = summary.runs[0].runId;
     expect(events).toContainEqual({ type: 'run-created', runId });
+    expect(events.findLast((e) => e.type === 'run-updated' && e.runId === runId)).toBeDefined();
     const run = (await callStudio(service, 'getRun', [runId])) as { imported: { format: string; path: string } | null; actions: unknown[]; task: string; status: string };
     expect(run).toMatchObject({ status: 'done', task: 'trackio', actions: [], imported: { format: 'trackio', path: dir } });
     for (const method of ['stopRun', 'resumeRun', 'runAgain']) {
