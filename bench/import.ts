@@ -138,18 +138,17 @@ async function importInto(dir: string, id: ImportFormatId, source: string): Prom
 const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MB`;
 const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')}/s`;
 
-async function benchOne(dir: string, id: ImportFormatId, source: string, expected: number, unit: string): Promise<string[]> {
+/** Prints each figure as soon as it is measured (a long run shows what it has so far). */
+async function benchOne(dir: string, id: ImportFormatId, source: string, expected: number, unit: string, print: (line: string) => void): Promise<void> {
+  print(`${id}: ${expected.toLocaleString('en-US')} ${unit} (${mb(dirBytes(source))} on disk)`);
   const base = await readerPass(id, source);
+  print(`  reader only ${base.seconds.toFixed(2)} s  ${rate(base.records, base.seconds)}  (baseline: same reader, nothing written)`);
   const full = await importInto(dir, id, source);
   if (full.records !== expected || base.records !== expected) throw new Error(`${id}: ${expected} ${unit} written, the reader gave ${base.records} and the import stored ${full.records}`);
+  print(`  import      ${full.seconds.toFixed(2)} s  ${rate(full.records, full.seconds)}  peak RSS ${mb(full.peakRss)}, peak heap ${mb(full.peakHeap)}`);
+  print(`  ratio       import / reader = ${(full.seconds / base.seconds).toFixed(2)}×`);
+  print(`  re-import   ${full.reimportSeconds.toFixed(2)} s, ${full.reimportAdded} records added`);
   if (full.reimportAdded !== 0) throw new Error(`${id}: the re-import added ${full.reimportAdded} records (expected none)`);
-  return [
-    `${id}: ${expected.toLocaleString('en-US')} ${unit} (${mb(dirBytes(source))} on disk)`,
-    `  import      ${full.seconds.toFixed(2)} s  ${rate(full.records, full.seconds)}  peak RSS ${mb(full.peakRss)}, peak heap ${mb(full.peakHeap)}`,
-    `  reader only ${base.seconds.toFixed(2)} s  ${rate(base.records, base.seconds)}  (baseline: same reader, nothing written)`,
-    `  ratio       import / reader = ${(full.seconds / base.seconds).toFixed(2)}×`,
-    `  re-import   ${full.reimportSeconds.toFixed(2)} s, ${full.reimportAdded} records added`,
-  ];
 }
 
 function dirBytes(root: string): number {
@@ -167,16 +166,15 @@ export async function run(argv: string[]): Promise<void> {
   if (!['marsrl', 'mlflow', 'both'].includes(values.format)) throw new Error(`--format must be marsrl, mlflow or both (got ${values.format})`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-import-'));
   try {
-    const lines: string[] = [];
+    const print = (line: string) => process.stdout.write(`${line}\n`);
     if (values.format !== 'mlflow') {
       const written = writeMarsrl(path.join(dir, 'marsrl-out'), generations);
-      lines.push(...(await benchOne(dir, 'marsrl', path.join(dir, 'marsrl-out'), written, 'generations')));
+      await benchOne(dir, 'marsrl', path.join(dir, 'marsrl-out'), written, 'generations', print);
     }
     if (values.format !== 'marsrl') {
       const written = writeMlflow(path.join(dir, 'mlruns'), points);
-      lines.push(...(await benchOne(dir, 'mlflow', path.join(dir, 'mlruns'), written, 'metric points')));
+      await benchOne(dir, 'mlflow', path.join(dir, 'mlruns'), written, 'metric points', print);
     }
-    process.stdout.write(`${lines.join('\n')}\n`);
     if (values.keep) process.stdout.write(`kept ${dir}\n`);
   } finally {
     if (!values.keep) fs.rmSync(dir, { recursive: true, force: true });
