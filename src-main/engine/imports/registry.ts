@@ -4,9 +4,13 @@
  * before a more general one: a veRL run folder may also hold TensorBoard files).
  */
 import type { ImportFormatId } from '#shared/contract';
+import { tensorboardFormat } from './tensorboard';
 import type { ImportFormat } from './types';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
+  // After the veRL and DrMAS run folders, which may hold TensorBoard files of their own.
+  tensorboardFormat,
+];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
