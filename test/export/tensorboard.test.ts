@@ -106,7 +106,8 @@ describe('TensorBoard export', () => {
     const file = path.join(db.dir, 'a-file');
     fs.writeFileSync(file, '');
     await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: file })).rejects.toThrow(/out: .*a-file is a file; for the tensorboard format out is a folder/);
-    await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: path.join(db.dir, 'nope') })).rejects.toThrow(/does not exist; for the tensorboard format out is a folder/);
+    await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: path.join(db.dir, 'nope/deeper') })).rejects.toThrow(/nor its parent .*nope exists; for the tensorboard format out is a folder/);
+    expect(fs.existsSync(path.join(db.dir, 'nope'))).toBe(false);
     await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: db.dir, filters: { agents: ['solver'] } })).rejects.toThrow(/filters\.agents: the tensorboard format writes every metric point/);
     await expect(runExport(db.store, { runs: [empty], format: 'tensorboard', out: out('empty') })).rejects.toMatchObject({ code: 'empty_result' });
     expect(fs.readdirSync(path.join(db.dir, 'empty'))).toEqual([]);
@@ -125,12 +126,24 @@ describe('TensorBoard export', () => {
     expect(fs.readdirSync(dir)).toHaveLength(1);
   });
 
-  it('leaves nothing behind when cancelled', async () => {
+  it('leaves nothing behind when cancelled, not even the folder it made', async () => {
     const dir = out('cancel');
     const controller = new AbortController();
     const exporting = runExport(db.store, { runs: [weird, alpha], format: 'tensorboard', out: dir }, { signal: controller.signal, onProgress: (d) => d > 0 && controller.abort() });
     await expect(exporting).rejects.toMatchObject({ code: 'aborted' });
     expect(fs.readdirSync(dir)).toEqual([]);
+    const made = path.join(dir, 'made');
+    const again = new AbortController();
+    const second = runExport(db.store, { runs: [alpha], format: 'tensorboard', out: made }, { signal: again.signal, onProgress: (d) => d > 0 && again.abort() });
+    await expect(second).rejects.toMatchObject({ code: 'aborted' });
+    expect(fs.existsSync(made)).toBe(false);
+  });
+
+  it('makes the output folder when its parent exists', async () => {
+    const made = path.join(out('parent'), 'tb');
+    const result = await runExport(db.store, { runs: [weird], format: 'tensorboard', out: made });
+    expect(result.out).toBe(made);
+    expect(readEventFile(result.runs[0].file).scalars).toEqual([{ tag: 'x', step: 5, value: Math.fround(1e-9), wallTime: START_MS / 1000 + 2, pluginName: 'scalars' }]);
   });
 
   it('runs from the command line: marsrl export RUN --format tensorboard --out DIR', () => {
@@ -141,7 +154,7 @@ describe('TensorBoard export', () => {
     const result = JSON.parse(run.stdout);
     expect(result).toMatchObject({ format: 'tensorboard', out: dir, rows: storePoints(alpha).length });
     expect(readEventFile(result.runs[0].file).scalars).toHaveLength(storePoints(alpha).length);
-    const asFile = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', path.join(dir, 'x.tfevents'), '--db', db.databasePath]);
+    const asFile = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', result.runs[0].file, '--db', db.databasePath]);
     expect(asFile.code).toBe(1);
     expect(asFile.stderr).toMatch(/for the tensorboard format out is a folder/);
   });
