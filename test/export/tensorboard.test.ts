@@ -10,6 +10,11 @@ import { tensorboardFormat } from '../../src-main/engine/imports/tensorboard';
 import type { ImportMetric } from '../../src-main/engine/imports/types';
 import { readEventFile } from '../helpers/tfevents-independent';
 import { marsrl } from '../helpers/cli';
+import { callStudio } from '../../src-main/api/dispatch';
+import { EventHub } from '../../src-main/api/hub';
+import { createStudioService } from '../../src-main/api/service';
+import { toErrorShape } from '#shared/errors';
+import type { StudioEvent } from '#shared/contract';
 import { storeInTemp } from '../helpers/runs-db';
 
 const db = storeInTemp('tb-export.db', 'marsrl-tb-export-');
@@ -158,4 +163,25 @@ describe('TensorBoard export', () => {
     expect(asFile.code).toBe(1);
     expect(asFile.stderr).toMatch(/for the tensorboard format out is a folder/);
   });
+
+  it("runs through the API's startExport and reports where it wrote", async () => {
+    const hub = new EventHub();
+    const events: StudioEvent[] = [];
+    hub.subscribe((e) => events.push(e));
+    const service = createStudioService({ store: db.store, databasePath: db.store.path, transport: 'direct', hub });
+    const dir = out('api');
+    const { exportId } = (await callStudio(service, 'startExport', [{ runs: [weird], format: 'tensorboard', out: dir }])) as { exportId: string };
+    for (let i = 0; i < 200 && !events.some((e) => e.type === 'export-finished'); i++) await new Promise((r) => setTimeout(r, 25));
+    expect(events.find((e) => e.type === 'export-finished')).toMatchObject({ exportId, status: 'done', result: { out: dir, rows: 1, card: '' } });
+    expect(fs.readdirSync(dir)).toEqual([runFolderName({ id: weird, name: 'a/b: "weird" run' })]);
+    // The same validation answers the caller at once, in the form's words.
+    const shape = await callStudio(service, 'startExport', [{ runs: [weird], format: 'tensorboard', out: readEventFileOf(dir) }]).catch(toErrorShape);
+    expect(shape).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/is a file; for the tensorboard format out is a folder/) });
+  });
 });
+
+function readEventFileOf(dir: string): string {
+  const [run] = fs.readdirSync(dir);
+  const [file] = fs.readdirSync(path.join(dir, run));
+  return path.join(dir, run, file);
+}
