@@ -22,9 +22,13 @@ describe('Event decoding', () => {
     expect(event.values).toEqual([{ tag: 'train/loss', scalar: expected, pluginName: style === 'simple' ? null : 'scalars' }]);
   });
 
-  it('reads a negative int64 step as the writer meant it', () => {
+  it('reads a negative int64 step as the writer meant it, and writes one as protobuf does', () => {
     const bytes = EventType.encode(EventType.fromObject({ wall_time: 1, step: -3 })).finish();
     expect(decodeEvent(bytes).step).toBe(-3);
+    const written = encodeScalarEvent(1, -3, 't', 1, false);
+    expect((EventType.toObject(EventType.decode(written), { longs: Number }) as { step: number }).step).toBe(-3);
+    expect(decodeEvent(written).step).toBe(-3);
+    expect(decodeEvent(encodeScalarEvent(1, 2 ** 40 + 5, 't', 1, false)).step).toBe(2 ** 40 + 5);
   });
 
   it('gives no scalar for non-scalar values and skips unknown fields', () => {

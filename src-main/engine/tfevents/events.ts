@@ -42,25 +42,22 @@ export function decodeEvent(bytes: Uint8Array): TfEvent {
     if (field === 1 && wire === WIRE_FIXED64) event.wallTime = r.double();
     else if (field === 2 && wire === 0) event.step = r.varint();
     else if (field === 3 && wire === WIRE_LENGTH) event.fileVersion = r.string();
-    else if (field === 5 && wire === WIRE_LENGTH) event.values.push(...decodeSummary(bytes, r.delimited()));
+    else if (field === 5 && wire === WIRE_LENGTH) decodeSummary(r.sub(r.delimited()), event.values);
     else r.skip(wire);
   }
   return event;
 }
 
-function decodeSummary(bytes: Uint8Array, at: { start: number; end: number }): SummaryValue[] {
-  const r = new WireReader(bytes, at.start, at.end);
-  const values: SummaryValue[] = [];
+function decodeSummary(r: WireReader, values: SummaryValue[]): void {
   while (!r.done) {
     const { field, wire } = r.tag();
-    if (field === 1 && wire === WIRE_LENGTH) values.push(decodeValue(bytes, r.delimited()));
+    if (field === 1 && wire === WIRE_LENGTH) values.push(decodeValue(r.sub(r.delimited())));
     else r.skip(wire);
   }
-  return values;
 }
 
-function decodeValue(bytes: Uint8Array, at: { start: number; end: number }): SummaryValue {
-  const r = new WireReader(bytes, at.start, at.end);
+function decodeValue(r: WireReader): SummaryValue {
+  const bytes = r.bytes;
   const value: SummaryValue = { tag: '', pluginName: null, scalar: null };
   while (!r.done) {
     const { field, wire } = r.tag();

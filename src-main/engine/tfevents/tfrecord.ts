@@ -78,6 +78,12 @@ export function* readRecordsSync(file: string, start: number, options: RecordRea
   try {
     const size = fs.fstatSync(fd).size;
     const window = new FileWindow(fd, options.windowBytes ?? WINDOW_BYTES);
+    if (start > size) {
+      // Event files only grow; a shorter one was rewritten. Said once: reading goes on from its new end.
+      yield { kind: 'issue', error: new TFRecordError(file, start, `the file is now ${size} bytes, shorter than where the last read stopped: it was rewritten, not appended to; only records added after its current end will be read`), fatal: true };
+      yield { kind: 'end', resumeAt: size, pending: false };
+      return;
+    }
     let pos = start;
     for (;;) {
       const step = frameAt(window, file, pos, size, options.finished);
