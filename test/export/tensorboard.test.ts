@@ -15,6 +15,7 @@ import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
 import { toErrorShape } from '#shared/errors';
 import type { StudioEvent } from '#shared/contract';
+import { buildExportRequest, emptyForm, suggestedOutPath } from '../../src-renderer/src/util/exportForm';
 import { storeInTemp } from '../helpers/runs-db';
 
 const db = storeInTemp('tb-export.db', 'marsrl-tb-export-');
@@ -177,6 +178,18 @@ describe('TensorBoard export', () => {
     // The same validation answers the caller at once, in the form's words.
     const shape = await callStudio(service, 'startExport', [{ runs: [weird], format: 'tensorboard', out: readEventFileOf(dir) }]).catch(toErrorShape);
     expect(shape).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/is a file; for the tensorboard format out is a folder/) });
+  });
+});
+
+describe("the export dialog's TensorBoard choice", () => {
+  it('sends runs, format, folder and force only: no container or filters', () => {
+    const form = { ...emptyForm(), runs: [4], format: 'tensorboard' as const, out: ' /data/tb ', agents: ['solver'], stepFrom: '3', force: true };
+    expect(buildExportRequest(form)).toEqual({ request: { runs: [4], format: 'tensorboard', out: '/data/tb', force: true }, issues: [] });
+    expect(buildExportRequest({ ...form, out: '' }).issues).toEqual([{ path: 'out', message: 'out: give the output folder (e.g. /data/tb-logs)' }]);
+  });
+
+  it('suggests a folder, not a file with an extension', () => {
+    expect(suggestedOutPath('/exports', [{ id: 9, name: 'Sort 8' }], 'tensorboard', 'parquet')).toBe('/exports/sort-8-run9-tensorboard');
   });
 });
 
