@@ -34,7 +34,8 @@ interface Point {
 /** Keys with different step sets (gaps, a late start), values that are not float32-exact. */
 function alphaPoints(): Point[] {
   const points: Point[] = [];
-  for (let step = 0; step < 2600; step++) {
+  // More steps than one keyset page (5,000) of a key holds.
+  for (let step = 0; step < 5600; step++) {
     points.push({ key: 'solver/grad_norm', step, wallTime: step * 1.37, value: Math.sin(step) * 1e3 + 1 / 3 });
     if (step % 3 === 0) points.push({ key: 'eval/system/accuracy', step, wallTime: step * 1.37 + 0.01, value: (step % 97) / 97 });
     if (step >= 1000) points.push({ key: 'reward mean', step, wallTime: step * 1.37 + 0.02, value: -step / 7 });

@@ -54,7 +54,10 @@ interface Handlers {
   signal?: AbortSignal;
 }
 
+/** Points between progress reports (and abort checks), and the most read of one key at a time. */
 const PAGE_POINTS = 5_000;
+/** Points held across all keys' pages. */
+const BUFFERED_POINTS = 200_000;
 
 function invalid(field: string, message: string): ExportError {
   return new ExportError('invalid_option', field, `${field}: ${message}`);
@@ -158,7 +161,10 @@ async function writeRun(store: Store, plan: Planned, progressed: (n: number) => 
   const name = eventFileName(Date.now() / 1000);
   const writer = new EventFileWriter(path.join(plan.temp, name), start);
   try {
-    const series = store.metrics.keys(plan.run.id).map((key) => new SeriesReader(store, plan.run.id, key));
+    const keys = store.metrics.keys(plan.run.id);
+    // One page per key is held: with many keys each page is smaller, so memory stays near BUFFERED_POINTS.
+    const pageSize = Math.min(PAGE_POINTS, Math.max(100, Math.floor(BUFFERED_POINTS / Math.max(1, keys.length))));
+    const series = keys.map((key) => new SeriesReader(store, plan.run.id, key, pageSize));
     let sincePage = 0;
     for (let step = nextStep(series); step !== null; step = nextStep(series)) {
       for (const s of series) {
@@ -201,6 +207,7 @@ class SeriesReader {
     private readonly store: Store,
     private readonly runId: number,
     readonly key: string,
+    private readonly pageSize: number,
   ) {}
 
   peek(): SeriesPoint | null {
@@ -214,7 +221,7 @@ class SeriesReader {
 
   private load(): void {
     if (this.after === null) return;
-    const { items, nextCursor } = this.store.metrics.series(this.runId, this.key, this.after, PAGE_POINTS);
+    const { items, nextCursor } = this.store.metrics.series(this.runId, this.key, this.after, this.pageSize);
     this.page = items;
     this.index = 0;
     this.after = nextCursor;
