@@ -6,11 +6,20 @@
 import type { ImportFormatId } from '#shared/contract';
 import { marsrlFormat } from './marsrl';
 import { mlflowFormat } from './mlflow';
+import { tensorboardFormat } from './tensorboard';
 import { trackioFormat } from './trackio';
 import type { ImportFormat } from './types';
 import { drmasFormat, verlFormat } from './verl';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [marsrlFormat, verlFormat, drmasFormat, trackioFormat, mlflowFormat];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
+  marsrlFormat,
+  verlFormat,
+  drmasFormat,
+  trackioFormat,
+  mlflowFormat,
+  // After the veRL and DrMAS run folders, which may hold TensorBoard files of their own.
+  tensorboardFormat,
+];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
