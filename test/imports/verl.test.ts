@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { IMPORT_FORMAT_REGISTRY, importFormat } from '../../src-main/engine/imports/registry';
 import { ImportSourceError, type ImportBatch, type ImportFormat } from '../../src-main/engine/imports/types';
 import { drmasFormat, verlFormat } from '../../src-main/engine/imports/verl';
+import { writeFixtureFile } from '../helpers/tfevents-independent';
 
 const FIXTURES = path.resolve(__dirname, '../fixtures/imports');
 const VERL_RUN = path.join(FIXTURES, 'verl', 'run');
@@ -424,18 +425,31 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
     expect((await drmasFormat.scan(dir, {})).runs[0].agents).toEqual(['unknown']);
   });
 
-  it('says where the metrics are when DrMAS wrote them only as TensorBoard files', async () => {
+  it('reads DrMAS metrics from TensorBoard event files when there is no console output', async () => {
     const dir = copy(DRMAS_RUN);
     fs.rmSync(path.join(dir, 'nohup.out'));
     // tracking.py _TensorboardAdapter: TENSORBOARD_DIR or tensorboard_log/{project}/{experiment}.
     const tb = path.join(dir, 'tensorboard_log/drmas_marsrl/solver_verifier_corrector');
     fs.mkdirSync(tb, { recursive: true });
-    fs.writeFileSync(path.join(tb, 'events.out.tfevents.1762160401.node1.48213.0'), '');
+    // Written by the independent protobufjs writer, as torch's SummaryWriter writes scalars (simple_value).
+    const written = [1, 2, 3].map((step) => ({ tag: 'actor/Qwen3-4B_Solver Agent/pg_loss', step, value: -0.0125 * step, wallTime: 1762160400 + step, style: 'simple' as const }));
+    writeFixtureFile(path.join(tb, 'events.out.tfevents.1762160401.node1.48213.0'), [{ fileVersion: 'brain.Event:2', wallTime: 1762160400 }, ...written]);
     const all = await readAll(drmasFormat, dir);
-    expect(all.issues).toEqual([{ file: '', position: '', message: expect.stringContaining('tensorboard_log/drmas_marsrl/solver_verifier_corrector') as string }]);
+    expect(all.issues.filter((i) => i.message.includes('no metrics'))).toEqual([]);
+    const fromTb = all.metrics.filter((m) => m.key.includes('pg_loss'));
+    expect(fromTb.map((m) => [m.step, m.value])).toEqual(written.map((w) => [w.step, Math.fround(w.value)]));
+    expect(all.episodes.length).toBeGreaterThan(0);
+    const again = await readAll(drmasFormat, dir, all.cursor);
+    expect(again.metrics).toEqual([]);
+  });
+
+  it('says there are no metrics when DrMAS left neither console output nor event files', async () => {
+    const dir = copy(DRMAS_RUN);
+    fs.rmSync(path.join(dir, 'nohup.out'));
+    const all = await readAll(drmasFormat, dir);
+    expect(all.issues).toEqual([{ file: '', position: '', message: expect.stringContaining('no metrics found') as string }]);
     // Only what the dumps give: the per-agent metrics derived from them.
     expect(all.metrics.every((m) => /^(solver|verifier\d+|corrector\d+)\//.test(m.key))).toBe(true);
-    expect(all.episodes.length).toBeGreaterThan(0);
   });
 
   it('reads nothing again from its cursor', async () => {

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ImportFormatId, ImportIssue } from '#shared/contract';
 import { followAttempt, initialFollowState, type FollowState } from '../../engines/follow/follower';
+import { tensorBoardReader } from '../../engines/follow/tensorboard-slot';
 import type { FollowSpec } from '../../engines/follow/spec';
 import { ImportSourceError, type ImportBatch, type ImportFormat, type ReadOptions, type ScanResult, type ScannedRun } from '../types';
 import { convertRecords } from './convert';
@@ -64,9 +65,8 @@ function fileSize(file: string): number {
 /** Issues of the folder as a whole, reported once (on a read from the start). */
 function folderIssues(folder: RunFolder, spec: FollowSpec): ImportIssue[] {
   const issues = [...folder.issues];
-  if (spec.files.metricsFile === null && folder.consoleLog === null) {
-    const where = folder.tensorboardDir !== null ? `; its metrics are TensorBoard event files in ${folder.tensorboardDir}: import that folder as TensorBoard to see its curves beside this run` : '';
-    issues.push({ file: '', position: '', message: `no metrics found (no file logger JSONL, no saved console output with step:N lines)${where}` });
+  if (spec.files.metricsFile === null && folder.consoleLog === null && folder.tensorboardDir === null) {
+    issues.push({ file: '', position: '', message: 'no metrics found (no file logger JSONL, no TensorBoard event files, no saved console output with step:N lines)' });
   }
   return issues;
 }
@@ -110,7 +110,7 @@ async function* readFolder(input: string, engine: EngineKind, runKey: string, cu
   const bytesDone = () => state.follow.metrics.offset + state.follow.log.chars + state.dumpBytes;
   for (;;) {
     if (options.signal?.aborted) return;
-    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize, maxMetricBytes: METRIC_BYTES_PER_BATCH });
+    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize, maxMetricBytes: METRIC_BYTES_PER_BATCH, tensorboard: tensorBoardReader });
     const converted = convertRecords(step.records, spec.engine);
     if (folder.consoleLog !== null) for (const issue of converted.issues) if (issue.file === 'job.log') issue.file = folder.consoleLog;
     const next: VerlCursor = { ...state, follow: step.state, dumpBytes: state.dumpBytes + newDumpBytes(spec, state.follow.dumps, step.state.dumps) };

@@ -50,7 +50,9 @@ export function followSpecOf(folder: RunFolder): FollowSpec {
     // veRL 0.9's V1 trainer (`trainer.use_v1`) dumps validation before rollout; DrMAS dumps rollout only.
     dumpOrder: drmas ? 'drmas' : hydra && configValue(hydra.config, 'trainer.use_v1') === true ? 'v1' : 'legacy',
     uid: folder.dumpSample !== null && typeof folder.dumpSample.uid === 'string',
-    metricSource: metricsFile !== null ? 'file' : 'console',
+    // The file logger's JSONL first (full precision), then TensorBoard's event files (float32, DrMAS's
+    // `trainer.logger` with tensorboard), then the console lines of a saved log (3 decimals in DrMAS).
+    metricSource: metricsFile !== null ? 'file' : folder.tensorboardDir !== null && folder.consoleLog === null ? 'tensorboard' : 'console',
     consoleActor: 'TaskRunner',
     files: {
       attemptDir: root,
