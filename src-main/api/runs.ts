@@ -8,6 +8,8 @@ import { StudioError } from '#shared/errors';
 import { lttb, minMax, type Point } from '../engine/metrics/downsample';
 import { runAgainRequest } from '../engine/training/advice';
 import { rayEngineOf } from '../engine/engines/run-config';
+import { importedRunRefusal, type ReadOnlyAction } from '../engine/imports/read-only';
+import type { RunRow } from '../engine/store';
 import type { RunConfig } from '../engine/config/schema';
 import type { ServiceContext } from './context';
 import { toRunDetail, toRunSummary } from './views';
@@ -58,17 +60,18 @@ export function createRunsApi({ store, runs, hub, transport, requireRun, control
     },
 
     async stopRun(runId) {
-      requireRun(runId);
+      refuseImported(requireRun(runId), 'stop');
       return controller().stop(runId);
     },
 
     async resumeRun(runId) {
-      requireRun(runId);
+      refuseImported(requireRun(runId), 'resume');
       return controller().resume(runId);
     },
 
     async runAgain(runId) {
-      return controller().start(runAgainRequest(requireRun(runId)));
+      const request = runAgainRequest(refuseImported(requireRun(runId), 'run-again'));
+      return controller().start(request);
     },
 
     async listMetricKeys(runId) {
@@ -98,6 +101,13 @@ export function createRunsApi({ store, runs, hub, transport, requireRun, control
       return store.events.timeline(runId).map(({ id: _id, runId: _run, ...span }) => span);
     },
   };
+}
+
+/** An imported run is read-only (issue 39): stop, resume and run-again are refused, naming its source. */
+function refuseImported(run: RunRow, action: ReadOnlyAction): RunRow {
+  const refusal = importedRunRefusal(run, action);
+  if (refusal !== null) throw new StudioError('conflict', refusal);
+  return run;
 }
 
 /** Interpreters `marsrl serve`'s operator lets HTTP clients run for engine runs on this machine. */

@@ -57,7 +57,8 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
     // What to do about it is in `actions`, which knows whether a checkpoint exists (issue 35).
     statusReason: stale === null ? run.statusReason : stale,
     preset: run.preset,
-    task: configValue(run.config, 'task.family'),
+    // An imported run (issue 39) has no Studio task: the format it came from stands in its column.
+    task: run.imported ? run.imported.format : configValue(run.config, 'task.family'),
     rewardScheme: configValue(run.config, 'reward.scheme'),
     advantageMode: configValue(run.config, 'advantage.mode'),
     pipelineMode: configValue(run.config, 'pipeline.mode'),
@@ -74,7 +75,7 @@ export function toRunSummary(store: Store, run: RunRow, configPaths: readonly st
     configValues: Object.fromEntries(configPaths.map((p) => [p, configValue(run.config, p)])),
     stopRequest: stale === null && (run.status === 'running' || run.status === 'queued') ? run.stopRequest : null,
     actions: runActions(store, run),
-    imported: null,
+    imported: run.imported,
   };
 }
 

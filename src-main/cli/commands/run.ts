@@ -9,6 +9,7 @@ import { runActions, runAgainRequest } from '../../engine/training/advice';
 import { createRunManager, type RunManager } from '../../runner/manager';
 import type { WorkerToManager } from '../../runner/messages';
 import { runRef, UsageError } from '../args';
+import { importedRunRefusal } from '../../engine/imports/read-only';
 import { findRunOrSay, defineCommand, type CommandContext } from '../context';
 import { number, printJson } from '../format';
 import { ProgressLine } from '../progress';
@@ -115,6 +116,8 @@ export const runCommand = defineCommand({
       try {
         const model = source.runs.find(values.like);
         if (!model) throw new UsageError(`--like ${values.like}: no such run in ${databasePath} (list runs with: marsrl runs)`, runUsage);
+        const refusal = importedRunRefusal(model, 'run-again');
+        if (refusal !== null) throw new Error(`--like ${values.like}: ${refusal}`);
         const request = runAgainRequest(model);
         const doc = values.set?.length ? applyOverrides(request.config!, values.set) : request.config!;
         loaded = { config: resolveConfig(doc, `run ${model.id}'s config`), preset: request.preset ?? null, name: request.name };
@@ -162,6 +165,11 @@ export const resumeCommand = defineCommand({
     try {
       const run = findRunOrSay(store, positionals[0], databasePath, ctx);
       if (!run) return 1;
+      const refusal = importedRunRefusal(run, 'resume');
+      if (refusal !== null) {
+        ctx.err(`marsrl resume: ${refusal}`);
+        return 1;
+      }
       const bar = new ProgressLine();
       const manager = createRunManager({ store, databasePath, onWorkerMessage: progressPrinter(bar) });
       manager.recoverStaleRuns();

@@ -1,6 +1,7 @@
 import { StudioError } from '#shared/errors';
 import type { Store } from '../../engine/store';
 import { runActions } from '../../engine/training/advice';
+import { importedRunRefusal } from '../../engine/imports/read-only';
 import { hasUnfinishedJob, stopDetachedJob } from '../../engine/engines/detached';
 import { isLive, requestRunStop, waitUntilStopped } from '../../runner/stop';
 import { intFlag } from '../args';
@@ -25,6 +26,11 @@ export const stopCommand = defineCommand({
     const ref = runArgument(positionals, 'stop', stopUsage);
     const timeoutS = intFlag('timeout', values.timeout, 1, 7 * 24 * 3600, stopUsage);
     return withCliRun(values.db, ctx, ref, async ({ store, run }) => {
+      const refusal = importedRunRefusal(run, 'stop');
+      if (refusal !== null) {
+        ctx.err(`marsrl stop: ${refusal}`);
+        return 1;
+      }
       // An engine run whose Ray job goes on with no Studio following it (issue 38): stop the job itself.
       if (!isLive(run) && hasUnfinishedJob(store, run.id)) {
         const said = await stopDetachedJob(store, run.id, `marsrl stop (pid ${process.pid})`);

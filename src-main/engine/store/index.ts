@@ -9,6 +9,7 @@ import { DiagnosticsRepo } from './diagnostics';
 import { EngineJobsRepo } from './engine-jobs';
 import { EventsRepo } from './events';
 import { IdAllocator } from './ids';
+import { ImportsRepo } from './imports';
 import { MetricsRepo } from './metrics';
 import { schemaVersion } from './migrations';
 import { RejudgesRepo } from './rejudges';
@@ -27,6 +28,7 @@ export class Store {
   readonly diagnostics: DiagnosticsRepo;
   readonly rejudges: RejudgesRepo;
   readonly engineJobs: EngineJobsRepo;
+  readonly imports: ImportsRepo;
 
   constructor(
     readonly db: Database,
@@ -41,6 +43,7 @@ export class Store {
     this.diagnostics = new DiagnosticsRepo(db);
     this.rejudges = new RejudgesRepo(db);
     this.engineJobs = new EngineJobsRepo(db);
+    this.imports = new ImportsRepo(db, this.runs);
   }
 
   get schemaVersion(): number {
@@ -73,6 +76,7 @@ export type { ListRunsOptions, RunCounts } from './runs';
 export type { AdvantageGroupRows, AgentOutputCounts, CorrectorCounts, VerifierCounts } from './diagnostics';
 export type { SeriesPoint } from './metrics';
 export type { EngineJobRow } from './engine-jobs';
+export type { ImportSourceRow, NewImportedRun } from './imports';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';

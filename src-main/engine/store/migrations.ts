@@ -493,7 +493,35 @@ const v9EngineJobs: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs];
+/**
+ * v10 (issue 39): runs imported from another tool's files. One row per imported source run: where
+ * it came from (format, absolute path, the run within the source), the reader's cursor, so a
+ * re-import continues after what is stored and a grown source adds only its new records, and the
+ * SHA-256 of the source's bytes. A run with a row here is read-only (no stop, resume or run-again);
+ * deleting the run deletes its row, and a later import of the same source creates it again.
+ */
+const v10ImportSources: Migration = {
+  version: 10,
+  name: 'import sources: the origin and reader cursor of runs imported from other tools',
+  up(db) {
+    db.exec(`
+      CREATE TABLE import_sources (
+        run_id INTEGER NOT NULL UNIQUE REFERENCES runs(id) ON DELETE CASCADE,
+        format TEXT NOT NULL,
+        path TEXT NOT NULL,
+        source_key TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        cursor_json TEXT,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        imported_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (format, path, source_key)
+      );
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs, v10ImportSources];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

@@ -4,6 +4,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { parseJsonColumn, toJsonColumn } from './json';
 import { supersedeRedoneRows } from './migrations';
+import type { ImportOrigin } from '#shared/contract';
 import type { KeysetPage, NewRun, RunAttemptRow, RunRow, RunStatus } from './types';
 
 interface RunRecord {
@@ -28,7 +29,15 @@ interface RunRecord {
   stop_requested_at?: number | null;
   stop_reason?: string | null;
   checker_version?: string | null;
+  import_json?: string | null;
 }
+
+/**
+ * Every read of a run carries its import origin (store/imports.ts, schema v10) as one JSON column,
+ * so a RunRow says whether it is an imported, read-only run without a second query.
+ */
+const RUN_COLUMNS = `runs.*, (SELECT json_object('format', i.format, 'path', i.path, 'sourceKey', i.source_key, 'digest', i.digest, 'importedAt', i.imported_at, 'updatedAt', i.updated_at)
+  FROM import_sources i WHERE i.run_id = runs.id) AS import_json`;
 
 function toRun(r: RunRecord): RunRow {
   return {
@@ -52,6 +61,7 @@ function toRun(r: RunRecord): RunRow {
     attempt: r.attempt ?? 1,
     stopRequest: r.stop_requested_at === null || r.stop_requested_at === undefined ? null : { at: r.stop_requested_at, reason: r.stop_reason ?? 'stopped by the user' },
     checkerVersion: r.checker_version ?? null,
+    imported: parseJsonColumn<ImportOrigin | null>(r.import_json, null),
   };
 }
 
@@ -92,8 +102,8 @@ export class RunsRepo {
       `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json, checker_version)
        VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json, @checker_version)`,
     );
-    this.byId = db.prepare('SELECT * FROM runs WHERE id = ?');
-    this.byName = db.prepare('SELECT * FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1');
+    this.byId = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`);
+    this.byName = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1`);
     this.setStatusStmt = db.prepare(
       `UPDATE runs SET status = @status, status_reason = @reason,
          started_at = CASE WHEN @status = 'running' AND started_at IS NULL THEN @now ELSE started_at END,
@@ -235,7 +245,7 @@ export class RunsRepo {
       );
       params.search = `%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     }
-    const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+    const sql = `SELECT ${RUN_COLUMNS} FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
     const rows = (this.statements.get(sql).all(params) as RunRecord[]).map(toRun);
     return keysetPage(rows, limit, (row) => row.id);
   }
@@ -262,7 +272,7 @@ export class RunsRepo {
    */
   markStale(reasonOf: (run: RunRow) => string | null): number[] {
     const marked: number[] = [];
-    for (const run of (this.db.prepare("SELECT * FROM runs WHERE status = 'running'").all() as RunRecord[]).map(toRun)) {
+    for (const run of (this.db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[]).map(toRun)) {
       const reason = reasonOf(run);
       if (reason === null) continue;
       // Only if it is still `running` (its worker may have finished it meanwhile).
@@ -276,7 +286,7 @@ export class RunsRepo {
 
   /** Runs left `running` by a process that no longer exists are marked interrupted. */
   markStaleRunning(reason: string, isAlive: (run: RunRow) => boolean): number[] {
-    const stale = (this.db.prepare("SELECT * FROM runs WHERE status = 'running'").all() as RunRecord[])
+    const stale = (this.db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[])
       .map(toRun)
       .filter((run) => !isAlive(run));
     for (const run of stale) this.setStatus(run.id, 'interrupted', reason);

@@ -4,7 +4,7 @@
  * contract's, with the keys the API leaves out added here (issue 37: a turn was typed by hand four
  * times): the API's JSON and the rows cannot drift apart.
  */
-import type { RunEvent, RunStatus, Segment, TimelineSpan, Turn } from '#shared/contract';
+import type { ImportOrigin, RunEvent, RunStatus, Segment, TimelineSpan, Turn } from '#shared/contract';
 
 export type { RunStatus };
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'done', 'failed', 'interrupted'];
@@ -36,6 +36,8 @@ export interface RunRow {
   stopRequest: { at: number; reason: string } | null;
   /** The version of the answer checker that judged its turns (math runs; schema v7); null when unknown. */
   checkerVersion: string | null;
+  /** Where an imported run came from (issue 39, schema v10; store/imports.ts); null for a run made here. Imported runs are read-only. */
+  imported: ImportOrigin | null;
 }
 
 /** One attempt of a run: its first, or a resume that redid the steps from `resumedFromStep`. */
