@@ -4,9 +4,12 @@
  * before a more general one: a veRL run folder may also hold TensorBoard files).
  */
 import type { ImportFormatId } from '#shared/contract';
+import { marsrlFormat } from './marsrl';
 import type { ImportFormat } from './types';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
+  marsrlFormat,
+];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
