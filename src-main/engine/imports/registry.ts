@@ -6,10 +6,9 @@
 import type { ImportFormatId } from '#shared/contract';
 import { marsrlFormat } from './marsrl';
 import type { ImportFormat } from './types';
+import { drmasFormat, verlFormat } from './verl';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
-  marsrlFormat,
-];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [marsrlFormat, verlFormat, drmasFormat];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);
