@@ -434,7 +434,8 @@ export interface StartRunRequest {
   name?: string;
 }
 
-export type ExportFormatName = 'trajectories' | 'verl' | 'sft' | 'pairs';
+/** Dataset formats, and `tensorboard`: the runs' metrics as TensorBoard event files, one subfolder of `out` per run (issue 39). */
+export type ExportFormatName = 'trajectories' | 'verl' | 'sft' | 'pairs' | 'tensorboard';
 
 /**
  * Runs made elsewhere (issue 39): the formats the Studio reads. `verl` and `drmas` are run folders
@@ -533,7 +534,7 @@ export interface ExportRequest {
   format: ExportFormatName;
   /** File container; by default from the extension of `out`, else the format's usual one. */
   container?: 'jsonl' | 'parquet';
-  /** Output file on the machine that runs the engine; its folder must exist. */
+  /** Output file on the machine that runs the engine; its folder must exist. For `tensorboard`, an existing folder. */
   out: string;
   force?: boolean;
   dedupe?: boolean;

@@ -83,9 +83,9 @@ const ImportRequestSchema = z.strictObject({
 
 const ExportRequestSchema = z.strictObject({
   runs: z.array(z.number().int().positive()).min(1, 'choose at least one run').max(1000),
-  format: z.enum(['trajectories', 'verl', 'sft', 'pairs']),
+  format: z.enum(['trajectories', 'verl', 'sft', 'pairs', 'tensorboard']),
   container: z.enum(['jsonl', 'parquet']).optional(),
-  out: z.string().min(1, 'give the output file path').max(4096),
+  out: z.string().min(1, 'give the output file path (an existing folder for the tensorboard format)').max(4096),
   force: z.boolean().optional(),
   dedupe: z.boolean().optional(),
   filters: z

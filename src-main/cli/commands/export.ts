@@ -1,5 +1,6 @@
-import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult } from '../../engine/export';
-import { validateOptions } from '../../engine/export/options';
+import { EXPORT_FORMATS, ExportError, runExport, type ExportContainer, type ExportOptions, type ExportResult, type TensorboardExportOptions, type TensorboardExportResult } from '../../engine/export';
+import { METRICS_EXPORT_FORMAT, validateOptions } from '../../engine/export/options';
+import { validateTensorboardOptions } from '../../engine/export/tensorboard';
 import type { Split } from '../../engine/store/types';
 import { runRef, UsageError } from '../args';
 import { openCliStudio, defineCommand } from '../context';
@@ -19,6 +20,9 @@ Formats:
                 reward_model {style, ground_truth}, extra_info {split, index, run_id, …})
   sft           chat-messages SFT rows per agent; by default only correct, well-formed turns
   pairs         preference pairs (prompt, chosen, rejected) from one group and agent
+  tensorboard   the runs' metrics as TensorBoard event files: PATH is an existing folder and
+                each run is written to PATH/<name>-<id>/events.out.tfevents.* (every metric
+                point, in step order; no container, filters or card)
 
 Container: --jsonl or --parquet; by default from PATH's extension, else Parquet for
 trajectories and verl, JSONL for sft and pairs.
@@ -115,6 +119,11 @@ function progressBar(unit: string): { update(done: number, total: number): void;
   };
 }
 
+function tensorboardSummary(result: TensorboardExportResult): string {
+  const runs = result.runs.map((r) => `  ${r.id} (${r.name}): ${fmt(r.points)} points → ${r.file}`).join('\n');
+  return `Exported ${fmt(result.rows)} metric points (${bytes(result.bytes)}) of ${result.runs.length} run${result.runs.length > 1 ? 's' : ''} as TensorBoard event files in ${formatDuration(result.seconds)}; view them with: tensorboard --logdir ${result.out}\n${runs}`;
+}
+
 function summary(result: ExportResult): string {
   const runs = result.runs.map((r) => `${r.id} (${r.name})`).join(', ');
   const extra: string[] = [];
@@ -128,21 +137,21 @@ function summary(result: ExportResult): string {
 
 export const exportCommand = defineCommand({
   name: 'export',
-  summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)',
+  summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs) or metrics as TensorBoard event files',
   usage,
   options: OPTIONS,
   async run({ values, positionals }, ctx) {
     if (positionals.length === 0) throw new UsageError('export needs at least one RUN (id or name); list runs with: marsrl runs', usage);
     for (const ref of positionals) runRef(ref, 'each RUN', usage);
-    if (values.format === undefined) throw new UsageError(`export needs --format, one of ${EXPORT_FORMATS.join(', ')}`, usage);
+    if (values.format === undefined) throw new UsageError(`export needs --format, one of ${[...EXPORT_FORMATS, METRICS_EXPORT_FORMAT].join(', ')}`, usage);
     if (values.out === undefined) throw new UsageError('export needs --out PATH (the dataset file to write)', usage);
     if (values.jsonl && values.parquet) throw new UsageError('choose one of --jsonl and --parquet', usage);
     const container: ExportContainer | undefined = values.jsonl ? 'jsonl' : values.parquet ? 'parquet' : undefined;
     const agents = (values.agent ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter((a) => a !== '');
 
-    const options: ExportOptions = {
+    const options: ExportOptions | TensorboardExportOptions = {
       runs: positionals,
-      format: values.format as ExportOptions['format'],
+      format: values.format as ExportOptions['format'] | 'tensorboard',
       container,
       out: values.out,
       force: values.force,
@@ -169,7 +178,8 @@ export const exportCommand = defineCommand({
 
     // Everything checkable without the store fails before the database is opened (or created).
     try {
-      validateOptions(options);
+      if (options.format === 'tensorboard') validateTensorboardOptions(options);
+      else validateOptions(options);
     } catch (error) {
       return fail(error);
     }
@@ -181,12 +191,13 @@ export const exportCommand = defineCommand({
     const onSignal = () => controller.abort();
     const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
     for (const s of signals) process.once(s, onSignal);
-    const bar = process.stderr.isTTY && !values.json ? progressBar(options.format === 'verl' ? 'problems' : 'turns') : null;
+    const unit = options.format === 'tensorboard' ? 'metric points' : options.format === 'verl' ? 'problems' : 'turns';
+    const bar = process.stderr.isTTY && !values.json ? progressBar(unit) : null;
     try {
       const result = await runExport(store, options, { signal: controller.signal, onProgress: bar ? (d, t) => bar.update(d, t) : undefined });
       bar?.clear();
       if (values.json) printJson(result);
-      else ctx.out(summary(result));
+      else ctx.out(result.format === 'tensorboard' ? tensorboardSummary(result) : summary(result));
       return 0;
     } catch (error) {
       bar?.clear();

@@ -30,6 +30,7 @@ import {
 import { ExportError, validateOptions, type ExportOptions, type ValidatedOptions } from './options';
 import { checkAgents, EpisodeTurnPages, ProblemPages, resolveRuns, TurnPages, type SourceRun, type TurnRecord } from './queries';
 import { JsonlSink, ParquetSink, publish, removeQuietly, sweepStaleTemps, tempPathFor, type RowSink } from './sinks';
+import { runTensorboardExport, type TensorboardExportOptions, type TensorboardExportResult } from './tensorboard';
 
 export interface ExportHandlers {
   /**
@@ -56,6 +57,7 @@ export interface ExportResult extends CardCounts {
 
 export { EXPORT_CONTAINERS, EXPORT_FORMATS, ExportError, cardPath, type ExportContainer, type ExportErrorCode, type ExportFilters, type ExportFormat, type ExportOptions } from './options';
 export { COLUMNS, pairsOfGroup, systemMessage } from './formats';
+export { runFolderName, runTensorboardExport, type TensorboardExportOptions, type TensorboardExportResult } from './tensorboard';
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ExportError('aborted', null, 'export cancelled; nothing was written');
@@ -86,11 +88,23 @@ function runList(sources: SourceRun[]): string {
 }
 
 /**
+ * Export `options.runs`: a dataset file plus its card, or (format `tensorboard`, issue 39) the
+ * runs' metrics as TensorBoard event files in a folder (export/tensorboard.ts).
+ */
+export async function runExport(store: Store, options: ExportOptions, handlers?: ExportHandlers): Promise<ExportResult>;
+export async function runExport(store: Store, options: TensorboardExportOptions, handlers?: ExportHandlers): Promise<TensorboardExportResult>;
+export async function runExport(store: Store, options: ExportOptions | TensorboardExportOptions, handlers?: ExportHandlers): Promise<ExportResult | TensorboardExportResult>;
+export async function runExport(store: Store, options: ExportOptions | TensorboardExportOptions, handlers: ExportHandlers = {}): Promise<ExportResult | TensorboardExportResult> {
+  if (options.format === 'tensorboard') return runTensorboardExport(store, options, handlers);
+  return runDatasetExport(store, options, handlers);
+}
+
+/**
  * Export `options.runs` as one dataset file plus its card. Validation errors, unknown runs or
  * agents, an existing or unwritable output and an empty result are `ExportError`s naming the
  * field; nothing is left on disk after any error or an abort.
  */
-export async function runExport(store: Store, options: ExportOptions, handlers: ExportHandlers = {}): Promise<ExportResult> {
+async function runDatasetExport(store: Store, options: ExportOptions, handlers: ExportHandlers): Promise<ExportResult> {
   const started = performance.now();
   const { onProgress, signal } = handlers;
   const opts = validateOptions(options);

@@ -10,6 +10,9 @@ import type { Split } from '../store/types';
 export const EXPORT_FORMATS = ['trajectories', 'verl', 'sft', 'pairs'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
+/** Not a dataset: the runs' metrics as TensorBoard event files in a folder (export/tensorboard.ts, issue 39). */
+export const METRICS_EXPORT_FORMAT = 'tensorboard';
+
 export const EXPORT_CONTAINERS = ['jsonl', 'parquet'] as const;
 export type ExportContainer = (typeof EXPORT_CONTAINERS)[number];
 
@@ -194,11 +197,14 @@ function containerFromExtension(out: string): ExportContainer | null {
 export function validateOptions(raw: ExportOptions): ValidatedOptions {
   if (raw === null || typeof raw !== 'object') throw invalid('options', 'must be an object');
   const format = raw.format as unknown;
+  if (format === METRICS_EXPORT_FORMAT) {
+    throw invalid('format', 'tensorboard writes the runs\' metrics as event files into a folder: runExport and `marsrl export --format tensorboard --out DIR` take it, dataset validation does not');
+  }
   if (typeof format !== 'string' || !(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new ExportError(
       'unknown_format',
       'format',
-      `format: unknown export format ${JSON.stringify(format)}; use one of ${EXPORT_FORMATS.join(', ')}`,
+      `format: unknown export format ${JSON.stringify(format)}; use one of ${[...EXPORT_FORMATS, METRICS_EXPORT_FORMAT].join(', ')}`,
     );
   }
   const fmt = format as ExportFormat;
@@ -323,7 +329,7 @@ function checkOutputPath(out: string, card: string, force: boolean): void {
     const stat = fs.statSync(target, { throwIfNoEntry: false });
     if (stat === undefined) continue;
     if (stat.isDirectory()) {
-      throw new ExportError('output_unwritable', 'out', `out: ${target} is a folder; give a file path such as ${path.join(target, 'export.parquet')}`);
+      throw new ExportError('output_unwritable', 'out', `out: ${target} is a folder; give a file path such as ${path.join(target, 'export.parquet')} (only the tensorboard format writes into a folder)`);
     }
     if (!force) {
       throw new ExportError('output_exists', 'out', `out: the ${what} ${target} already exists; pass --force (force: true) to replace it, or choose another path`);

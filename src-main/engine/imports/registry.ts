@@ -5,10 +5,17 @@
  */
 import type { ImportFormatId } from '#shared/contract';
 import { marsrlFormat } from './marsrl';
+import { tensorboardFormat } from './tensorboard';
 import type { ImportFormat } from './types';
 import { drmasFormat, verlFormat } from './verl';
 
-export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [marsrlFormat, verlFormat, drmasFormat];
+export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
+  marsrlFormat,
+  verlFormat,
+  drmasFormat,
+  // After the veRL and DrMAS run folders, which may hold TensorBoard files of their own.
+  tensorboardFormat,
+];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
   return IMPORT_FORMAT_REGISTRY.find((format) => format.id === id);

@@ -1,0 +1,164 @@
+/**
+ * The few protobuf wire-format pieces event files need (protobuf's encoding guide: varint = 0,
+ * fixed64 = 1, length-delimited = 2, fixed32 = 5). Reading skips fields it does not know, as any
+ * protobuf reader must, so newer writers' fields (Event.source_metadata) do no harm.
+ */
+export const WIRE_VARINT = 0;
+export const WIRE_FIXED64 = 1;
+export const WIRE_LENGTH = 2;
+export const WIRE_FIXED32 = 5;
+
+export class WireError extends Error {
+  constructor(
+    message: string,
+    readonly at: number,
+  ) {
+    super(`${message} at byte ${at} of the message`);
+    this.name = 'WireError';
+  }
+}
+
+/** Reads one message's bytes; every read checks it stays inside them. */
+export class WireReader {
+  private readonly view: DataView;
+  pos: number;
+
+  constructor(
+    readonly bytes: Uint8Array,
+    start = 0,
+    readonly end = bytes.length,
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.pos = start;
+  }
+
+  get done(): boolean {
+    return this.pos >= this.end;
+  }
+
+  /** A varint as a JS number: exact to 2^53; int64 negatives (ten bytes, two's complement) come back negative. */
+  varint(): number {
+    let lo = 0;
+    let hi = 0;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new WireError('varint runs past the end', this.pos);
+      const b = this.bytes[this.pos++];
+      if (i < 4) lo |= (b & 0x7f) << (7 * i);
+      else if (i === 4) {
+        lo |= (b & 0x0f) << 28;
+        hi |= (b & 0x7f) >> 4;
+      } else hi |= (b & 0x7f) << (7 * i - 32);
+      if ((b & 0x80) === 0) return hi & 0x80000000 ? -((~hi >>> 0) * 2 ** 32 + (~lo >>> 0) + 1) : (hi >>> 0) * 2 ** 32 + (lo >>> 0);
+    }
+    throw new WireError('varint longer than 10 bytes', this.pos);
+  }
+
+  /** A field's key: its number and wire type. */
+  tag(): { field: number; wire: number } {
+    const key = this.varint();
+    return { field: Math.floor(key / 8), wire: key & 7 };
+  }
+
+  double(): number {
+    this.need(8);
+    const v = this.view.getFloat64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+
+  float(): number {
+    this.need(4);
+    const v = this.view.getFloat32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+
+  /** A length-delimited field's bounds [start, end) within `bytes`; the reader moves past it. */
+  delimited(): { start: number; end: number } {
+    const length = this.varint();
+    this.need(length);
+    const start = this.pos;
+    this.pos += length;
+    return { start, end: this.pos };
+  }
+
+  string(): string {
+    const { start, end } = this.delimited();
+    return Buffer.from(this.bytes.buffer, this.bytes.byteOffset + start, end - start).toString('utf8');
+  }
+
+  /** Moves past a field of a wire type this reader does not use. */
+  skip(wire: number): void {
+    if (wire === WIRE_VARINT) this.varint();
+    else if (wire === WIRE_FIXED64) this.advance(8);
+    else if (wire === WIRE_LENGTH) this.delimited();
+    else if (wire === WIRE_FIXED32) this.advance(4);
+    else throw new WireError(`unknown wire type ${wire}`, this.pos);
+  }
+
+  private advance(n: number): void {
+    this.need(n);
+    this.pos += n;
+  }
+
+  private need(n: number): void {
+    if (n < 0 || this.pos + n > this.end) throw new WireError(`field of ${n} bytes runs past the end`, this.pos);
+  }
+}
+
+/** Builds one message; nested messages are encoded first and added as bytes. */
+export class WireWriter {
+  private readonly parts: number[] = [];
+
+  varintField(field: number, value: number): this {
+    this.key(field, WIRE_VARINT);
+    this.varint(value);
+    return this;
+  }
+
+  doubleField(field: number, value: number): this {
+    this.key(field, WIRE_FIXED64);
+    const b = Buffer.alloc(8);
+    b.writeDoubleLE(value);
+    this.parts.push(...b);
+    return this;
+  }
+
+  floatField(field: number, value: number): this {
+    this.key(field, WIRE_FIXED32);
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(value);
+    this.parts.push(...b);
+    return this;
+  }
+
+  bytesField(field: number, value: Uint8Array): this {
+    this.key(field, WIRE_LENGTH);
+    this.varint(value.length);
+    for (const b of value) this.parts.push(b);
+    return this;
+  }
+
+  stringField(field: number, value: string): this {
+    return this.bytesField(field, Buffer.from(value, 'utf8'));
+  }
+
+  finish(): Uint8Array {
+    return Uint8Array.from(this.parts);
+  }
+
+  private key(field: number, wire: number): void {
+    this.varint(field * 8 + wire);
+  }
+
+  /** Non-negative integers to 2^53 (steps, lengths, field keys). */
+  private varint(value: number): void {
+    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`cannot encode ${value} as a varint`);
+    let v = value;
+    while (v >= 0x80) {
+      this.parts.push((v % 0x80) | 0x80);
+      v = Math.floor(v / 0x80);
+    }
+    this.parts.push(v);
+  }
+}
