@@ -5,7 +5,9 @@
  */
 import type { ImportFormatId } from '#shared/contract';
 import { marsrlFormat } from './marsrl';
+import { mlflowFormat } from './mlflow';
 import { tensorboardFormat } from './tensorboard';
+import { trackioFormat } from './trackio';
 import type { ImportFormat } from './types';
 import { drmasFormat, verlFormat } from './verl';
 
@@ -15,6 +17,8 @@ export const IMPORT_FORMAT_REGISTRY: readonly ImportFormat[] = [
   drmasFormat,
   // After the veRL and DrMAS run folders, which may hold TensorBoard files of their own.
   tensorboardFormat,
+  trackioFormat,
+  mlflowFormat,
 ];
 
 export function importFormat(id: ImportFormatId): ImportFormat | undefined {
