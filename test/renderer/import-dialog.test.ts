@@ -17,6 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ImportOrigin, ImportPreview, ImportRequest, RunSummary, StudioBridge, StudioEvent } from '#shared/contract';
 import { provideStudioClient } from '../../src-renderer/src/api/client';
 import type {} from '../../src-renderer/src/env';
+import { metricSections } from '../../src-renderer/src/charts/metricPanels';
 import { useImportsStore } from '../../src-renderer/src/stores/imports';
 import {
   bannerText,
@@ -56,6 +57,13 @@ const PREVIEW: ImportPreview = {
 };
 
 describe('import view rules', () => {
+  it('gives each metric key without a namespace (MLflow, trackio) a panel of its own, beside the namespaced ones', () => {
+    const sections = metricSections(['loss', 'lr', 'val/acc', 'train/loss']);
+    const placed = sections.flatMap((s) => s.panels.flatMap((p) => p.lines.map((l) => l.key))).sort();
+    expect(placed).toEqual(['loss', 'lr', 'train/loss', 'val/acc']);
+    expect(sections.find((s) => s.id === 'other')?.panels.map((p) => p.id)).toEqual(['other:loss', 'other:lr']);
+  });
+
   it('says a source run’s steps, a few metric keys and whether it was imported before', () => {
     expect(stepsText(PREVIEW.runs[0])).toBe('120 steps · 0–119');
     expect(stepsText(PREVIEW.runs[1])).toBe('1 step · 5');
@@ -76,7 +84,9 @@ describe('import view rules', () => {
     expect(facts[2].value).toBe('9f86d081884c');
     expect(facts[2].title).toContain(ORIGIN.digest);
     // A grown source says when records were last added.
-    expect(originFacts({ ...ORIGIN, updatedAt: ORIGIN.importedAt + 60_000 }).map((f) => f.label)).toContain('grown');
+    expect(originFacts({ ...ORIGIN, updatedAt: ORIGIN.importedAt + 10 * 60_000 }).map((f) => f.label)).toContain('grown');
+    // The batches of one import move updatedAt by moments: not grown.
+    expect(originFacts({ ...ORIGIN, updatedAt: ORIGIN.importedAt + 1500 }).map((f) => f.label)).not.toContain('grown');
   });
 
   it('builds the request: runs only when some are unticked, name and tags only when given', () => {
