@@ -182,6 +182,9 @@ describe('import dialog in Chromium against marsrl serve', () => {
     const header = await page.getByTestId('run-table').innerText();
     expect(header).toContain(`#${runId}`);
     expect(header).toContain(`#${seeded.done.id}`);
+    // No study command to re-run the pair: the imported run cannot be launched again.
+    expect(await page.getByTestId('study-command').count()).toBe(0);
+    await page.getByTestId('compare-chart').scrollIntoViewIfNeeded();
     keep(await screenshot(page, 'import-verl-compare'), 'verl-compare.png');
   });
 
