@@ -140,7 +140,8 @@ describe('import dialog in Chromium against marsrl serve', () => {
       const runId = (imported.get(source.path) ?? []).find((id) => sizes(id).metrics > 0);
       if (runId === undefined) continue;
       {
-        await session.open(`#/runs/${runId}`, { fresh: true });
+        // A hash change is enough: the run page is keyed by its run.
+        await session.open(`#/runs/${runId}`);
         await page.getByTestId('run-origin').waitFor();
         const panel = page.locator('[data-panel]:not([data-points="0"])').first();
         await panel.locator('canvas').first().waitFor({ timeout: POLL.timeout });
