@@ -284,6 +284,8 @@ function installFakeStudio(data: { runs: RunSummary[]; preview: ImportPreview })
       return data.preview;
     },
     startImport: async () => ({ importId: `imp-${++n}` }),
+    // The desktop app's folder picker (absent in a browser).
+    pickFolder: async () => data.preview.path,
     cancelImport: async () => undefined,
   };
   w.studio = new Proxy(api, {
@@ -362,6 +364,9 @@ describe('import dialog and imported runs in Chromium (fake window.studio)', () 
   it('shows a bad path in the error banner naming the field, the path marked', async () => {
     await page.getByTestId('import-open').click();
     await dialog().waitFor();
+    // The folder picker fills the path.
+    await dialog().getByTestId('import-pick').click();
+    await expect.poll(() => dialog().getByTestId('import-path').inputValue()).toBe('/data/tb');
     await dialog().getByTestId('import-path').fill('/nope');
     await dialog().getByTestId('import-preview-button').click();
     const banner = dialog().getByRole('alert');
