@@ -23,6 +23,7 @@ const BENCHES: Record<string, Bench> = {
   'math-answer': { summary: 'math answer checker: time per judged case (median, p99, worst), agreement, adversarial answers, judging share of a math step; against the 4ee5cee checker', load: () => import('./math-answer') },
   hostile: { summary: 'hostile inputs against marsrl serve and the CLI (issue #36): crashes, hangs, secrets sent, data lost; then a fast-check fuzz of the HTTP API', load: () => import('./hostile') },
   'engine-follow': { summary: 'veRL/DrMAS ingestion: 100k dumped generations followed into records, turns/s against a plain JSON.parse baseline, heap per poll', load: () => import('./engine-follow') },
+  import: { summary: 'imports of runs made elsewhere: 100k MarsRL generations and 1M MLflow metric points, records/s, peak RSS and heap, against the reader alone', load: () => import('./import') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('./serve') },
 };
 

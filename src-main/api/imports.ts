@@ -57,6 +57,8 @@ export function createImportsApi(context: ServiceContext): ImportsApi {
         .then(
           (outcome) => {
             progress.flush();
+            // Their counts and last step changed: lists and open run pages read them again.
+            for (const run of outcome.runs) hub?.publish({ type: 'run-updated', runId: run.runId });
             hub?.publish({ type: 'import-finished', importId, status: outcome.cancelled ? 'cancelled' : 'done', result: summaryOf(outcome), error: null });
           },
           (error: unknown) =>

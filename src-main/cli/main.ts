@@ -35,6 +35,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'compare', summary: 'compare runs side by side: summary table, deltas against a baseline', load: async () => (await import('./commands/compare')).compareCommand },
   { name: 'study', summary: 'run a study matrix (config values × seeds) and report it', load: async () => (await import('./commands/study')).studyCommand },
   { name: 'export', summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)', load: async () => (await import('./commands/export')).exportCommand },
+  { name: 'import', summary: 'import runs made elsewhere (MarsRL, veRL, DrMAS, TensorBoard, trackio, MLflow) as read-only runs', load: async () => (await import('./commands/import')).importCommand },
   { name: 'serve', summary: 'serve the interface to a web browser (HTTP + WebSocket)', load: async () => (await import('./commands/serve')).serveCommand },
   { name: 'model', summary: 'Hugging Face models: inspect a folder, export as hf or gguf, generate', load: async () => (await import('./commands/model')).modelCommand },
   { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },

@@ -8,7 +8,7 @@ import { createStudioService } from '../../src-main/api/service';
 import { openStore, type Store } from '../../src-main/engine/store';
 import type { ImportSummary, StudioApi, StudioErrorShape, StudioEvent } from '#shared/contract';
 import { tempDir } from '../helpers/tmp';
-import { lineFormat, metricLine } from '../imports/importer-line-format';
+import { episodeLine, lineFormat, metricLine } from '../imports/importer-line-format';
 
 // The API reads the built-in registry: here it holds the test-only format alone.
 vi.mock('../../src-main/engine/imports/registry', async () => {
@@ -64,6 +64,7 @@ describe('imports through the dispatcher', () => {
     expect(progress.at(-1)).toMatchObject({ records: 12_000, done: fs.statSync(path.join(dir, 'run.lines')).size });
     const runId = summary.runs[0].runId;
     expect(events).toContainEqual({ type: 'run-created', runId });
+    expect(events.findLast((e) => e.type === 'run-updated' && e.runId === runId)).toBeDefined();
     const run = (await callStudio(service, 'getRun', [runId])) as { imported: { format: string; path: string } | null; actions: unknown[]; task: string; status: string };
     expect(run).toMatchObject({ status: 'done', task: 'trackio', actions: [], imported: { format: 'trackio', path: dir } });
     for (const method of ['stopRun', 'resumeRun', 'runAgain']) {
@@ -76,6 +77,26 @@ describe('imports through the dispatcher', () => {
     expect(store.runs.get(runId)).toMatchObject({ name: 'renamed', notes: 'n', tags: ['t'] });
     await callStudio(service, 'deleteRun', [runId]);
     expect(store.imports.find('trackio', dir, 'run.lines')).toBeNull();
+  });
+
+  it('an imported run reads like any run: the runs list, compare against a Studio run, and a trajectories export', async () => {
+    const dir = path.join(tmp.dir, 'episodes');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'ep.lines'), [metricLine('loss', 1, 0.5, 10), episodeLine(1, 'q1', true), episodeLine(2, 'q2', false), ''].join('\n'));
+    const { importId } = (await callStudio(service, 'startImport', [{ path: dir }])) as { importId: string };
+    const runId = ((await finished(importId)).result as ImportSummary).runs[0].runId;
+    const studioRun = store.runs.create({ name: 'made here', config: { task: { family: 'sort' }, reward: { scheme: 'decoupled' } }, codeVersion: 't', seed: 1, status: 'done' });
+    const list = (await callStudio(service, 'listRuns', [{}])) as { items: { id: number; task: string; imported: unknown }[] };
+    expect(list.items.find((r) => r.id === runId)).toMatchObject({ task: 'trackio', imported: { format: 'trackio', sourceKey: 'ep.lines' } });
+    expect(list.items.find((r) => r.id === studioRun)).toMatchObject({ task: 'sort', imported: null });
+    const compared = (await callStudio(service, 'compareRuns', [{ runIds: [studioRun, runId] }])) as { runs: { runId: number }[] };
+    expect(compared.runs.map((r) => r.runId).sort()).toEqual([studioRun, runId].sort());
+    const out = path.join(tmp.dir, 'turns.jsonl');
+    const exported = (await callStudio(service, 'startExport', [{ runs: [runId], format: 'trajectories', out }])) as { exportId: string };
+    await vi.waitUntil(() => events.some((e) => e.type === 'export-finished' && e.exportId === exported.exportId), { timeout: 5000 });
+    expect(events.find((e) => e.type === 'export-finished' && e.exportId === exported.exportId)).toMatchObject({ status: 'done' });
+    const rows = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { agent: string; text: string });
+    expect(rows.map((r) => [r.agent, r.text])).toEqual([['solver', '42'], ['verifier1', 'yes'], ['solver', '41'], ['verifier1', 'no']]);
   });
 
   it('answers a bad path, an empty folder, an unknown format and an unknown source run at once, naming the field', async () => {

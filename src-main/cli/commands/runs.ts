@@ -76,6 +76,16 @@ function checkerLines(checker: RunDetail['checker']): string[] {
   return lines;
 }
 
+/** Where an imported run came from (issue 39): it is read-only, and grows by importing its source again. */
+function importLines(origin: RunDetail['imported']): string[] {
+  if (!origin) return [];
+  return [
+    `  imported   from ${origin.format} ${inertLine(origin.path)}${origin.sourceKey === '.' ? '' : ` (source run ${inertLine(origin.sourceKey)})`}; read-only: marsrl import ${inertLine(origin.path)} adds what is new`,
+    `  digest     sha256 ${origin.digest || '(not computed: the import was cancelled)'}`,
+    `  imported   at ${new Date(origin.importedAt).toISOString()}${origin.updatedAt !== origin.importedAt ? `, last added to ${new Date(origin.updatedAt).toISOString()}` : ''}`,
+  ];
+}
+
 export const showCommand = defineCommand({
   name: 'show',
   summary: 'show one run in detail',
@@ -101,7 +111,8 @@ export const showCommand = defineCommand({
         `Run ${detail.id}: ${inertLine(detail.name)}`,
         `  status     ${detail.status}${detail.statusReason ? ` (${detail.statusReason})` : ''}`,
         `  preset     ${detail.preset ?? '(none)'}    seed ${detail.seed}    code ${detail.codeVersion}`,
-        `  backend    ${detail.backend ?? '(not started)'}`,
+        `  backend    ${detail.backend ?? (detail.imported ? '(imported)' : '(not started)')}`,
+        ...importLines(detail.imported),
         ...checkerLines(detail.checker),
         `  created    ${new Date(detail.createdAt).toISOString()} (${formatAge(detail.createdAt)})`,
         `  ran for    ${detail.startedAt ? formatDuration(((detail.endedAt ?? Date.now()) - detail.startedAt) / 1000) : '(not started)'}`,
@@ -132,7 +143,9 @@ export const showCommand = defineCommand({
       if (events.length) {
         lines.push('', 'Recent events:', ...events.map((e) => `  [${e.level}] step ${e.step ?? '-'} ${inertLine(e.kind)}: ${inertLine(e.message)}`));
       }
-      lines.push('', 'Configuration:', configToYaml(detail.config as unknown as RunConfig).trimEnd().replace(/^/gm, '  '));
+      // An imported run keeps its source's own configuration, not a Studio config (importer.ts).
+      const config = detail.imported ? JSON.stringify(detail.config, null, 2) : configToYaml(detail.config as unknown as RunConfig).trimEnd();
+      lines.push('', detail.imported ? 'Configuration (as the source wrote it):' : 'Configuration:', config.replace(/^/gm, '  '));
       ctx.out(lines.join('\n'));
       return 0;
     });

@@ -20,6 +20,9 @@ import type { ImportFormat, ScannedRun, ScanResult } from './types';
 /** Records per batch asked of a reader: large enough for fast transactions, small enough for flat memory. */
 export const IMPORT_BATCH_SIZE = 5000;
 
+/** Issues a summary lists at most; the run's events hold them all. */
+const MAX_SUMMARY_ISSUES = 1000;
+
 /** A request the importer refuses before reading anything; `field` is the request's key it is about. */
 export class ImportRequestError extends Error {
   constructor(
@@ -147,6 +150,8 @@ export async function runImport(store: Store, request: ImportRequest, options: I
   const issues: ImportIssue[] = [...scan.issues];
   const results: ImportRunResult[] = [];
   let cancelled = false;
+  // The digest is the whole source's: hashed once, after the first run read to its end.
+  let digest: string | null = null;
   for (const run of selected) {
     if (options.signal?.aborted) {
       cancelled = true;
@@ -158,7 +163,8 @@ export async function runImport(store: Store, request: ImportRequest, options: I
     results.push(result);
     cancelled = await readInto(store, format, absolute, run.key, runId, { result, progress, issues, options });
     if (cancelled) break;
-    store.imports.finish(runId, await sourceDigest(absolute));
+    digest ??= await sourceDigest(absolute);
+    store.imports.finish(runId, digest);
   }
   return { path: absolute, format: format.id, runs: results, issues: uniqueIssues(issues), seconds: (performance.now() - started) / 1000, cancelled };
 }
@@ -182,7 +188,8 @@ async function readInto(store: Store, format: ImportFormat, absolute: string, ke
       result.metricPoints += stored.metricPoints;
       result.turns += stored.turns;
       result.episodes += stored.episodes;
-      issues.push(...batch.issues);
+      // The summary keeps the first issues (flat memory on a source of bad lines); every one is an event of the run.
+      for (const issue of batch.issues) if (issues.length < MAX_SUMMARY_ISSUES) issues.push(issue);
       progress.records += stored.metricPoints + stored.turns + stored.checkpoints;
       progress.done = Math.min(progress.total, base + batch.bytesDone);
       options.onProgress?.({ ...progress });
