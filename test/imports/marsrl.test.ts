@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { marsrlFormat } from '../../src-main/engine/imports/marsrl';
+import { completeLines } from '../../src-main/engine/imports/marsrl/lines';
 import { IMPORT_FORMAT_REGISTRY, importFormat } from '../../src-main/engine/imports/registry';
 import { ImportSourceError, type ImportBatch, type ImportEpisode } from '../../src-main/engine/imports/types';
 import { judgeMathAnswer, stopCheckerThread } from '../../src-main/engine/tasks/math-answer';
@@ -78,6 +79,11 @@ describe('MarsRL import: detection and scan', () => {
     temps.push(logs);
     fs.writeFileSync(path.join(logs, '0_log.json.0'), '[2025-01-01 00:00:00][agent][0] begin.\n');
     expect(marsrlFormat.detect(logs)).toBe(false);
+    // A worker's file is created empty before its first call returns: detection looks past it.
+    fs.writeFileSync(path.join(logs, '0.json.0'), '');
+    expect(marsrlFormat.detect(logs)).toBe(false);
+    fs.copyFileSync(path.join(OUT, '1.json.0'), path.join(logs, '1.json.0'));
+    expect(marsrlFormat.detect(logs)).toBe(true);
   });
 
   it('counts one episode per call file, every call, and the agents the chains unroll to', async () => {
@@ -271,5 +277,22 @@ describe('MarsRL import: without extract_solution.py outputs, and the DeepSeek-V
     expect(episode.turns.map((t) => t.prompt)).toEqual(calls.map((c) => toPrompt(c.messages)));
     expect(episode.turns.map((t) => t.agent)).toEqual(['solver', 'verifier1', 'corrector1', 'verifier2', 'verifier3', 'verifier4', 'verifier5']);
     expect(episode.correct).toBe(true);
+  });
+});
+
+describe('MarsRL import: lines read as a stream', () => {
+  it('gives complete lines across chunk boundaries (multi-byte text too) with byte offsets, and leaves an unterminated line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-lines-'));
+    temps.push(dir);
+    const file = path.join(dir, '0.json.0');
+    const long = 'é'.repeat(100_000); // 200,000 bytes: several 64 KiB chunks, characters split between them
+    fs.writeFileSync(file, `a\n${long}\nbc\npartial`);
+    const lines = [];
+    for await (const line of completeLines(file, 0, 1)) lines.push(line);
+    expect(lines.map((l) => [l.number, l.text === long ? 'long' : l.text])).toEqual([[1, 'a'], [2, 'long'], [3, 'bc']]);
+    expect(lines.map((l) => l.end)).toEqual([2, 2 + Buffer.byteLength(long) + 1, 2 + Buffer.byteLength(long) + 4]);
+    const from = [];
+    for await (const line of completeLines(file, lines[1].end, 3)) from.push([line.number, line.text, line.end]);
+    expect(from).toEqual([[3, 'bc', lines[2].end]]);
   });
 });

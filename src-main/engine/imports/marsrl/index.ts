@@ -15,7 +15,7 @@ import type { ImportIssue } from '#shared/contract';
 import { ImportSourceError, type ImportBatch, type ImportEpisode, type ImportFormat, type ReadOptions, type ScanResult } from '../types';
 import { chainTurns, chainEpisode } from './episode';
 import { readChainFile, type FileCursor } from './chains';
-import { callFiles, CALL_FILE, inputRows, looksLikeCallFile, rowOf, type CallFile } from './folder';
+import { callFiles, inputRows, looksLikeCallFile, rowOf, type CallFile } from './folder';
 
 interface MarsCursor {
   files: Record<string, FileCursor>;
@@ -29,11 +29,14 @@ function isFolder(source: string): boolean {
   }
 }
 
-/** A folder with a file named `<idx>.json.<worker>` whose first line is a call record. */
+/**
+ * A folder with a file named `<idx>.json.<worker>` whose first line is a call record. Empty call
+ * files are passed over: Agent.init opens every worker's file before its first call returns.
+ */
 function detect(source: string): boolean {
   if (!isFolder(source)) return false;
-  const first = fs.readdirSync(source).find((name) => CALL_FILE.test(name));
-  return first !== undefined && looksLikeCallFile(path.join(source, first));
+  const first = callFiles(source).find((file) => file.size > 0);
+  return first !== undefined && looksLikeCallFile(first.path);
 }
 
 /** The call files of the folder, or a clear error naming it. */

@@ -21,19 +21,20 @@ const NEWLINE = 0x0a;
 /** Complete lines from byte `start` (which begins line `firstNumber`), in order; a trailing unterminated line is left. */
 export async function* completeLines(file: string, start: number, firstNumber: number): AsyncGenerator<Line> {
   let pending: Buffer[] = [];
-  let position = start;
+  let chunkStart = start;
   let number = firstNumber;
   for await (const chunk of fs.createReadStream(file, { start }) as AsyncIterable<Buffer>) {
     let from = 0;
     for (let at = chunk.indexOf(NEWLINE); at !== -1; at = chunk.indexOf(NEWLINE, from)) {
       pending.push(chunk.subarray(from, at));
-      position += at - from + 1;
-      yield { number, text: Buffer.concat(pending).toString('utf8'), end: position };
+      // Decoded once whole, so a character split between two chunks is read right.
+      yield { number, text: Buffer.concat(pending).toString('utf8'), end: chunkStart + at + 1 };
       pending = [];
       number++;
       from = at + 1;
     }
     if (from < chunk.length) pending.push(chunk.subarray(from));
+    chunkStart += chunk.length;
   }
 }
 
