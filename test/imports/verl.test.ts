@@ -127,6 +127,9 @@ describe('a veRL 0.7 run folder', () => {
     expect(run.lastStep).toBe(Math.max(...(steps as Set<number>)));
     expect(run.agents).toEqual(['solver']);
     expect(run.name).toBe('qwen05b_grpo');
+    expect(run.tags).toEqual(['verl', 'verl_grpo_math']);
+    // Hydra's run folder outputs/2026-11-02/10-15-07 (local time of the machine that trained).
+    expect(run.startedAt).toBe(new Date(2026, 10, 2, 10, 15, 7).getTime());
     expect(run.config).toMatchObject({ trainer: { project_name: 'verl_grpo_math' } });
     expect(scan.issues).toEqual([]);
     const dumps = fs.readdirSync(path.join(VERL_RUN, 'rollout')).length + fs.readdirSync(path.join(VERL_RUN, 'validation')).length;
@@ -171,6 +174,20 @@ describe('a veRL 0.7 run folder', () => {
     // The same prompt with the same answer is one problem across steps.
     const keys = new Set(all.episodes.filter((e) => e.split === 'train').map((e) => e.problem?.key));
     expect(keys.size).toBe(new Set(train().map((l) => `${String(l.gts)}|${String(l.input)}`)).size);
+  });
+
+  it("judges a sample with the Studio's checker against gts where the reward function dumped no acc", async () => {
+    const dir = copy(VERL_RUN);
+    const file = path.join(dir, 'rollout/2.jsonl');
+    const rows = jsonl(file).map(({ acc: _acc, pred: _pred, ...rest }) => rest);
+    fs.writeFileSync(file, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    const all = await readAll(verlFormat, dir);
+    const got = all.episodes.filter((e) => e.split === 'train' && e.step === 2);
+    // The fixture's responses end in `#### {answer}` (GSM8K's format): right when it is the reference.
+    expect(got.map((e) => e.correct)).toEqual(rows.map((r) => /#### (\S+)$/.exec(r.output as string)?.[1] === r.gts));
+    expect(got.map((e) => e.finalAnswer)).toEqual(rows.map((r) => /#### (\S+)$/.exec(r.output as string)?.[1]));
+    expect(got.every((e) => e.meta?.judgedBy === 'studio')).toBe(true);
+    expect(all.episodes.filter((e) => e.step !== 2 || e.split === 'test').every((e) => e.meta?.judgedBy === 'engine')).toBe(true);
   });
 
   it('lists the checkpoints the tracker reached, with the Hugging Face folder where weights were saved', async () => {
@@ -256,6 +273,21 @@ describe('a veRL 0.7 run folder', () => {
     expect([...done].sort((a, b) => a - b)).toEqual(done);
   });
 
+  it('reads a long metrics file in bounded batches, each with its cursor', async () => {
+    const dir = copy(VERL_RUN);
+    const data = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`actor/extra_${i}`, i / 7]));
+    const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ step: i + 6, data }));
+    fs.appendFileSync(path.join(dir, METRICS), `${lines.join('\n')}\n`);
+    const size = fs.statSync(path.join(dir, METRICS)).size;
+    const all = await readAll(verlFormat, dir);
+    const withMetrics = all.batches.filter((b) => b.metrics.length > 0);
+    // More than a mebibyte of lines: read a part at a time, never the whole file in one batch.
+    expect(size).toBeGreaterThan(2 << 20);
+    expect(withMetrics.length).toBeGreaterThanOrEqual(Math.floor(size / (1 << 20)));
+    expect(all.metrics.filter((m) => m.step >= 6)).toHaveLength(2000 * 60);
+    expect(Math.max(...withMetrics.map((b) => b.metrics.length))).toBeLessThan(2000 * 60);
+  });
+
   it('reads metrics from a saved console output when there is no file logger (Ray prefix, numpy reprs)', async () => {
     const dir = copy(VERL_RUN);
     fs.rmSync(path.join(dir, METRICS));
@@ -304,6 +336,8 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
     expect(run.episodes).toBe(new Set(real().map((l) => `${String(l.step)}/${String(l.traj_uid)}`)).size);
     expect(run.agents).toEqual([...new Set(real().map(agentName))].sort());
     expect(run.name).toBe('solver_verifier_corrector');
+    // hydra.run.dir=. : no dated run folder, so no launch time is known.
+    expect(run.startedAt).toBeNull();
     const consoleSteps = fs
       .readFileSync(path.join(DRMAS_RUN, 'nohup.out'), 'utf8')
       .split('\n')
@@ -356,6 +390,18 @@ describe('a DrMAS run folder (Solver, Verifier and Corrector, dumps written with
       .flatMap((n) => fs.readdirSync(path.join(dir, n, 'actor')).map((wg) => `${n.slice('global_step_'.length)}:${wg}`));
     expect(all.checkpoints.map((c) => `${c.step}:${c.policyId}`).sort()).toEqual(expected.sort());
     expect(all.checkpoints.every((c) => c.path.endsWith(`${c.policyId}${path.sep}huggingface`))).toBe(true);
+  });
+
+  it('knows DrMAS and its agents from the hook\'s fields when the folder has no Hydra config', async () => {
+    const dir = copy(DRMAS_RUN);
+    fs.rmSync(path.join(dir, '.hydra'), { recursive: true });
+    expect(drmasFormat.detect(dir)).toBe(true);
+    expect(verlFormat.detect(dir)).toBe(false);
+    const scan = await drmasFormat.scan(dir, {});
+    expect(scan.runs[0].agents).toEqual([...new Set(real().map(agentName))].sort());
+    expect(scan.runs[0].name).toBe(path.basename(dir));
+    const all = await readAll(drmasFormat, dir);
+    expect(all.checkpoints.length).toBeGreaterThan(0);
   });
 
   it('marks every turn agent unknown, never guessed, when the dumps were written without the hook', async () => {

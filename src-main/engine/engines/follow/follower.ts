@@ -79,6 +79,8 @@ export interface FollowOptions {
   tensorboard?: TensorBoardReader;
   /** Most turns taken in one call (whole step files are taken, so one file may exceed it). */
   maxTurns?: number;
+  /** Most bytes of the metrics file read in one call (readNewLines' 8 MiB when left out); an import asks for less, so its batches stay small. */
+  maxMetricBytes?: number;
 }
 
 interface Ctx {
@@ -187,7 +189,7 @@ function followMetricsFile(ctx: Ctx): void {
   if (state.metricsVia !== 'file' || spec.files.metricsFile === null || state.metricsRewritten) return;
   const file = localPath(spec, spec.files.metricsFile);
   const rel = path.posix.relative(spec.files.attemptDir, spec.files.metricsFile);
-  const result = readNewLines(file, state.metrics);
+  const result = readNewLines(file, state.metrics, ctx.options.maxMetricBytes);
   if (result.state === 'missing') return;
   if (result.state === 'rewritten') {
     state.metricsRewritten = true;

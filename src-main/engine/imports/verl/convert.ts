@@ -10,6 +10,7 @@
 import crypto from 'node:crypto';
 import type { ImportIssue } from '#shared/contract';
 import type { CheckpointRecord, FollowRecord, SourcePos, TurnRecord } from '../../engines/follow/records';
+import { judgeMathAnswer } from '../../tasks/math-answer';
 import type { ImportCheckpoint, ImportEpisode, ImportMetric, ImportTurn } from '../types';
 
 export interface Converted {
@@ -52,26 +53,35 @@ function turnOf(record: TurnRecord): ImportTurn {
   };
 }
 
-/** The episode's outcome: its last Solver or Corrector turn's (MarsRL's chain ends on an answer), as ingest.ts takes it. */
-function outcome(turns: readonly TurnRecord[]): { finalAnswer: string | null; correct: boolean | null } {
+/**
+ * The episode's outcome: its last Solver or Corrector turn's (MarsRL's chain ends on an answer), as
+ * ingest.ts takes it — the reward function's own `acc`/`pred` where it dumped them; else, where the
+ * dump has the reference answer (`gts`), the Studio's math checker on the response.
+ */
+function outcome(turns: readonly TurnRecord[]): { finalAnswer: string | null; correct: boolean | null; judgedBy: 'engine' | 'studio' | null } {
   const answering = turns.filter((t) => t.role === 'solver' || t.role === 'corrector' || t.role === null);
   const last = [...answering].sort((a, b) => (a.round ?? 0) - (b.round ?? 0) || (a.role === 'corrector' ? 1 : 0) - (b.role === 'corrector' ? 1 : 0)).pop();
-  if (!last) return { finalAnswer: null, correct: null };
-  return { finalAnswer: typeof last.extras.pred === 'string' ? last.extras.pred : null, correct: last.correct };
+  if (!last) return { finalAnswer: null, correct: null, judgedBy: null };
+  const pred = typeof last.extras.pred === 'string' ? last.extras.pred : null;
+  if (last.correct !== null) return { finalAnswer: pred, correct: last.correct, judgedBy: 'engine' };
+  if (last.groundTruth === null || last.groundTruth === '') return { finalAnswer: pred, correct: null, judgedBy: null };
+  const judged = judgeMathAnswer(last.groundTruth, last.text);
+  return { finalAnswer: judged.answer, correct: judged.correct, judgedBy: 'studio' };
 }
 
 function episodeOf(turns: TurnRecord[], engine: 'verl' | 'drmas'): ImportEpisode {
   const first = turns[0];
   const asker = turns.find((t) => t.role === 'solver') ?? first;
   const answer = asker.groundTruth ?? '';
+  const { judgedBy, ...result } = outcome(turns);
   return {
     split: first.split,
     step: first.step,
     problem: { key: `p-${digest(`${answer}\u0000${asker.prompt}`)}`, question: asker.prompt, answer, meta: { source: `${engine} dump` } },
     turns: turns.map(turnOf),
-    ...outcome(turns),
+    ...result,
     group: first.group,
-    meta: { engine, trajectory: first.trajectory, group: first.group, file: first.source.file },
+    meta: { engine, trajectory: first.trajectory, group: first.group, file: first.source.file, judgedBy },
   };
 }
 

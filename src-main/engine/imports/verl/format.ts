@@ -18,6 +18,13 @@ import { followSpecOf } from './spec';
 
 export const RUN_KEY = '.';
 
+/**
+ * Bytes of the metrics file per batch: a veRL step line is 2 to 20 KB (one to a few hundred keys),
+ * so about 50 to 500 steps a batch, tens of thousands of points at most — memory stays flat on a
+ * long run. A single line longer than this is refused by the line reader with its byte offset.
+ */
+const METRIC_BYTES_PER_BATCH = 1 << 20;
+
 interface VerlCursor {
   format: 'verl-import/1';
   follow: FollowState;
@@ -103,7 +110,7 @@ async function* readFolder(input: string, engine: EngineKind, runKey: string, cu
   const bytesDone = () => state.follow.metrics.offset + state.follow.log.chars + state.dumpBytes;
   for (;;) {
     if (options.signal?.aborted) return;
-    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize });
+    const step = followAttempt(spec, state.follow, { job: null, log, finished: true, now: Date.now() }, { maxTurns: options.batchSize, maxMetricBytes: METRIC_BYTES_PER_BATCH });
     const converted = convertRecords(step.records, spec.engine);
     if (folder.consoleLog !== null) for (const issue of converted.issues) if (issue.file === 'job.log') issue.file = folder.consoleLog;
     const next: VerlCursor = { ...state, follow: step.state, dumpBytes: state.dumpBytes + newDumpBytes(spec, state.follow.dumps, step.state.dumps) };
@@ -117,6 +124,18 @@ async function* readFolder(input: string, engine: EngineKind, runKey: string, cu
     }
     if (!moved) return;
   }
+}
+
+/**
+ * When the run was launched: Hydra names its run folder `outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}`
+ * (hydra/conf/hydra/output/default.yaml), in the training machine's local time, read here as this
+ * machine's. Null when the config is not in such a folder (`hydra.run.dir=.`).
+ */
+export function launchedAt(folder: RunFolder): number | null {
+  const m = /^outputs\/(\d{4})-(\d{2})-(\d{2})\/(\d{2})-(\d{2})-(\d{2})\//.exec(folder.hydra?.file.split(path.sep).join('/') ?? '');
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1).map(Number);
+  return new Date(year, month - 1, day, hour, minute, second).getTime();
 }
 
 function runName(folder: RunFolder): string {
@@ -160,6 +179,7 @@ async function scanFolder(input: string, engine: EngineKind, options: { signal?:
   }
   const sorted = [...steps].sort((a, b) => a - b);
   const files = sourceFiles(folder);
+  const project = folder.hydra ? configString(folder.hydra.config, 'trainer.project_name') : null;
   const run: ScannedRun = {
     key: RUN_KEY,
     name: runName(folder),
@@ -172,8 +192,8 @@ async function scanFolder(input: string, engine: EngineKind, options: { signal?:
     episodes,
     agents: [...agents].sort(),
     config: folder.hydra?.config ?? {},
-    tags: [engine],
-    startedAt: null,
+    tags: [engine, ...(project !== null ? [project] : [])],
+    startedAt: launchedAt(folder),
     endedAt: null,
   };
   return { runs: [run], issues, files: files.length, bytes: files.reduce((n, f) => n + fileSize(path.join(folder.root, f)), 0) };
