@@ -10,6 +10,12 @@ import { tensorboardFormat } from '../../src-main/engine/imports/tensorboard';
 import type { ImportMetric } from '../../src-main/engine/imports/types';
 import { readEventFile } from '../helpers/tfevents-independent';
 import { marsrl } from '../helpers/cli';
+import { callStudio } from '../../src-main/api/dispatch';
+import { EventHub } from '../../src-main/api/hub';
+import { createStudioService } from '../../src-main/api/service';
+import { toErrorShape } from '#shared/errors';
+import type { StudioEvent } from '#shared/contract';
+import { buildExportRequest, emptyForm, suggestedOutPath } from '../../src-renderer/src/util/exportForm';
 import { storeInTemp } from '../helpers/runs-db';
 
 const db = storeInTemp('tb-export.db', 'marsrl-tb-export-');
@@ -28,7 +34,8 @@ interface Point {
 /** Keys with different step sets (gaps, a late start), values that are not float32-exact. */
 function alphaPoints(): Point[] {
   const points: Point[] = [];
-  for (let step = 0; step < 2600; step++) {
+  // More steps than one keyset page (5,000) of a key holds.
+  for (let step = 0; step < 5600; step++) {
     points.push({ key: 'solver/grad_norm', step, wallTime: step * 1.37, value: Math.sin(step) * 1e3 + 1 / 3 });
     if (step % 3 === 0) points.push({ key: 'eval/system/accuracy', step, wallTime: step * 1.37 + 0.01, value: (step % 97) / 97 });
     if (step >= 1000) points.push({ key: 'reward mean', step, wallTime: step * 1.37 + 0.02, value: -step / 7 });
@@ -106,7 +113,8 @@ describe('TensorBoard export', () => {
     const file = path.join(db.dir, 'a-file');
     fs.writeFileSync(file, '');
     await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: file })).rejects.toThrow(/out: .*a-file is a file; for the tensorboard format out is a folder/);
-    await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: path.join(db.dir, 'nope') })).rejects.toThrow(/does not exist; for the tensorboard format out is a folder/);
+    await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: path.join(db.dir, 'nope/deeper') })).rejects.toThrow(/nor its parent .*nope exists; for the tensorboard format out is a folder/);
+    expect(fs.existsSync(path.join(db.dir, 'nope'))).toBe(false);
     await expect(runExport(db.store, { runs: [alpha], format: 'tensorboard', out: db.dir, filters: { agents: ['solver'] } })).rejects.toThrow(/filters\.agents: the tensorboard format writes every metric point/);
     await expect(runExport(db.store, { runs: [empty], format: 'tensorboard', out: out('empty') })).rejects.toMatchObject({ code: 'empty_result' });
     expect(fs.readdirSync(path.join(db.dir, 'empty'))).toEqual([]);
@@ -125,12 +133,24 @@ describe('TensorBoard export', () => {
     expect(fs.readdirSync(dir)).toHaveLength(1);
   });
 
-  it('leaves nothing behind when cancelled', async () => {
+  it('leaves nothing behind when cancelled, not even the folder it made', async () => {
     const dir = out('cancel');
     const controller = new AbortController();
     const exporting = runExport(db.store, { runs: [weird, alpha], format: 'tensorboard', out: dir }, { signal: controller.signal, onProgress: (d) => d > 0 && controller.abort() });
     await expect(exporting).rejects.toMatchObject({ code: 'aborted' });
     expect(fs.readdirSync(dir)).toEqual([]);
+    const made = path.join(dir, 'made');
+    const again = new AbortController();
+    const second = runExport(db.store, { runs: [alpha], format: 'tensorboard', out: made }, { signal: again.signal, onProgress: (d) => d > 0 && again.abort() });
+    await expect(second).rejects.toMatchObject({ code: 'aborted' });
+    expect(fs.existsSync(made)).toBe(false);
+  });
+
+  it('makes the output folder when its parent exists', async () => {
+    const made = path.join(out('parent'), 'tb');
+    const result = await runExport(db.store, { runs: [weird], format: 'tensorboard', out: made });
+    expect(result.out).toBe(made);
+    expect(readEventFile(result.runs[0].file).scalars).toEqual([{ tag: 'x', step: 5, value: Math.fround(1e-9), wallTime: START_MS / 1000 + 2, pluginName: 'scalars' }]);
   });
 
   it('runs from the command line: marsrl export RUN --format tensorboard --out DIR', () => {
@@ -141,8 +161,41 @@ describe('TensorBoard export', () => {
     const result = JSON.parse(run.stdout);
     expect(result).toMatchObject({ format: 'tensorboard', out: dir, rows: storePoints(alpha).length });
     expect(readEventFile(result.runs[0].file).scalars).toHaveLength(storePoints(alpha).length);
-    const asFile = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', path.join(dir, 'x.tfevents'), '--db', db.databasePath]);
+    const asFile = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', result.runs[0].file, '--db', db.databasePath]);
     expect(asFile.code).toBe(1);
     expect(asFile.stderr).toMatch(/for the tensorboard format out is a folder/);
   });
+
+  it("runs through the API's startExport and reports where it wrote", async () => {
+    const hub = new EventHub();
+    const events: StudioEvent[] = [];
+    hub.subscribe((e) => events.push(e));
+    const service = createStudioService({ store: db.store, databasePath: db.store.path, transport: 'direct', hub });
+    const dir = out('api');
+    const { exportId } = (await callStudio(service, 'startExport', [{ runs: [weird], format: 'tensorboard', out: dir }])) as { exportId: string };
+    for (let i = 0; i < 200 && !events.some((e) => e.type === 'export-finished'); i++) await new Promise((r) => setTimeout(r, 25));
+    expect(events.find((e) => e.type === 'export-finished')).toMatchObject({ exportId, status: 'done', result: { out: dir, rows: 1, card: '' } });
+    expect(fs.readdirSync(dir)).toEqual([runFolderName({ id: weird, name: 'a/b: "weird" run' })]);
+    // The same validation answers the caller at once, in the form's words.
+    const shape = await callStudio(service, 'startExport', [{ runs: [weird], format: 'tensorboard', out: readEventFileOf(dir) }]).catch(toErrorShape);
+    expect(shape).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/is a file; for the tensorboard format out is a folder/) });
+  });
 });
+
+describe("the export dialog's TensorBoard choice", () => {
+  it('sends runs, format, folder and force only: no container or filters', () => {
+    const form = { ...emptyForm(), runs: [4], format: 'tensorboard' as const, out: ' /data/tb ', agents: ['solver'], stepFrom: '3', force: true };
+    expect(buildExportRequest(form)).toEqual({ request: { runs: [4], format: 'tensorboard', out: '/data/tb', force: true }, issues: [] });
+    expect(buildExportRequest({ ...form, out: '' }).issues).toEqual([{ path: 'out', message: 'out: give the output folder (e.g. /data/tb-logs)' }]);
+  });
+
+  it('suggests a folder, not a file with an extension', () => {
+    expect(suggestedOutPath('/exports', [{ id: 9, name: 'Sort 8' }], 'tensorboard', 'parquet')).toBe('/exports/sort-8-run9-tensorboard');
+  });
+});
+
+function readEventFileOf(dir: string): string {
+  const [run] = fs.readdirSync(dir);
+  const [file] = fs.readdirSync(path.join(dir, run));
+  return path.join(dir, run, file);
+}

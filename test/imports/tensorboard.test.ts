@@ -142,5 +142,6 @@ describe('TensorBoard import', () => {
     expect(metricsOf(batches)).toEqual([]);
     expect(batches.flatMap((b) => b.issues)).toEqual([{ file: '', position: `byte ${offsets[1]}`, message: expect.stringContaining('corrupted record length') }]);
     await expect(tensorboardFormat.scan(path.join(dir, 'missing'), {})).rejects.toThrow(/does not exist/);
+    await expect(readAll(dir, 'gone')).rejects.toThrow(/no TensorBoard run "gone" in .*; its runs: \./);
   });
 });

@@ -22,9 +22,34 @@ describe('Event decoding', () => {
     expect(event.values).toEqual([{ tag: 'train/loss', scalar: expected, pluginName: style === 'simple' ? null : 'scalars' }]);
   });
 
-  it('reads a negative int64 step as the writer meant it', () => {
+  // IEEE 754 binary16 bits, as tensor.proto keeps DT_HALF in half_val: 1, -2, 1/3 rounded, 2^-24 (subnormal), -inf.
+  it.each([
+    [0x3c00, 1],
+    [0xc000, -2],
+    [0x3555, 0.333251953125],
+    [0x0001, 2 ** -24],
+    [0xfc00, -Infinity],
+  ])('reads a DT_HALF scalar from half_val bits %i', (bits, expected) => {
+    const bytes = EventType.encode(EventType.fromObject({ wall_time: 1, step: 1, summary: { value: [{ tag: 'h', tensor: { dtype: 19, tensor_shape: {}, half_val: [bits] } }] } })).finish();
+    expect(decodeEvent(bytes).values[0].scalar).toBe(expected);
+  });
+
+  it('reads DT_INT32 int_val and a DT_DOUBLE tensor_content', () => {
+    const int = EventType.encode(EventType.fromObject({ wall_time: 1, step: 1, summary: { value: [{ tag: 'i', tensor: { dtype: 3, int_val: [-42] } }] } })).finish();
+    expect(decodeEvent(int).values[0].scalar).toBe(-42);
+    const content = Buffer.alloc(8);
+    content.writeDoubleLE(Math.PI);
+    const dbl = EventType.encode(EventType.fromObject({ wall_time: 1, step: 1, summary: { value: [{ tag: 'd', tensor: { dtype: 2, tensor_content: content } }] } })).finish();
+    expect(decodeEvent(dbl).values[0].scalar).toBe(Math.PI);
+  });
+
+  it('reads a negative int64 step as the writer meant it, and writes one as protobuf does', () => {
     const bytes = EventType.encode(EventType.fromObject({ wall_time: 1, step: -3 })).finish();
     expect(decodeEvent(bytes).step).toBe(-3);
+    const written = encodeScalarEvent(1, -3, 't', 1, false);
+    expect((EventType.toObject(EventType.decode(written), { longs: Number }) as { step: number }).step).toBe(-3);
+    expect(decodeEvent(written).step).toBe(-3);
+    expect(decodeEvent(encodeScalarEvent(1, 2 ** 40 + 5, 't', 1, false)).step).toBe(2 ** 40 + 5);
   });
 
   it('gives no scalar for non-scalar values and skips unknown fields', () => {

@@ -96,6 +96,14 @@ describe('TFRecord framing', () => {
     expect(items.at(-1)).toEqual({ kind: 'end', resumeAt: size, pending: false });
   });
 
+  it('says once that a file was rewritten shorter than the last read, then reads on from its end', async () => {
+    const { file, size } = threeRecords('rewritten.tfevents');
+    const items = await collect(file, size + 40, false);
+    expect(items).toHaveLength(2);
+    expect(items[0].kind === 'issue' && items[0].error.message).toMatch(/rewritten\.tfevents: the file is now \d+ bytes, shorter than where the last read stopped.*record at byte \d+/);
+    expect(items[1]).toEqual({ kind: 'end', resumeAt: size, pending: false });
+  });
+
   it('frames what it writes as the independent reader expects', () => {
     const file = path.join(tmp.dir, eventFileName(1_700_000_000, 0, 'host', 42));
     expect(path.basename(file)).toBe('events.out.tfevents.1700000000.host.42.0');

@@ -137,7 +137,7 @@ function summary(result: ExportResult): string {
 
 export const exportCommand = defineCommand({
   name: 'export',
-  summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs) or metrics as TensorBoard event files',
+  summary: 'export runs as datasets (trajectories, veRL, SFT, preference pairs)',
   usage,
   options: OPTIONS,
   async run({ values, positionals }, ctx) {

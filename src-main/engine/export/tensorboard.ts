@@ -25,7 +25,7 @@ export interface TensorboardExportOptions {
   /** Runs by id or name (a name means its latest run), at least one. */
   runs: (number | string)[];
   format: 'tensorboard';
-  /** A folder (it must exist): each run is written to its own subfolder of it. */
+  /** A folder (made when only its parent exists): each run is written to its own subfolder of it. */
   out: string;
   /** Replace a run's subfolder an earlier export wrote. */
   force?: boolean;
@@ -54,14 +54,20 @@ interface Handlers {
   signal?: AbortSignal;
 }
 
+/** Points between progress reports (and abort checks), and the most read of one key at a time. */
 const PAGE_POINTS = 5_000;
+/** Points held across all keys' pages. */
+const BUFFERED_POINTS = 200_000;
 
 function invalid(field: string, message: string): ExportError {
   return new ExportError('invalid_option', field, `${field}: ${message}`);
 }
 
-/** The shape checks; `out` must be an existing, writable folder. */
-export function validateTensorboardOptions(raw: TensorboardExportOptions): { runs: (number | string)[]; out: string; force: boolean } {
+/**
+ * The shape checks. `out` is a folder: an existing, writable one, or a new one whose parent
+ * exists (`create`: made when the export starts, removed again if it fails).
+ */
+export function validateTensorboardOptions(raw: TensorboardExportOptions): { runs: (number | string)[]; out: string; force: boolean; create: boolean } {
   if (!Array.isArray(raw.runs) || raw.runs.length === 0) throw invalid('runs', 'name at least one run (id or name); list runs with `marsrl runs` or in the runs table');
   if (raw.container !== undefined && raw.container !== null) throw invalid('container', 'the tensorboard format writes event files; leave the container (--jsonl/--parquet) out');
   const filters = Object.entries(raw.filters ?? {}).filter(([, v]) => v !== undefined && v !== null && v !== false);
@@ -71,14 +77,17 @@ export function validateTensorboardOptions(raw: TensorboardExportOptions): { run
   if (typeof raw.out !== 'string' || raw.out.trim() === '') throw invalid('out', 'give the output folder (e.g. --out tb-logs); each run is written to a subfolder of it');
   const out = path.resolve(raw.out);
   const stat = fs.statSync(out, { throwIfNoEntry: false });
-  if (!stat) throw new ExportError('output_unwritable', 'out', `out: the folder ${out} does not exist; for the tensorboard format out is a folder (each run gets a subfolder): create it first`);
-  if (!stat.isDirectory()) throw new ExportError('output_unwritable', 'out', `out: ${out} is a file; for the tensorboard format out is a folder (each run gets a subfolder), e.g. ${path.join(path.dirname(out), 'tb-logs')}`);
-  try {
-    fs.accessSync(out, fs.constants.W_OK);
-  } catch {
-    throw new ExportError('output_unwritable', 'out', `out: the folder ${out} is not writable; choose another folder`);
+  const folder = stat ? out : path.dirname(out);
+  if (!stat && !fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new ExportError('output_unwritable', 'out', `out: neither the folder ${out} nor its parent ${folder} exists; for the tensorboard format out is a folder (each run gets a subfolder): create its parent first`);
   }
-  return { runs: raw.runs, out, force: raw.force === true };
+  if (stat && !stat.isDirectory()) throw new ExportError('output_unwritable', 'out', `out: ${out} is a file; for the tensorboard format out is a folder (each run gets a subfolder), e.g. ${path.join(path.dirname(out), 'tb-logs')}`);
+  try {
+    fs.accessSync(folder, fs.constants.W_OK);
+  } catch {
+    throw new ExportError('output_unwritable', 'out', `out: the folder ${folder} is not writable; choose another folder`);
+  }
+  return { runs: raw.runs, out, force: raw.force === true, create: !stat };
 }
 
 /** A run's folder name: its name made safe for every filesystem, then its id (names repeat, ids do not). */
@@ -104,6 +113,7 @@ export async function runTensorboardExport(store: Store, options: TensorboardExp
   const total = plans.reduce((n, p) => n + p.points, 0);
   if (total === 0) throw new ExportError('empty_result', 'runs', `empty result: run${plans.length > 1 ? 's' : ''} ${plans.map((p) => `${p.run.id} (${p.run.name})`).join(', ')} have no metric points to write`);
   const written: { plan: Planned; file: string; bytes: number }[] = [];
+  if (opts.create) fs.mkdirSync(opts.out);
   try {
     let done = 0;
     handlers.onProgress?.(0, total);
@@ -119,6 +129,7 @@ export async function runTensorboardExport(store: Store, options: TensorboardExp
     publishAll(plans, opts.force);
   } catch (error) {
     for (const plan of plans) fs.rmSync(plan.temp, { recursive: true, force: true });
+    if (opts.create) fs.rmSync(opts.out, { recursive: true, force: true });
     throw error;
   }
   return {
@@ -150,7 +161,10 @@ async function writeRun(store: Store, plan: Planned, progressed: (n: number) => 
   const name = eventFileName(Date.now() / 1000);
   const writer = new EventFileWriter(path.join(plan.temp, name), start);
   try {
-    const series = store.metrics.keys(plan.run.id).map((key) => new SeriesReader(store, plan.run.id, key));
+    const keys = store.metrics.keys(plan.run.id);
+    // One page per key is held: with many keys each page is smaller, so memory stays near BUFFERED_POINTS.
+    const pageSize = Math.min(PAGE_POINTS, Math.max(100, Math.floor(BUFFERED_POINTS / Math.max(1, keys.length))));
+    const series = keys.map((key) => new SeriesReader(store, plan.run.id, key, pageSize));
     let sincePage = 0;
     for (let step = nextStep(series); step !== null; step = nextStep(series)) {
       for (const s of series) {
@@ -193,6 +207,7 @@ class SeriesReader {
     private readonly store: Store,
     private readonly runId: number,
     readonly key: string,
+    private readonly pageSize: number,
   ) {}
 
   peek(): SeriesPoint | null {
@@ -206,7 +221,7 @@ class SeriesReader {
 
   private load(): void {
     if (this.after === null) return;
-    const { items, nextCursor } = this.store.metrics.series(this.runId, this.key, this.after, PAGE_POINTS);
+    const { items, nextCursor } = this.store.metrics.series(this.runId, this.key, this.after, this.pageSize);
     this.page = items;
     this.index = 0;
     this.after = nextCursor;

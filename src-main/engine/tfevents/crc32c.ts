@@ -3,8 +3,9 @@
  *
  * TensorBoard's summary/writer/record_writer.py packs each record as `<Q length>`,
  * `masked_crc32c(header)`, data, `masked_crc32c(data)`; compat/tensorflow_stub/pywrap_tensorflow.py
- * `masked_crc32c` masks a CRC as `((crc >> 15) | (crc << 17)) + 0xa282ead8` (32-bit), so a CRC of bytes that themselves hold CRCs does not collide. The
- * polynomial is 0x1EDC6F41, used here reflected (0x82F63B78), one byte per table lookup.
+ * `masked_crc32c` masks a CRC as `((crc >> 15) | (crc << 17)) + 0xa282ead8` (32-bit), so a CRC
+ * of bytes that themselves hold CRCs does not collide. The polynomial is 0x1EDC6F41, used here
+ * reflected (0x82F63B78), one byte per table lookup.
  */
 const POLY_REFLECTED = 0x82f63b78;
 const MASK_DELTA = 0xa282ead8;

@@ -10,8 +10,9 @@
  *                int_val = 7, int64_val = 10, bool_val = 11, half_val = 13, uint32_val = 16, uint64_val = 17
  *
  * Writers differ: torch's SummaryWriter.add_scalar (and TF1 `tf.summary.scalar`) sets
- * `simple_value`; TF2 `tf.summary.scalar` writes a rank-0 `tensor` (float_val or the raw bytes in
- * tensor_content) tagged with the `scalars` plugin. Both are scalars here.
+ * `simple_value`; TF2 `tf.summary.scalar` writes a rank-0 `tensor` (its 4 bytes in
+ * tensor_content; TensorBoard's own `scalar_pb` uses float_val) tagged with the `scalars` plugin.
+ * Both are scalars here.
  */
 import { WIRE_FIXED32, WIRE_FIXED64, WIRE_LENGTH, WireReader, WireWriter } from './wire';
 
@@ -42,25 +43,22 @@ export function decodeEvent(bytes: Uint8Array): TfEvent {
     if (field === 1 && wire === WIRE_FIXED64) event.wallTime = r.double();
     else if (field === 2 && wire === 0) event.step = r.varint();
     else if (field === 3 && wire === WIRE_LENGTH) event.fileVersion = r.string();
-    else if (field === 5 && wire === WIRE_LENGTH) event.values.push(...decodeSummary(bytes, r.delimited()));
+    else if (field === 5 && wire === WIRE_LENGTH) decodeSummary(r.sub(r.delimited()), event.values);
     else r.skip(wire);
   }
   return event;
 }
 
-function decodeSummary(bytes: Uint8Array, at: { start: number; end: number }): SummaryValue[] {
-  const r = new WireReader(bytes, at.start, at.end);
-  const values: SummaryValue[] = [];
+function decodeSummary(r: WireReader, values: SummaryValue[]): void {
   while (!r.done) {
     const { field, wire } = r.tag();
-    if (field === 1 && wire === WIRE_LENGTH) values.push(decodeValue(bytes, r.delimited()));
+    if (field === 1 && wire === WIRE_LENGTH) values.push(decodeValue(r.sub(r.delimited())));
     else r.skip(wire);
   }
-  return values;
 }
 
-function decodeValue(bytes: Uint8Array, at: { start: number; end: number }): SummaryValue {
-  const r = new WireReader(bytes, at.start, at.end);
+function decodeValue(r: WireReader): SummaryValue {
+  const bytes = r.bytes;
   const value: SummaryValue = { tag: '', pluginName: null, scalar: null };
   while (!r.done) {
     const { field, wire } = r.tag();
@@ -180,9 +178,11 @@ export function encodeFileVersionEvent(wallTime: number): Uint8Array {
 }
 
 /**
- * A scalar as TF2's `tf.summary.scalar` writes it: a rank-0 DT_FLOAT tensor (float_val), with the
- * `scalars` plugin's metadata (data_class DATA_CLASS_SCALAR = 1) on the tag's first value only,
- * as summary.proto says writers keep it. Values are float32 in TensorBoard either way.
+ * A scalar as TensorBoard's own summary API writes it (plugins/scalar/summary_v2.py `scalar_pb`,
+ * through tensor_util.make_tensor_proto, which puts a one-element tensor in float_val): a rank-0
+ * DT_FLOAT tensor with the `scalars` plugin's metadata (data_class DATA_CLASS_SCALAR = 1) on the
+ * tag's first value only, as summary.proto says writers keep it. TF2's summary ops put the same
+ * 4 bytes in tensor_content instead; readers take either. Values are float32 in TensorBoard.
  */
 export function encodeScalarEvent(wallTime: number, step: number, tag: string, value: number, withMetadata: boolean): Uint8Array {
   // float_val is packed: one length-delimited field holding the element's 4 bytes; the shape is empty (rank 0).

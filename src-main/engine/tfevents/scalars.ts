@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { decodeEvent } from './events';
-import { readRecords, TFRecordError, type RecordReadOptions } from './tfrecord';
+import { readRecords, readRecordsSync, TFRecordError, type RecordItem, type RecordReadOptions } from './tfrecord';
 
 export type ScalarItem =
   /**
@@ -25,21 +25,25 @@ export function isEventFileName(name: string): boolean {
   return base.includes('tfevents') && !base.endsWith('.profile-empty');
 }
 
-/** Every scalar of `file` after byte `start`; an undecodable record is an issue and is skipped. */
-export async function* readScalars(file: string, start: number, options: RecordReadOptions & { label?: string }): AsyncGenerator<ScalarItem> {
-  for await (const item of readRecords(file, start, options)) {
-    if (item.kind !== 'record') {
-      yield item.kind === 'issue' ? { kind: 'issue', error: item.error } : item;
-      continue;
-    }
-    let event;
-    try {
-      event = decodeEvent(item.data);
-    } catch (error) {
-      yield { kind: 'issue', error: new TFRecordError(file, item.offset, `not an Event message (${(error as Error).message}); record skipped`) };
-      continue;
-    }
-    const scalars = event.values.flatMap((v) => (v.scalar === null ? [] : [{ tag: v.tag, value: v.scalar }]));
-    yield { kind: 'event', scalars, step: event.step, wallTime: event.wallTime, offset: item.offset, next: item.next };
+/** One record as a scalar item: an undecodable event is an issue and is skipped. */
+function toScalarItem(file: string, item: RecordItem): ScalarItem {
+  if (item.kind === 'end') return item;
+  if (item.kind === 'issue') return { kind: 'issue', error: item.error };
+  let event;
+  try {
+    event = decodeEvent(item.data);
+  } catch (error) {
+    return { kind: 'issue', error: new TFRecordError(file, item.offset, `not an Event message (${(error as Error).message}); record skipped`) };
   }
+  const scalars = event.values.flatMap((v) => (v.scalar === null ? [] : [{ tag: v.tag, value: v.scalar }]));
+  return { kind: 'event', scalars, step: event.step, wallTime: event.wallTime, offset: item.offset, next: item.next };
+}
+
+/** Every event of `file` after byte `start`, with its scalars. */
+export async function* readScalars(file: string, start: number, options: RecordReadOptions): AsyncGenerator<ScalarItem> {
+  for await (const item of readRecords(file, start, options)) yield toScalarItem(file, item);
+}
+
+export function* readScalarsSync(file: string, start: number, options: RecordReadOptions): Generator<ScalarItem> {
+  for (const item of readRecordsSync(file, start, options)) yield toScalarItem(file, item);
 }

@@ -8,7 +8,7 @@
  * (the loader retries from the record's start). Reading is streamed through one window of the
  * file, so a large event file is never held in memory.
  */
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import { maskedCrc32c } from './crc32c';
 
 const HEADER_BYTES = 12;
@@ -51,14 +51,14 @@ class FileWindow {
   private at = 0;
 
   constructor(
-    private readonly handle: fs.FileHandle,
+    private readonly fd: number,
     private readonly windowBytes: number,
   ) {}
 
-  async bytes(offset: number, length: number): Promise<Buffer | null> {
+  bytes(offset: number, length: number): Buffer | null {
     if (offset < this.at || offset + length > this.at + this.buffer.length) {
       const buffer = Buffer.alloc(Math.max(length, this.windowBytes));
-      const { bytesRead } = await this.handle.read(buffer, 0, buffer.length, offset);
+      const bytesRead = fs.readSync(this.fd, buffer, 0, buffer.length, offset);
       this.buffer = buffer.subarray(0, bytesRead);
       this.at = offset;
     }
@@ -70,16 +70,23 @@ class FileWindow {
 /**
  * The records of `file` from byte `start`, up to the size the file has when the read begins.
  * A data CRC mismatch skips that record (its length was sound); a length whose CRC fails stops
- * the file, since nothing after it can be framed.
+ * the file, since nothing after it can be framed. Reads block one window (1 MiB) at a time: the
+ * follower polls synchronously; the importer uses the async form.
  */
-export async function* readRecords(file: string, start: number, options: RecordReadOptions): AsyncGenerator<RecordItem> {
-  const handle = await fs.open(file, 'r');
+export function* readRecordsSync(file: string, start: number, options: RecordReadOptions): Generator<RecordItem> {
+  const fd = fs.openSync(file, 'r');
   try {
-    const size = (await handle.stat()).size;
-    const window = new FileWindow(handle, options.windowBytes ?? WINDOW_BYTES);
+    const size = fs.fstatSync(fd).size;
+    const window = new FileWindow(fd, options.windowBytes ?? WINDOW_BYTES);
+    if (start > size) {
+      // Event files only grow; a shorter one was rewritten. Said once: reading goes on from its new end.
+      yield { kind: 'issue', error: new TFRecordError(file, start, `the file is now ${size} bytes, shorter than where the last read stopped: it was rewritten, not appended to; only records added after its current end will be read`), fatal: true };
+      yield { kind: 'end', resumeAt: size, pending: false };
+      return;
+    }
     let pos = start;
     for (;;) {
-      const step = await frameAt(window, file, pos, size, options.finished);
+      const step = frameAt(window, file, pos, size, options.finished);
       if (step.kind === 'end') {
         yield step;
         return;
@@ -93,18 +100,27 @@ export async function* readRecords(file: string, start: number, options: RecordR
       pos = step.next;
     }
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
+  }
+}
+
+/** readRecordsSync for async readers (the importer), letting other work run between windows' worth of records. */
+export async function* readRecords(file: string, start: number, options: RecordReadOptions): AsyncGenerator<RecordItem> {
+  let n = 0;
+  for (const item of readRecordsSync(file, start, options)) {
+    yield item;
+    if (++n % 1000 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 
 type Framed = Extract<RecordItem, { kind: 'record' | 'end' }> | (Extract<RecordItem, { kind: 'issue' }> & { next: number });
 
 /** What is at `pos`: a record, a bad one, or the end of what can be read now. */
-async function frameAt(window: FileWindow, file: string, pos: number, size: number, finished: boolean): Promise<Framed> {
+function frameAt(window: FileWindow, file: string, pos: number, size: number, finished: boolean): Framed {
   if (pos >= size) return { kind: 'end', resumeAt: pos, pending: false };
   const incomplete = (reason: string): Framed =>
     finished ? { kind: 'issue', error: new TFRecordError(file, pos, reason), fatal: true, next: size } : { kind: 'end', resumeAt: pos, pending: true };
-  const header = size - pos >= HEADER_BYTES ? await window.bytes(pos, HEADER_BYTES) : null;
+  const header = size - pos >= HEADER_BYTES ? window.bytes(pos, HEADER_BYTES) : null;
   if (header === null) return incomplete(`truncated record: ${size - pos} bytes left, fewer than the ${HEADER_BYTES}-byte header`);
   if (maskedCrc32c(header, 0, 8) !== header.readUInt32LE(8)) {
     return { kind: 'issue', error: new TFRecordError(file, pos, 'corrupted record length (length CRC mismatch); the rest of the file cannot be read'), fatal: true, next: size };
@@ -112,7 +128,7 @@ async function frameAt(window: FileWindow, file: string, pos: number, size: numb
   const length = Number(header.readBigUInt64LE(0));
   const next = pos + HEADER_BYTES + length + FOOTER_BYTES;
   if (next > size) return incomplete(`truncated record: its header says ${length} data bytes but the file ends ${size - pos - HEADER_BYTES} bytes after it`);
-  const body = await window.bytes(pos + HEADER_BYTES, length + FOOTER_BYTES);
+  const body = window.bytes(pos + HEADER_BYTES, length + FOOTER_BYTES);
   if (body === null) return incomplete('truncated record: the file shrank while it was read');
   if (maskedCrc32c(body, 0, length) !== body.readUInt32LE(length)) {
     return { kind: 'issue', error: new TFRecordError(file, pos, `data CRC mismatch in a record of ${length} bytes; record skipped`), fatal: false, next };

@@ -27,9 +27,15 @@ export class WireReader {
     readonly bytes: Uint8Array,
     start = 0,
     readonly end = bytes.length,
+    view?: DataView,
   ) {
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.view = view ?? new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.pos = start;
+  }
+
+  /** A reader of the nested message at [start, end) of the same bytes. */
+  sub(at: { start: number; end: number }): WireReader {
+    return new WireReader(this.bytes, at.start, at.end, this.view);
   }
 
   get done(): boolean {
@@ -84,6 +90,7 @@ export class WireReader {
 
   string(): string {
     const { start, end } = this.delimited();
+    if (Buffer.isBuffer(this.bytes)) return this.bytes.toString('utf8', start, end);
     return Buffer.from(this.bytes.buffer, this.bytes.byteOffset + start, end - start).toString('utf8');
   }
 
@@ -108,7 +115,8 @@ export class WireReader {
 
 /** Builds one message; nested messages are encoded first and added as bytes. */
 export class WireWriter {
-  private readonly parts: number[] = [];
+  private buffer = Buffer.allocUnsafe(64);
+  private length = 0;
 
   varintField(field: number, value: number): this {
     this.key(field, WIRE_VARINT);
@@ -118,24 +126,26 @@ export class WireWriter {
 
   doubleField(field: number, value: number): this {
     this.key(field, WIRE_FIXED64);
-    const b = Buffer.alloc(8);
-    b.writeDoubleLE(value);
-    this.parts.push(...b);
+    this.room(8);
+    this.buffer.writeDoubleLE(value, this.length);
+    this.length += 8;
     return this;
   }
 
   floatField(field: number, value: number): this {
     this.key(field, WIRE_FIXED32);
-    const b = Buffer.alloc(4);
-    b.writeFloatLE(value);
-    this.parts.push(...b);
+    this.room(4);
+    this.buffer.writeFloatLE(value, this.length);
+    this.length += 4;
     return this;
   }
 
   bytesField(field: number, value: Uint8Array): this {
     this.key(field, WIRE_LENGTH);
     this.varint(value.length);
-    for (const b of value) this.parts.push(b);
+    this.room(value.length);
+    this.buffer.set(value, this.length);
+    this.length += value.length;
     return this;
   }
 
@@ -144,21 +154,42 @@ export class WireWriter {
   }
 
   finish(): Uint8Array {
-    return Uint8Array.from(this.parts);
+    return this.buffer.subarray(0, this.length);
+  }
+
+  private room(n: number): void {
+    if (this.length + n <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + n));
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
+
+  private byte(b: number): void {
+    this.room(1);
+    this.buffer[this.length++] = b;
   }
 
   private key(field: number, wire: number): void {
     this.varint(field * 8 + wire);
   }
 
-  /** Non-negative integers to 2^53 (steps, lengths, field keys). */
+  /** Integers to ±2^53 (steps, lengths, field keys); a negative int64 is its 64-bit two's complement (ten bytes). */
   private varint(value: number): void {
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`cannot encode ${value} as a varint`);
-    let v = value;
-    while (v >= 0x80) {
-      this.parts.push((v % 0x80) | 0x80);
-      v = Math.floor(v / 0x80);
+    if (!Number.isSafeInteger(value)) throw new RangeError(`cannot encode ${value} as a varint`);
+    if (value >= 0 && value < 2 ** 31) {
+      let n = value;
+      while (n >= 0x80) {
+        this.byte((n & 0x7f) | 0x80);
+        n >>>= 7;
+      }
+      this.byte(n);
+      return;
     }
-    this.parts.push(v);
+    let v = value < 0 ? BigInt.asUintN(64, BigInt(value)) : BigInt(value);
+    while (v >= 0x80n) {
+      this.byte(Number(v & 0x7fn) | 0x80);
+      v >>= 7n;
+    }
+    this.byte(Number(v));
   }
 }

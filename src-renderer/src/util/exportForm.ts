@@ -17,7 +17,7 @@ export interface FormatInfo {
   /** One line: what a row is and what the file is for. */
   description: string;
   /** What the progress counts for this format (source rows read). */
-  unit: 'turns' | 'problems';
+  unit: 'turns' | 'problems' | 'metric points';
 }
 
 export const FORMATS: readonly FormatInfo[] = [
@@ -25,6 +25,7 @@ export const FORMATS: readonly FormatInfo[] = [
   { value: 'verl', label: 'veRL', description: "One row per problem in veRL's RL dataset layout (prompt, ground truth), to train with veRL.", unit: 'problems' },
   { value: 'sft', label: 'SFT', description: 'Chat messages per turn (prompt → what the agent wrote) for fine-tuning; correct turns by default.', unit: 'turns' },
   { value: 'pairs', label: 'Preference pairs', description: 'Chosen and rejected outputs of one sampling group, for DPO-style preference training.', unit: 'turns' },
+  { value: 'tensorboard', label: 'TensorBoard', description: "The runs' metrics as TensorBoard event files, one subfolder per run of the output folder (no filters).", unit: 'metric points' },
 ];
 
 export const CONTAINERS: readonly ExportContainerName[] = ['parquet', 'jsonl'];
@@ -35,6 +36,8 @@ export const DEFAULT_CONTAINER: Record<ExportFormatName, ExportContainerName> = 
   verl: 'parquet',
   sft: 'jsonl',
   pairs: 'jsonl',
+  // Never sent: a TensorBoard export writes event files and its request carries no container.
+  tensorboard: 'jsonl',
 };
 
 export const EXTENSION: Record<ExportContainerName, string> = { parquet: '.parquet', jsonl: '.jsonl' };
@@ -154,7 +157,8 @@ export function buildExportRequest(form: ExportForm): { request: ExportRequest |
   const issues: FieldIssue[] = [];
   if (form.runs.length === 0) issues.push({ path: 'runs', message: 'runs: choose at least one run to export' });
   const out = form.out.trim();
-  if (out === '') issues.push({ path: 'out', message: 'out: give the output file path (e.g. /data/run3.parquet)' });
+  const tensorboard = form.format === 'tensorboard';
+  if (out === '') issues.push({ path: 'out', message: tensorboard ? 'out: give the output folder (e.g. /data/tb-logs)' : 'out: give the output file path (e.g. /data/run3.parquet)' });
   const stepFrom = parseWhole('filters.stepFrom', form.stepFrom, issues);
   const stepTo = parseWhole('filters.stepTo', form.stepTo, issues);
   if (stepFrom !== undefined && stepTo !== undefined && stepFrom > stepTo) {
@@ -166,6 +170,8 @@ export function buildExportRequest(form: ExportForm): { request: ExportRequest |
     issues.push({ path: 'filters.maxReward', message: `filters.maxReward: the reward range is empty: minReward ${minReward} is above maxReward ${maxReward}` });
   }
   if (issues.length > 0) return { request: null, issues };
+  // Every metric point of the runs, into a folder: no container, filters or dedupe apply.
+  if (tensorboard) return { request: { runs: [...form.runs], format: 'tensorboard', out, ...(form.force ? { force: true } : {}) }, issues: [] };
 
   const correctness = effectiveCorrectness(form);
   const filters: NonNullable<ExportRequest['filters']> = {
@@ -262,5 +268,5 @@ export function joinPath(folder: string, name: string): string {
 export function suggestedOutPath(folder: string, runs: readonly { id: number; name: string }[], format: ExportFormatName, container: ExportContainerName): string {
   const first = runs.length > 0 ? `${slug(runs[0].name).slice(0, 48).replace(/[-.]+$/, '')}-run${runs[0].id}` : 'runs';
   const more = runs.length > 1 ? `-and-${runs.length - 1}-more` : '';
-  return joinPath(folder, `${first}${more}-${format}${EXTENSION[container]}`);
+  return joinPath(folder, `${first}${more}-${format}${format === 'tensorboard' ? '' : EXTENSION[container]}`);
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ImportIssue } from '#shared/contract';
 import { readScalars, type ScalarItem } from '../../tfevents/scalars';
-import type { ImportBatch, ImportFormat, ImportMetric, ReadOptions, ScannedRun, ScanResult } from '../types';
+import { ImportSourceError, type ImportBatch, type ImportFormat, type ImportMetric, type ReadOptions, type ScannedRun, type ScanResult } from '../types';
 import { holdsEventFiles, issueFile, locate, runDir, type TensorBoardSource } from './locate';
 
 /** Per file of a run: the byte offset to read from next. */
@@ -37,7 +37,7 @@ interface RunFile {
 
 function runFiles(source: TensorBoardSource, key: string, cursor: TensorBoardCursor): RunFile[] {
   const names = source.runs.get(key);
-  if (!names) throw new Error(`no TensorBoard run ${JSON.stringify(key)} in ${source.root}; runs: ${[...source.runs.keys()].join(', ')}`);
+  if (!names) throw new ImportSourceError(`no TensorBoard run ${JSON.stringify(key)} in ${source.root} (no event files in that folder now); its runs: ${[...source.runs.keys()].join(', ')}`, key);
   const dir = runDir(source, key);
   return names.map((name, i) => ({ name, full: path.join(dir, name), start: cursor.files[name] ?? 0, finished: i < names.length - 1 }));
 }
