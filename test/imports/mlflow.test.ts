@@ -143,6 +143,15 @@ describe('MLflow file store import', () => {
     expect(finished).toEqual([{ step: 5, key: 'loss', value: 0.3, wallTime: 1748596007 }]);
   });
 
+  it('a run MLflow marks deleted is listed as an issue, not imported', async () => {
+    const store = copyStore('deleted');
+    const meta = path.join(store, EXPERIMENT, RUN2, 'meta.yaml');
+    fs.writeFileSync(meta, fs.readFileSync(meta, 'utf8').replace('lifecycle_stage: active', 'lifecycle_stage: deleted'));
+    const scan = await mlflowFormat.scan(store, {});
+    expect(scan.runs.map((run) => run.key)).toEqual([RUN1]);
+    expect(scan.issues).toEqual([expect.objectContaining({ file: `${EXPERIMENT}/${RUN2}/meta.yaml`, message: expect.stringMatching(/is deleted in MLflow/) })]);
+  });
+
   it('an empty folder is a clear error naming it', async () => {
     const empty = path.join(tmp.dir, 'empty');
     fs.mkdirSync(empty, { recursive: true });
@@ -152,12 +161,13 @@ describe('MLflow file store import', () => {
 });
 
 describe('MLflow SQLite store import', () => {
-  /** Plain SQL: a run's points in MLflow's history order, NaN where is_nan. */
+  /** Plain SQL: a run's points in MLflow's history order, NaN where is_nan, ±inf where MLflow stored its ±1.7976931348623157e308 stand-in. */
   function sqlPoints(file: string, run: string): ImportMetric[] {
     const db = new Database(file, { readonly: true });
     const rows = db.prepare('SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY key, step, timestamp').all(run) as Array<{ key: string; value: number; timestamp: number; step: number; is_nan: number }>;
     db.close();
-    return rows.map((r) => ({ step: r.step, key: r.key, value: r.is_nan ? NaN : r.value, wallTime: r.timestamp / 1000 }));
+    const value = (r: { value: number; is_nan: number }): number => (r.is_nan ? NaN : r.value === 1.7976931348623157e308 ? Infinity : r.value === -1.7976931348623157e308 ? -Infinity : r.value);
+    return rows.map((r) => ({ step: r.step, key: r.key, value: value(r), wallTime: r.timestamp / 1000 }));
   }
 
   it('detects mlflow.db (and trackio does not take it)', () => {
@@ -188,6 +198,8 @@ describe('MLflow SQLite store import', () => {
     const run = '5e0c2b7a91d34f0e8a6b4c2d1e0f9a8b';
     const batches = await readAll(file, run, null, 2);
     expect(batches.flatMap((b) => b.metrics)).toEqual(sqlPoints(file, run));
+    expect(batches.flatMap((b) => b.metrics).find((m) => m.key === 'grad_norm')?.value).toBe(Infinity);
+    expect(Number.isNaN(batches.flatMap((b) => b.metrics).find((m) => m.key === 'loss' && m.step === 2)?.value)).toBe(true);
     const cursor = JSON.parse(JSON.stringify(batches[batches.length - 1].cursor));
     expect(await readAll(file, run, cursor, 2)).toEqual([]);
     // Resume mid-way: the cursor of the first batch continues exactly where it stopped.
@@ -202,6 +214,16 @@ describe('MLflow SQLite store import', () => {
       { step: 4, key: 'aaa', value: 1, wallTime: 1748595605 },
       { step: 4, key: 'loss', value: 0.6, wallTime: 1748595605 },
     ]);
+  });
+
+  it('a run MLflow marks deleted is listed as an issue, not imported', async () => {
+    const file = buildDb('deleted.db');
+    const db = new Database(file);
+    db.prepare("UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid = ?").run('d4c3b2a1f0e94d8c8b7a6f5e4d3c2b1a');
+    db.close();
+    const scan = await mlflowFormat.scan(file, {});
+    expect(scan.runs.map((run) => run.key)).toEqual(['5e0c2b7a91d34f0e8a6b4c2d1e0f9a8b']);
+    expect(scan.issues.map((issue) => issue.message)).toEqual(['deleted.db: run d4c3b2a1f0e94d8c8b7a6f5e4d3c2b1a is deleted in MLflow (lifecycle_stage: deleted); not imported']);
   });
 
   it('a database without MLflow metrics columns is refused naming the file, table and column', async () => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { trackioFormat } from '../../src-main/engine/imports/trackio';
-import { importFormat } from '../../src-main/engine/imports/registry';
+import { IMPORT_FORMAT_REGISTRY, importFormat } from '../../src-main/engine/imports/registry';
 import { ImportSourceError, type ImportBatch } from '../../src-main/engine/imports/types';
 import { tempFolder } from '../helpers/tmp';
 
@@ -52,6 +52,7 @@ describe('trackio import', () => {
     expect(trackioFormat.detect(file)).toBe(true);
     expect(trackioFormat.detect(tmp.dir)).toBe(true);
     expect(importFormat('trackio')).toBe(trackioFormat);
+    expect(IMPORT_FORMAT_REGISTRY.filter((format) => format.detect(file)).map((format) => format.id)).toEqual(['trackio']);
     const mlflow = path.join(tmp.dir, 'mlflow-like.sqlite');
     const db = new Database(mlflow);
     db.exec('CREATE TABLE runs (run_uuid TEXT); CREATE TABLE metrics (key TEXT, value REAL, timestamp INTEGER, step INTEGER, run_uuid TEXT)');
@@ -110,6 +111,10 @@ describe('trackio import', () => {
     ]);
     const cursor = batches[batches.length - 1].cursor;
     expect(await readAll(file, '3f2a9c1e', JSON.parse(JSON.stringify(cursor)))).toEqual([]);
+    // An import stopped after its first batch goes on from that batch's cursor, adding nothing twice.
+    const resumed = await readAll(file, '3f2a9c1e', JSON.parse(JSON.stringify(batches[0].cursor)));
+    expect([...batches[0].metrics, ...resumed.flatMap((b) => b.metrics)]).toEqual(metrics);
+    expect([...batches[0].episodes, ...resumed.flatMap((b) => b.episodes)]).toEqual(episodes);
   });
 
   it('a grown database yields only the rows added since the cursor', async () => {

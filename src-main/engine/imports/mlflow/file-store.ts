@@ -90,7 +90,9 @@ export function fileRuns(path: string, issues: ImportIssue[]): FileRun[] {
     try {
       const meta = readMeta(join(dir, META));
       const id = String(meta.run_id ?? meta.run_uuid ?? dir.split(sep).pop());
-      runs.push({ id, dir, rel, meta });
+      // A deleted run stays in place with lifecycle_stage "deleted" (FileStore.delete_run); MLflow lists only active runs by default.
+      if (meta.lifecycle_stage === 'deleted') issues.push({ file: `${rel}/${META}`, position: '', message: `${rel}: run ${id} is deleted in MLflow (lifecycle_stage: deleted); not imported` });
+      else runs.push({ id, dir, rel, meta });
     } catch (error) {
       issues.push({ file: `${rel}/${META}`, position: '', message: `${rel}/${META}: ${error instanceof Error ? error.message : String(error)}; run not imported` });
     }

@@ -5,9 +5,10 @@
  * primary key (key, timestamp, step, run_uuid, value, is_nan) (SqlMetric), `params(key, value,
  * run_uuid)`, `tags(key, value, run_uuid)`. Columns are read with PRAGMA table_info because the
  * alembic migrations added them over time: `step` (migration "add step to metrics", server default
- * 0) and `is_nan` (with NaN stored as value 0, is_nan 1: `_get_metric_value_details`; ±inf are
- * stored as ±1.7976931348623157e308 and, as in MLflow's `SqlMetric.to_mlflow_entity`, read back as
- * stored). Timestamps are ms since the epoch.
+ * 0) and `is_nan` (with NaN stored as value 0, is_nan 1: `_get_metric_value_details`). That
+ * function also stores ±inf as ±1.7976931348623157e308 because "Sql can not represent Infs";
+ * MLflow reads the sentinel back as stored, this reader reads it as the ±Infinity that was logged
+ * (a chart would otherwise scale to 1.8e308). Timestamps are ms since the epoch.
  *
  * Reading a run: the rows with rowid above the cursor's base, ordered by (key, step, timestamp) as
  * MLflow's `get_metric_history` does; the cursor is {base, max, after}: rows up to rowid `max` are
@@ -17,6 +18,7 @@
 import type { Database as Db } from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
+import type { ImportIssue } from '#shared/contract';
 import type { ImportBatch, ImportMetric, ReadOptions, ScanResult } from '../types';
 import { ImportSourceError } from '../types';
 import { openReadOnly, tableColumns } from '../trackio/schema';
@@ -27,6 +29,7 @@ interface SqlSchema {
   step: boolean;
   isNan: boolean;
   runName: boolean;
+  lifecycle: boolean;
 }
 
 export function detectSqliteStore(path: string): boolean {
@@ -57,7 +60,7 @@ function readSchema(db: Db, file: string): SqlSchema {
       throw new ImportSourceError(`${file}: MLflow table "${table}" has no ${column} column (found: ${found.join(', ') || 'no such table'}); not an MLflow tracking database`, file);
     }
   }
-  return { step: metrics.includes('step'), isNan: metrics.includes('is_nan'), runName: runs.includes('name') };
+  return { step: metrics.includes('step'), isNan: metrics.includes('is_nan'), runName: runs.includes('name'), lifecycle: runs.includes('lifecycle_stage') };
 }
 
 function keyValueTable(db: Db, table: 'params' | 'tags', run: string): Record<string, string> {
@@ -67,10 +70,24 @@ function keyValueTable(db: Db, table: 'params' | 'tags', run: string): Record<st
   return Object.fromEntries(rows.map((row) => [row.key, row.value ?? '']));
 }
 
-function runInfos(db: Db, schema: SqlSchema): RunInfo[] {
+interface RunRow {
+  id: string;
+  name: unknown;
+  startTime: unknown;
+  endTime: unknown;
+  stage: unknown;
+}
+
+/** The runs, less those MLflow marks deleted (lifecycle_stage, SqlRun; listed as issues). */
+function runInfos(db: Db, schema: SqlSchema, file: string, issues: ImportIssue[]): RunInfo[] {
   const name = schema.runName ? 'name' : 'NULL';
-  const rows = db.prepare(`SELECT run_uuid AS id, ${name} AS name, start_time AS startTime, end_time AS endTime FROM runs ORDER BY start_time, run_uuid`).all() as Array<{ id: string; name: unknown; startTime: unknown; endTime: unknown }>;
-  return rows.map((row) => ({ ...row, params: keyValueTable(db, 'params', row.id), tags: keyValueTable(db, 'tags', row.id) }));
+  const stage = schema.lifecycle ? 'lifecycle_stage' : 'NULL';
+  const rows = db.prepare(`SELECT run_uuid AS id, ${name} AS name, start_time AS startTime, end_time AS endTime, ${stage} AS stage FROM runs ORDER BY start_time, run_uuid`).all() as RunRow[];
+  const deleted = rows.filter((row) => row.stage === 'deleted');
+  for (const row of deleted) issues.push({ file: '', position: '', message: `${file}: run ${row.id} is deleted in MLflow (lifecycle_stage: deleted); not imported` });
+  return rows
+    .filter((row) => row.stage !== 'deleted')
+    .map(({ id, name: runName, startTime, endTime }) => ({ id, name: runName, startTime, endTime, params: keyValueTable(db, 'params', id), tags: keyValueTable(db, 'tags', id) }));
 }
 
 function step(schema: SqlSchema): string {
@@ -81,7 +98,8 @@ export function scanSqliteStore(path: string): ScanResult {
   const db = openReadOnly(path);
   try {
     const schema = readSchema(db, basename(path));
-    const runs = runInfos(db, schema).map((info) => {
+    const issues: ImportIssue[] = [];
+    const runs = runInfos(db, schema, basename(path), issues).map((info) => {
       const tally = emptyTally();
       const rows = db.prepare(`SELECT key, ${step(schema)} AS step FROM metrics WHERE run_uuid = ?`).raw().iterate(info.id) as Iterable<[string, number]>;
       for (const [key, at] of rows) {
@@ -91,7 +109,7 @@ export function scanSqliteStore(path: string): ScanResult {
       }
       return scannedRun(info, tally);
     });
-    return { runs, issues: [], files: 1, bytes: statSync(path).size };
+    return { runs, issues, files: 1, bytes: statSync(path).size };
   } finally {
     db.close();
   }
@@ -118,35 +136,52 @@ interface MetricRow {
   isNan: number;
 }
 
-function page(db: Db, schema: SqlSchema, run: string, cursor: SqlCursor, limit: number): MetricRow[] {
+/** The rows of the range (base, max] after the cursor's position, in MLflow's history order, as one sorted pass. */
+function rangeRows(db: Db, schema: SqlSchema, run: string, cursor: SqlCursor): IterableIterator<MetricRow> {
   const order = `key, ${step(schema)}, timestamp, rowid`;
   const after = cursor.after === null ? '' : `AND (${order}) > (?, ?, ?, ?)`;
   const sql =
     `SELECT rowid AS rid, key, value, timestamp, ${step(schema)} AS step, ${schema.isNan ? 'is_nan' : '0'} AS isNan FROM metrics ` +
-    `WHERE run_uuid = ? AND rowid > ? AND rowid <= ? ${after} ORDER BY ${order} LIMIT ?`;
-  return db.prepare(sql).all(run, cursor.base, cursor.max, ...(cursor.after ?? []), limit) as MetricRow[];
+    `WHERE run_uuid = ? AND rowid > ? AND rowid <= ? ${after} ORDER BY ${order}`;
+  return db.prepare(sql).iterate(run, cursor.base, cursor.max, ...(cursor.after ?? [])) as IterableIterator<MetricRow>;
+}
+
+/** The largest finite double: MLflow's stand-in for an infinite value. */
+const INF_SENTINEL = Number.MAX_VALUE;
+
+function metricValue(row: MetricRow): number {
+  if (row.isNan) return NaN;
+  if (Math.abs(row.value) === INF_SENTINEL) return Math.sign(row.value) * Infinity;
+  return row.value;
 }
 
 function point(row: MetricRow): ImportMetric {
-  return { step: row.step, key: row.key, value: row.isNan ? NaN : row.value, wallTime: row.timestamp === null ? null : row.timestamp / 1000 };
+  return { step: row.step, key: row.key, value: metricValue(row), wallTime: row.timestamp === null ? null : row.timestamp / 1000 };
 }
 
-/** Rows of the range (base, max] after the cursor's position, in batches; the last batch closes the range. */
+function batchOf(rows: MetricRow[], cursor: SqlCursor, bytes: { done: number }): ImportBatch {
+  // Progress in the rows' payload bytes (the key's text and three 8-byte numbers): SQLite pages have no per-run offset.
+  for (const row of rows) bytes.done += Buffer.byteLength(row.key) + 24;
+  return { metrics: rows.map(point), episodes: [], checkpoints: [], issues: [], cursor, bytesDone: bytes.done };
+}
+
+/**
+ * Rows of the range (base, max] after the cursor's position, in batches. One statement is stepped
+ * through (SQLite sorts once; the connection is this reader's own, so it may stay open across a
+ * yield); a batch goes out once the row after it is seen, so the last batch closes the range.
+ */
 function* readRange(db: Db, schema: SqlSchema, run: string, start: SqlCursor, options: ReadOptions, bytes: { done: number }): Generator<ImportBatch> {
-  let cursor = start;
-  for (;;) {
+  let pending: MetricRow[] = [];
+  for (const row of rangeRows(db, schema, run, start)) {
     if (options.signal?.aborted) return;
-    const rows = page(db, schema, run, cursor, options.batchSize + 1);
-    if (rows.length === 0) return;
-    const more = rows.length > options.batchSize;
-    const taken = more ? rows.slice(0, options.batchSize) : rows;
-    const last = taken[taken.length - 1];
-    cursor = more ? { ...cursor, after: [last.key, last.step, last.timestamp ?? 0, last.rid] } : { base: cursor.max, max: cursor.max, after: null };
-    // Progress in the rows' payload bytes (the key's text and three 8-byte numbers): SQLite pages have no per-run offset.
-    for (const row of taken) bytes.done += Buffer.byteLength(row.key) + 24;
-    yield { metrics: taken.map(point), episodes: [], checkpoints: [], issues: [], cursor, bytesDone: bytes.done };
-    if (!more) return;
+    if (pending.length === options.batchSize) {
+      const last = pending[pending.length - 1];
+      yield batchOf(pending, { ...start, after: [last.key, last.step, last.timestamp ?? 0, last.rid] }, bytes);
+      pending = [];
+    }
+    pending.push(row);
   }
+  if (pending.length > 0) yield batchOf(pending, { base: start.max, max: start.max, after: null }, bytes);
 }
 
 export async function* readSqliteStore(path: string, run: string, cursorValue: unknown, options: ReadOptions): AsyncGenerator<ImportBatch> {

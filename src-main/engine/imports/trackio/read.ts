@@ -3,6 +3,8 @@
  * the cursor. The cursor is the last rowid read per table, so a re-import reads nothing and a
  * grown database (trackio only appends: `bulk_log` inserts, sqlite_storage.py:1606) yields only
  * the rows added since. Pages are fetched with LIMIT so no statement stays open across a yield.
+ * The run test is written `+run_id` so SQLite walks the table by rowid from the cursor instead of
+ * trackio's (run_id, step) index, which would revisit every earlier row of the run on each page.
  */
 import type { Database as Db } from 'better-sqlite3';
 import type { ImportBatch, ImportMetric, ReadOptions } from '../types';
@@ -34,8 +36,8 @@ interface MetricsRowData {
 
 function metricsPage(db: Db, schema: NonNullable<TrackioSchema['metrics']>, run: string, after: number, limit: number): MetricsRowData[] {
   const timestamp = schema.timestamp ?? 'NULL';
-  const sql = `SELECT rowid AS rid, step, metrics, ${timestamp} AS ts FROM metrics WHERE "${schema.run}" = ? AND rowid > ? ORDER BY rowid LIMIT ?`;
-  return db.prepare(sql).all(run, after, limit) as MetricsRowData[];
+  const sql = `SELECT rowid AS rid, step, metrics, ${timestamp} AS ts FROM metrics WHERE rowid > ? AND +"${schema.run}" = ? ORDER BY rowid LIMIT ?`;
+  return db.prepare(sql).all(after, run, limit) as MetricsRowData[];
 }
 
 function readMetricsRow(row: MetricsRowData, file: TrackioFile, batch: ImportBatch): void {
@@ -70,8 +72,8 @@ function tracesPage(db: Db, schema: NonNullable<TrackioSchema['traces']>, run: s
   const column = (name: string | null): string => (name === null ? 'NULL' : `"${name}"`);
   const sql =
     `SELECT rowid AS rid, ${column(schema.step)} AS step, messages, ${column(schema.key)} AS key, ${column(schema.traceIndex)} AS idx, ` +
-    `${column(schema.metadata)} AS metadata, ${column(schema.timestamp)} AS ts FROM traces WHERE "${schema.run}" = ? AND rowid > ? ORDER BY rowid LIMIT ?`;
-  return db.prepare(sql).all(run, after, limit) as TraceRowData[];
+    `${column(schema.metadata)} AS metadata, ${column(schema.timestamp)} AS ts FROM traces WHERE rowid > ? AND +"${schema.run}" = ? ORDER BY rowid LIMIT ?`;
+  return db.prepare(sql).all(after, run, limit) as TraceRowData[];
 }
 
 function readTraceRow(row: TraceRowData, file: TrackioFile, batch: ImportBatch): void {
