@@ -176,8 +176,11 @@ function buildPanels(entries: Entry[], idPrefix: string): MetricPanel[] {
 export function metricSections(keys: readonly string[]): MetricSection[] {
   const phaseEntries = new Map<string, Entry[]>(PHASES.map((p) => [p.prefix, []]));
   const trainEntries: Entry[] = [];
+  // Keys with no namespace (MLflow's `loss`, trackio's `lr`: runs made elsewhere, issue 39), each its own panel.
+  const flatEntries: Entry[] = [];
   for (const key of keys) {
     const parts = key.split('/');
+    if (parts.length === 1 && key.trim() !== '') flatEntries.push({ key, ns: key, rest: key });
     if (parts.length < 2 || parts.some((p) => p === '')) continue;
     const phase = phaseEntries.get(parts[0]);
     if (phase && parts.length >= 3) {
@@ -194,5 +197,6 @@ export function metricSections(keys: readonly string[]): MetricSection[] {
     const entries = phaseEntries.get(phase.prefix) ?? [];
     if (entries.length) sections.push({ id: phase.prefix, title: phase.title, panels: buildPanels(entries, phase.prefix) });
   }
+  if (flatEntries.length) sections.push({ id: 'other', title: 'Other metrics', panels: buildPanels(flatEntries, 'other') });
   return sections;
 }

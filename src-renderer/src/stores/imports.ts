@@ -1,0 +1,268 @@
+/**
+ * The import dialog and the import it started (issue 39). One dialog for the window, opened from
+ * the runs list: a path and a format, Preview (what the engine found there, before anything is
+ * written), the source runs to import with a name and tags, then the import in the engine
+ * (`startImport`), its progress and end arriving as pushed events. Closing the dialog hides it
+ * without stopping the import; opening it again shows the same import.
+ *
+ * A small import can finish before `startImport`'s answer arrives (events travel on the
+ * WebSocket, the answer on HTTP), so events for an id not yet known are kept and replayed, as the
+ * exports store does.
+ */
+import { defineStore } from 'pinia';
+import { computed, markRaw, ref, shallowRef } from 'vue';
+import type { ImportFormatId, ImportPreview, ImportSummary, StudioEvent } from '#shared/contract';
+import { errorMessage, studioClient } from '../api/client';
+import { bannerText, buildImportRequest, emptyImportForm, fieldOfImportError, type ImportField, type ImportForm } from '../util/importView';
+import { eventFollower } from './common/events';
+
+export type ImportPhase = 'editing' | 'previewing' | 'starting' | 'running' | 'done';
+type ImportEvent = Extract<StudioEvent, { type: 'import-progress' | 'import-finished' }>;
+type FinishedEvent = Extract<ImportEvent, { type: 'import-finished' }>;
+
+export interface ImportProblem {
+  field: ImportField | null;
+  /** As the banner shows it: the field named first. */
+  message: string;
+}
+
+/** A refused call as the dialog shows it: at the field it names, else at `fallback`. */
+function problemOf(caught: unknown, fallback: ImportField | null): ImportProblem {
+  const message = errorMessage(caught);
+  const given = (caught as { issues?: unknown }).issues;
+  const paths = Array.isArray(given) ? (given as { path?: unknown }[]).map((i) => String(i.path ?? '')) : [];
+  const field = fieldOfImportError(message, paths) ?? fallback;
+  return { field, message: bannerText(field, message) };
+}
+
+function importState() {
+  return {
+    isOpen: ref(false),
+    form: ref<ImportForm>(emptyImportForm()),
+    preview: shallowRef<ImportPreview | null>(null),
+    /** Source run keys ticked for import. */
+    picked: ref<ReadonlySet<string>>(new Set()),
+    phase: ref<ImportPhase>('editing'),
+    importId: ref<string | null>(null),
+    progress: ref<{ done: number; total: number; records: number } | null>(null),
+    cancelling: ref(false),
+    result: shallowRef<ImportSummary | null>(null),
+    problem: ref<ImportProblem | null>(null),
+    /** How the last import ended when it did not succeed. */
+    notice: ref<{ kind: 'cancelled' | 'failed'; message: string } | null>(null),
+    /** An import ended while the dialog was hidden: the next open shows how. */
+    endedUnseen: ref(false),
+  };
+}
+type ImportState = ReturnType<typeof importState>;
+
+/** Editing the source: a changed path or format makes the preview stale, so it is dropped. */
+function sourceEditing(s: ImportState) {
+  function clearProblemAt(...fields: ImportField[]): void {
+    if (s.problem.value && (s.problem.value.field === null || fields.includes(s.problem.value.field))) s.problem.value = null;
+  }
+  function setPath(path: string): void {
+    if (s.form.value.path === path) return;
+    s.form.value.path = path;
+    s.preview.value = null;
+    clearProblemAt('path');
+  }
+  function setFormat(format: ImportFormatId | ''): void {
+    if (s.form.value.format === format) return;
+    s.form.value.format = format;
+    s.preview.value = null;
+    clearProblemAt('format', 'path');
+  }
+  function toggleRun(key: string): void {
+    const next = new Set(s.picked.value);
+    if (next.has(key)) next.delete(key);
+    else next.add(key);
+    s.picked.value = next;
+    clearProblemAt('runs');
+  }
+  function pickAll(on: boolean): void {
+    s.picked.value = new Set(on ? (s.preview.value?.runs ?? []).map((r) => r.key) : []);
+    clearProblemAt('runs');
+  }
+  return { clearProblemAt, setPath, setFormat, toggleRun, pickAll };
+}
+
+/** Preview: what the path holds, every source run ticked at first. */
+function previewing(s: ImportState) {
+  /** Answers to an older preview are dropped (the path changed meanwhile). */
+  let asked = 0;
+  async function runPreview(): Promise<void> {
+    const path = s.form.value.path.trim();
+    s.notice.value = null;
+    if (path === '') {
+      s.problem.value = { field: 'path', message: 'Path: give the folder or file to import' };
+      return;
+    }
+    const mine = ++asked;
+    s.phase.value = 'previewing';
+    s.problem.value = null;
+    s.preview.value = null;
+    try {
+      const format = s.form.value.format;
+      const found = await studioClient().previewImport(format === '' ? { path } : { path, format });
+      if (mine !== asked) return;
+      s.preview.value = markRaw(found);
+      s.picked.value = new Set(found.runs.map((r) => r.key));
+    } catch (caught) {
+      // A preview is of the path: a message naming no other field is about it.
+      if (mine === asked) s.problem.value = problemOf(caught, 'path');
+    } finally {
+      if (mine === asked) s.phase.value = 'editing';
+    }
+  }
+  return { runPreview };
+}
+
+/** The import's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
+function importRunning(s: ImportState) {
+  const unclaimed = new Map<string, ImportEvent[]>();
+  const { follow } = eventFollower((event) => {
+    if (event.type === 'import-progress' || event.type === 'import-finished') applyEvent(event);
+  });
+
+  function applyEvent(event: ImportEvent): void {
+    if (event.importId !== s.importId.value) {
+      // Perhaps ours, arriving before startImport's answer; a few are kept for the replay.
+      if (s.phase.value === 'starting') {
+        unclaimed.set(event.importId, [...(unclaimed.get(event.importId) ?? []), event]);
+        if (unclaimed.size > 20) unclaimed.delete(unclaimed.keys().next().value as string);
+      }
+      return;
+    }
+    if (event.type === 'import-progress') {
+      s.progress.value = { done: event.done, total: event.total, records: event.records };
+      return;
+    }
+    finish(event);
+  }
+
+  function finish(event: FinishedEvent): void {
+    s.importId.value = null;
+    s.cancelling.value = false;
+    if (!s.isOpen.value) s.endedUnseen.value = true;
+    if (event.status === 'done' && event.result) {
+      s.result.value = markRaw(event.result);
+      const p = s.progress.value;
+      if (p) s.progress.value = { ...p, done: p.total };
+      s.phase.value = 'done';
+      return;
+    }
+    s.phase.value = 'editing';
+    s.progress.value = null;
+    if (event.status === 'cancelled') {
+      s.notice.value = { kind: 'cancelled', message: 'Import cancelled: the records of whole batches already written stay, and importing again continues after them.' };
+      return;
+    }
+    const problem = problemOf(new Error(event.error ?? 'the import failed'), null);
+    s.problem.value = problem;
+    s.notice.value = { kind: 'failed', message: problem.message };
+  }
+
+  async function start(): Promise<void> {
+    const preview = s.preview.value;
+    if (s.phase.value !== 'editing' || !preview) return;
+    if (s.picked.value.size === 0) {
+      s.problem.value = { field: 'runs', message: 'Runs: tick at least one source run to import' };
+      return;
+    }
+    const request = buildImportRequest(s.form.value, preview.runs.map((r) => r.key), s.picked.value);
+    follow();
+    s.problem.value = null;
+    s.notice.value = null;
+    s.result.value = null;
+    s.progress.value = null;
+    s.phase.value = 'starting';
+    unclaimed.clear();
+    try {
+      const { importId } = await studioClient().startImport(request);
+      s.importId.value = importId;
+      s.phase.value = 'running';
+      const early = unclaimed.get(importId) ?? [];
+      unclaimed.clear();
+      for (const event of early) applyEvent(event);
+    } catch (caught) {
+      s.phase.value = 'editing';
+      s.problem.value = problemOf(caught, null);
+    }
+  }
+
+  async function cancel(): Promise<void> {
+    const id = s.importId.value;
+    if (id === null || s.cancelling.value) return;
+    s.cancelling.value = true;
+    try {
+      await studioClient().cancelImport(id);
+    } catch (caught) {
+      // Finished meanwhile: its import-finished event says how.
+      if ((caught as { code?: unknown }).code !== 'not_found') {
+        s.cancelling.value = false;
+        s.notice.value = { kind: 'failed', message: `Could not cancel: ${errorMessage(caught)}` };
+      }
+    }
+  }
+
+  return { follow, applyEvent, start, cancel };
+}
+
+export const useImportsStore = defineStore('imports', () => {
+  const s = importState();
+  const editing = sourceEditing(s);
+  const preview = previewing(s);
+  const running = importRunning(s);
+  const busy = computed(() => s.phase.value === 'starting' || s.phase.value === 'running');
+  const percent = computed(() => {
+    const p = s.progress.value;
+    return !p || p.total <= 0 ? null : Math.min(100, Math.floor((p.done / p.total) * 100));
+  });
+  /** The preview's name of each source run, for the result's links. */
+  const nameOfKey = computed(() => new Map((s.preview.value?.runs ?? []).map((r) => [r.key, r.name])));
+
+  /** Opens the dialog: a fresh form, or the import still running or ended unseen. */
+  function open(): void {
+    running.follow();
+    s.isOpen.value = true;
+    if (busy.value || s.endedUnseen.value) {
+      s.endedUnseen.value = false;
+      return;
+    }
+    if (s.phase.value === 'done') again();
+  }
+
+  function close(): void {
+    s.isOpen.value = false;
+  }
+
+  /** Back to the form after a finished import (the same path previewed again shows it imported). */
+  function again(): void {
+    s.phase.value = 'editing';
+    s.result.value = null;
+    s.progress.value = null;
+    s.notice.value = null;
+    s.problem.value = null;
+    s.preview.value = null;
+  }
+
+  return {
+    ...s,
+    busy,
+    percent,
+    nameOfKey,
+    open,
+    close,
+    again,
+    setPath: editing.setPath,
+    setFormat: editing.setFormat,
+    toggleRun: editing.toggleRun,
+    pickAll: editing.pickAll,
+    clearProblemAt: editing.clearProblemAt,
+    runPreview: preview.runPreview,
+    start: running.start,
+    cancel: running.cancel,
+    applyEvent: running.applyEvent,
+  };
+});
