@@ -43,7 +43,12 @@ function runArgs(preset: 'verl-grpo' | 'drmas-marsrl', db: string, address: stri
   return ['run', '--preset', preset, '--db', db, ...sets([`engine.address=${address}`, `engine.python=${STANDIN_PYTHON}`, 'engine.model=/models/Qwen3-4B', ...SMALL, ...minibatch, ...extra])];
 }
 
-const home = (name: string) => ({ MARSRL_HOME: path.join(tmp.dir, name) });
+/**
+ * The environment of every `marsrl` this file starts: its own MARSRL_HOME, and the engine run's
+ * polls every 200 ms instead of 2 s (engine-run.ts's test knob), since the stand-in's jobs last a
+ * second or two.
+ */
+const home = (name: string) => ({ MARSRL_HOME: path.join(tmp.dir, name), MARSRL_ENGINE_POLL_MS: '200' });
 
 /** A run launched from the CLI against a fresh fake Ray (`env` for its stand-in), with its own database and MARSRL_HOME named `name`. */
 async function launch(preset: 'verl-grpo' | 'drmas-marsrl', name: string, env: Record<string, string>, extra: string[]): Promise<{ db: string; fake: FakeRay; launched: ReturnType<typeof marsrlAsync> }> {
