@@ -220,7 +220,8 @@ describe('faults', () => {
       await until(() => store.runs.get(1)?.status === 'interrupted', 20_000);
       expect(store.runs.get(1)?.statusReason).toMatch(/managing process exited/);
       // `marsrl serve` opening the store follows the job again, as the app does on start.
-      const served = await startServe(['--db', db, '--port', '0'], home('killed'));
+      // --no-build: the API is what re-attaches; without a built out/renderer, serve would build the interface first.
+      const served = await startServe(['--db', db, '--port', '0', '--no-build'], home('killed'));
       try {
         await until(() => store.runs.get(1)?.status === 'done', 90_000);
       } finally {
@@ -262,7 +263,9 @@ describe('faults', () => {
   }, 180_000);
 
   it('stops with `marsrl stop` a job no Studio follows, on Ray itself; its log is read from Ray meanwhile', async () => {
-    const { db, fake, launched } = await launch('verl-grpo', 'detached', { STANDIN_STEP_MS: '700' }, ['optimization.steps=30']);
+    // The job waits before step 2 until it is stopped (the stand-in's hold knob), so it is still running when
+    // `marsrl stop` reaches Ray however loaded the machine (30 steps of 0.7 s could end first).
+    const { db, fake, launched } = await launch('verl-grpo', 'detached', { STANDIN_HOLD_AT_STEP: '2' }, ['optimization.steps=30']);
     await withStore(db, async (store) => {
       await until(() => turnCount(store, 1) > 0, 60_000);
       launched.child.kill('SIGKILL');
