@@ -17,6 +17,11 @@ import { STANDIN_PYTHON } from '../helpers/engines';
 import { screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
+// The engine run's worker (started by `marsrl serve`, which inherits this environment) polls the
+// Ray job every 200 ms instead of 2 s (engine-run.ts's test knob): the stand-in's jobs last a
+// second or two.
+process.env.MARSRL_ENGINE_POLL_MS = '200';
+
 /** A real worker process and the stand-in engine run here: a run takes several seconds, more on a loaded machine. */
 const RUN_POLL = { timeout: 90_000, interval: 250 };
 

@@ -43,7 +43,12 @@ function runArgs(preset: 'verl-grpo' | 'drmas-marsrl', db: string, address: stri
   return ['run', '--preset', preset, '--db', db, ...sets([`engine.address=${address}`, `engine.python=${STANDIN_PYTHON}`, 'engine.model=/models/Qwen3-4B', ...SMALL, ...minibatch, ...extra])];
 }
 
-const home = (name: string) => ({ MARSRL_HOME: path.join(tmp.dir, name) });
+/**
+ * The environment of every `marsrl` this file starts: its own MARSRL_HOME, and the engine run's
+ * polls every 200 ms instead of 2 s (engine-run.ts's test knob), since the stand-in's jobs last a
+ * second or two.
+ */
+const home = (name: string) => ({ MARSRL_HOME: path.join(tmp.dir, name), MARSRL_ENGINE_POLL_MS: '200' });
 
 /** A run launched from the CLI against a fresh fake Ray (`env` for its stand-in), with its own database and MARSRL_HOME named `name`. */
 async function launch(preset: 'verl-grpo' | 'drmas-marsrl', name: string, env: Record<string, string>, extra: string[]): Promise<{ db: string; fake: FakeRay; launched: ReturnType<typeof marsrlAsync> }> {
@@ -215,7 +220,8 @@ describe('faults', () => {
       await until(() => store.runs.get(1)?.status === 'interrupted', 20_000);
       expect(store.runs.get(1)?.statusReason).toMatch(/managing process exited/);
       // `marsrl serve` opening the store follows the job again, as the app does on start.
-      const served = await startServe(['--db', db, '--port', '0'], home('killed'));
+      // --no-build: the API is what re-attaches; without a built out/renderer, serve would build the interface first.
+      const served = await startServe(['--db', db, '--port', '0', '--no-build'], home('killed'));
       try {
         await until(() => store.runs.get(1)?.status === 'done', 90_000);
       } finally {
@@ -257,7 +263,9 @@ describe('faults', () => {
   }, 180_000);
 
   it('stops with `marsrl stop` a job no Studio follows, on Ray itself; its log is read from Ray meanwhile', async () => {
-    const { db, fake, launched } = await launch('verl-grpo', 'detached', { STANDIN_STEP_MS: '700' }, ['optimization.steps=30']);
+    // The job waits before step 2 until it is stopped (the stand-in's hold knob), so it is still running when
+    // `marsrl stop` reaches Ray however loaded the machine (30 steps of 0.7 s could end first).
+    const { db, fake, launched } = await launch('verl-grpo', 'detached', { STANDIN_HOLD_AT_STEP: '2' }, ['optimization.steps=30']);
     await withStore(db, async (store) => {
       await until(() => turnCount(store, 1) > 0, 60_000);
       launched.child.kill('SIGKILL');

@@ -49,8 +49,21 @@ export interface EngineRunOptions {
   detaching?: () => boolean;
   onProgress?: (progress: TrainProgress) => void;
   env?: NodeJS.ProcessEnv;
-  /** Milliseconds between polls (default 2 s). */
+  /** Milliseconds between polls (default 2 s, or MARSRL_ENGINE_POLL_MS: see pollIntervals). */
   pollMs?: number;
+}
+
+/**
+ * Milliseconds between the follower's polls (the options' pollMs, else MARSRL_ENGINE_POLL_MS, else
+ * 2 s) and between the probe job's status reads (MARSRL_ENGINE_POLL_MS, else the probe's 1 s). The
+ * variable is a test knob: the run worker (runner/worker.ts) starts engineRun with no pollMs, and
+ * the tests' stand-in engine ends its job in a second or two, so a CLI or browser test of a run
+ * would spend much of its time waiting for the next poll. Unset, nothing changes.
+ */
+function pollIntervals(options: EngineRunOptions): { follow: number; probe: number | undefined } {
+  const fromEnv = Number((options.env ?? process.env).MARSRL_ENGINE_POLL_MS);
+  const knob = Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
+  return { follow: options.pollMs ?? knob ?? 2000, probe: knob };
 }
 
 /** The job being followed: where, which attempt, what to read. */
@@ -131,7 +144,7 @@ async function submitAttempt(shell: RunShell, engine: EngineConfig, options: Eng
   const { store, runId, config } = options;
   const steps = config.optimization.steps;
   shell.progress({ phase: 'setup', step: 0, totalSteps: steps, metrics: {}, message: `asking ${engine.python} what it has installed` });
-  const probe: EngineProbe = engine.address === 'local' ? await probeLocal(engine.python) : await probeOnCluster(client, engine.python, { cwd: engine.working_dir });
+  const probe: EngineProbe = engine.address === 'local' ? await probeLocal(engine.python) : await probeOnCluster(client, engine.python, { cwd: engine.working_dir, pollMs: pollIntervals(options).probe });
   let attempt = store.runs.get(runId)?.attempt ?? 1;
   if (previous !== null) {
     // The engine resumes from its last checkpoint (trainer.resume_mode=auto): the steps after it are redone.
@@ -180,7 +193,7 @@ async function followJob(shell: RunShell, job: FollowedJob, engine: EngineConfig
     shell.cursor.step = step;
     shell.progress({ phase: 'rl', step, totalSteps: steps, metrics: {}, message: `Ray job ${poll.job?.status ?? 'status unknown'}` });
     if (poll.done) return ended(shell, job, engine, options, cursor.status, step, stopSent);
-    await sleep(options.pollMs ?? 2000, signal);
+    await sleep(pollIntervals(options).follow, signal);
   }
 }
 
