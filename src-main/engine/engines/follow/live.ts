@@ -9,6 +9,7 @@ import { RayError, type RayJobsClient } from '../ray/client';
 import { followAttempt, type FollowOptions, type FollowState, type JobView } from './follower';
 import type { FollowRecord } from './records';
 import type { FollowSpec } from './spec';
+import { tensorBoardReader } from './tensorboard-slot';
 
 export interface PollResult {
   records: FollowRecord[];
@@ -62,7 +63,7 @@ export class JobFollower {
     // finished without it.
     const ended = job !== null && (job.status === 'SUCCEEDED' || job.status === 'FAILED' || job.status === 'STOPPED');
     const view = ended && log === null && this.logFailures < LOG_FAILURES_BEFORE_GIVING_UP ? null : job;
-    const { records, state: next, pendingDumps } = followAttempt(this.spec, state, { job: view, log, now: (this.options.now ?? Date.now)() }, this.options);
+    const { records, state: next, pendingDumps } = followAttempt(this.spec, state, { job: view, log, now: (this.options.now ?? Date.now)() }, { tensorboard: tensorBoardReader, ...this.options });
     const done = view !== null && (view.status === 'SUCCEEDED' || view.status === 'FAILED' || view.status === 'STOPPED') && pendingDumps === 0;
     return { records: [...extra, ...records], state: next, job: view, done };
   }

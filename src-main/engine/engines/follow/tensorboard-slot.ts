@@ -2,9 +2,9 @@
  * The slot for a TensorBoard event-file reader. Issue 39 wrote the Studio's reader (TFRecord
  * framing, masked CRC-32C, Event/Summary protos: src-main/engine/tfevents, the codec the
  * importer in src-main/engine/imports/tensorboard also reads with); `tensorBoardReader` below is
- * it, for the follower's options. Where it is not passed, a run whose metrics are in TensorBoard
- * files (DrMAS with `trainer.logger` containing tensorboard) is followed from the console lines
- * of its log instead (3 decimals in DrMAS), with a warning.
+ * it: the live follower (live.ts) and the veRL/DrMAS importer pass it, so a run whose metrics are
+ * in TensorBoard files (DrMAS with `trainer.logger` containing tensorboard) is read at float32
+ * precision rather than from its console lines (3 decimals in DrMAS).
  *
  * What the follower needs from a reader: every scalar written after a cursor, in file order,
  * across all `events.out.tfevents.*` files of the folder (a resumed writer adds a file), with the
