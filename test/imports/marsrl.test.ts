@@ -172,6 +172,26 @@ describe('MarsRL import: episode trees', () => {
     ]);
     expect(episodes[2].meta).toMatchObject({ abandoned: true, errors: 10, approvals: 0 });
   });
+
+  it('gives each finished Solver and Corrector reply its own answer, judged: the corrected chain shows the answer changing', async () => {
+    const episodes = episodesOf(await readAll(OUT));
+    const input = rows(path.join(FIXTURE, 'input.jsonl'));
+    const files = rawFiles();
+    episodes.forEach((episode, idx) => {
+      const calls = files.get(`${idx}.json.0`)!;
+      episode.turns.forEach((turn, k) => {
+        const call = calls[k];
+        if (call.call_reason === 'verify_solution' || call.finish_reason !== 'stop') return expect(turn.answer ?? null).toBeNull();
+        const judged = judgeMathAnswer(String(input[idx].ans_box), call.text.split('</think>').pop()!);
+        expect([turn.answer, turn.correct]).toEqual([judged.answer, judged.correct]);
+      });
+    });
+    const corrected = episodes[1];
+    expect(corrected.turns.filter((t) => t.role !== 'verifier').map((t) => [t.agent, t.correct])).toEqual([
+      ['solver', false],
+      ['corrector1', true],
+    ]);
+  });
 });
 
 describe('MarsRL import: cursor and bad input', () => {

@@ -137,8 +137,8 @@ export class ImportedRunWriter {
       text: turn.text,
       // The source's count where it reported one; 0 where it did not (not guessed from the text).
       tokenCount: turn.tokens ?? 0,
-      parsed: turn.role === 'verifier' ? verdict : (at.answer?.finalAnswer ?? null),
-      correct: at.answer?.correct ?? null,
+      parsed: turn.role === 'verifier' ? verdict : (turn.answer ?? at.answer?.finalAnswer ?? null),
+      correct: turn.correct ?? at.answer?.correct ?? null,
       formatValid: true,
       policyVersionMin: at.step,
       policyVersionMax: at.step,

@@ -53,6 +53,9 @@ export interface ImportTurn {
   advantage: number | null;
   /** A Verifier's verdict where the source has one (true = approved). */
   verdict: boolean | null;
+  /** A Solver's or Corrector's own answer and its judgement, where the format can tell (else the episode's final answer marks its last answering turn). */
+  answer?: string | null;
+  correct?: boolean | null;
   /** Everything else the source wrote for the call (status_code, call_reason, stop_reason, …). */
   meta: Record<string, unknown>;
 }

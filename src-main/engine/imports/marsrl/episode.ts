@@ -54,6 +54,16 @@ function problemOf(file: CallFile, calls: readonly MarsCall[], row: InputRow | n
   };
 }
 
+/** Each finished Solver or Corrector reply's own answer, judged against `ans_box` (a MarsRL chain shows how the answer changed). */
+function judgedTurns(turns: ImportTurn[], calls: readonly MarsCall[], reference: string): ImportTurn[] {
+  return turns.map((turn, k) => {
+    const call = calls[k];
+    if (turn.role === 'verifier' || turn.role === null || !SOLUTION_REASONS.includes(call.callReason) || call.finishReason !== 'stop') return turn;
+    const solution = answerPart(call.text);
+    return { ...turn, answer: extractFinalAnswer(solution).answer, correct: reference === '' ? null : judgeMathAnswer(reference, solution).correct };
+  });
+}
+
 /**
  * The episode. MarsRL's outputs are inference (the V-C reasoning system evaluated on a test
  * corpus, README "V-C Reasoning System Evaluation"), never training rollouts: split `test`, step 0.
@@ -65,7 +75,7 @@ export function chainEpisode(file: CallFile, calls: readonly MarsCall[], replay:
     split: 'test',
     step: 0,
     problem: problemOf(file, calls, row),
-    turns: chainTurns(file, calls),
+    turns: judgedTurns(chainTurns(file, calls), calls, answer),
     finalAnswer: solution === null ? null : extractFinalAnswer(solution).answer,
     correct: answer === '' ? null : solution !== null && judgeMathAnswer(answer, solution).correct,
     group: null,
