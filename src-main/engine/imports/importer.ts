@@ -163,10 +163,34 @@ export async function runImport(store: Store, request: ImportRequest, options: I
     results.push(result);
     cancelled = await readInto(store, format, absolute, run.key, runId, { result, progress, issues, options });
     if (cancelled) break;
+    if (format.derivesAccuracy) deriveAccuracy(store, runId);
     digest ??= await sourceDigest(absolute);
     store.imports.finish(runId, digest);
   }
   return { path: absolute, format: format.id, runs: results, issues: uniqueIssues(issues), seconds: (performance.now() - started) / 1000, cancelled };
+}
+
+/**
+ * Accuracy per step from every stored episode of an imported run (recomputed whole, so a grown
+ * source's new episodes count): `<split>/system/accuracy` the share of judged episodes whose final
+ * answer is right, `<split>/solver/accuracy` the share whose first judged Solver reply is — the
+ * keys the Studio's own runs log (metric catalog), `eval/` for the held-out split.
+ */
+export function deriveAccuracy(store: Store, runId: number): void {
+  const rows = store.db
+    .prepare(
+      `SELECT e.step AS step, e.split AS split, AVG(e.correct) AS system,
+              AVG((SELECT t.correct FROM turns t WHERE t.episode_id = e.id AND t.agent = 'solver' AND t.correct IS NOT NULL ORDER BY t.id LIMIT 1)) AS solver
+       FROM episodes e WHERE e.run_id = ? AND e.correct IS NOT NULL GROUP BY e.step, e.split ORDER BY e.step`,
+    )
+    .all(runId) as { step: number; split: string; system: number; solver: number | null }[];
+  store.db.transaction(() => {
+    for (const row of rows) {
+      const prefix = row.split === 'test' ? 'eval/' : '';
+      store.metrics.insertPoint.run({ runId, keyId: store.metrics.keyId(`${prefix}system/accuracy`), step: row.step, wallTime: 0, value: row.system });
+      if (row.solver !== null) store.metrics.insertPoint.run({ runId, keyId: store.metrics.keyId(`${prefix}solver/accuracy`), step: row.step, wallTime: 0, value: row.solver });
+    }
+  })();
 }
 
 interface ReadState {

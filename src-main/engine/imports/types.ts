@@ -112,6 +112,12 @@ export interface ImportFormat {
   detect(path: string): boolean;
   /** Counts for the preview; streams, never holds the source in memory. */
   scan(path: string, options: { signal?: AbortSignal }): Promise<ScanResult>;
+  /**
+   * The source logs no metrics of its episodes (MarsRL's outputs): the importer derives the
+   * accuracy curves the Studio's own runs log (eval/system/accuracy, eval/solver/accuracy) from the
+   * judged episodes, so the dashboard and compare show them beside a Studio run.
+   */
+  derivesAccuracy?: boolean;
   /** Records of one source run after `cursor` (null: from the start), in order. */
   read(path: string, runKey: string, cursor: unknown | null, options: ReadOptions): AsyncIterable<ImportBatch>;
 }

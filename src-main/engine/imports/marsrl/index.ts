@@ -134,6 +134,7 @@ async function* read(source: string, runKey: string, cursor: unknown | null, opt
 export const marsrlFormat: ImportFormat = {
   id: 'marsrl',
   label: 'MarsRL outputs (vc_reasoning_system.py)',
+  derivesAccuracy: true,
   detect,
   scan,
   read,
