@@ -66,7 +66,7 @@ describe('compare view in Chromium', () => {
     expect(diffHeaders.map((h) => h.trim())).toEqual(['run', 'advantage.mode', 'reward.scheme', 'seed']);
 
     // The chart of a per-agent metric, grouped, with a ± std band on the samples-seen axis.
-    await page.getByLabel('Metric').selectOption('corrector1/grad_norm');
+    await page.getByLabel('Metric', { exact: true }).selectOption('corrector1/grad_norm');
     await page.getByRole('radio', { name: '± std' }).click();
     await page.getByRole('radio', { name: 'samples seen' }).click();
     await expect.poll(() => page.getByTestId('compare-chart').getAttribute('data-testid'), POLL).toBe('compare-chart');
@@ -82,7 +82,7 @@ describe('compare view in Chromium', () => {
     await page.getByLabel('Baseline group').selectOption('shared');
     await expect.poll(async () => (await cellTexts('group-table', 'system acc'))[0], POLL).toMatch(/Δ \+0\.\d{3}\*/);
     await page.getByRole('radio', { name: 'RL step' }).click();
-    await page.getByLabel('Metric').selectOption('eval/system/accuracy');
+    await page.getByLabel('Metric', { exact: true }).selectOption('eval/system/accuracy');
     await page.locator('.compare__header .dim', { hasText: 'Loading' }).waitFor({ state: 'detached' });
     await page.waitForTimeout(300);
     await screenshot(page, 'compare-by-reward');
@@ -100,9 +100,9 @@ describe('compare view in Chromium', () => {
     const loadMs = Date.now() - started;
     // Switching the metric redraws 20 overlaid runs promptly.
     const switchStart = Date.now();
-    await page.getByLabel('Metric').selectOption('solver/grad_norm');
+    await page.getByLabel('Metric', { exact: true }).selectOption('solver/grad_norm');
     await page.waitForTimeout(100);
-    await page.getByLabel('Metric').selectOption('system/accuracy');
+    await page.getByLabel('Metric', { exact: true }).selectOption('system/accuracy');
     await page.waitForFunction(() => document.querySelector('[data-testid="compare-chart"] canvas') !== null);
     const switchMs = Date.now() - switchStart;
     expect(loadMs).toBeLessThan(10_000);

@@ -144,7 +144,7 @@ describe("compare's bands say what they stand on (issue 18)", () => {
   it('names the seeds under a 95% CI, warns at two, clips it to the metric range, and explains the metric', async () => {
     await session.open(`#/compare?study=${study.studyId}`, { fresh: true });
     await page.getByTestId('group-table').waitFor();
-    await page.getByLabel('Metric').selectOption('eval/system/accuracy');
+    await page.getByLabel('Metric', { exact: true }).selectOption('eval/system/accuracy');
     await page.getByRole('radio', { name: '95% CI' }).click();
     const notes = page.getByTestId('band-notes').locator('li');
     await expect.poll(() => notes.count(), POLL).toBe(4);
@@ -157,7 +157,7 @@ describe("compare's bands say what they stand on (issue 18)", () => {
     await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(0);
     expect(await notes.first().innerText()).toContain('min–max over n = 2 seeds');
     // The metric picker and the line under it say what the metric is, from the catalog.
-    expect(await page.getByLabel('Metric').locator('option:checked').innerText()).toBe('eval/system/accuracy — Accuracy');
+    expect(await page.getByLabel('Metric', { exact: true }).locator('option:checked').innerText()).toBe('eval/system/accuracy — Accuracy');
     expect(await page.getByTestId('metric-description').innerText()).toContain('Held-out evaluation (for the whole chain)');
     await page.getByRole('radio', { name: '95% CI' }).click();
     await expect.poll(() => page.getByTestId('band-notes').getByRole('alert').count(), POLL).toBe(4);
