@@ -36,6 +36,7 @@ import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
 import { messagesByPath } from './common/issues';
 import { eventFollower } from './common/events';
+import { earlyEvents } from '../util/backgroundJob';
 
 /** What the opener knows: the runs, and the filters it was showing. */
 export interface ExportPrefill {
@@ -260,20 +261,13 @@ function exportRuns(s: ExportState, editing: FormEditing, availableAgents: Compu
 
 /** The export's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
 function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<boolean>) {
-  const unclaimed = new Map<string, ExportEvent[]>();
+  const unclaimed = earlyEvents<ExportEvent>(() => s.exportId.value, () => s.phase.value === 'starting');
   const { follow } = eventFollower((event) => {
     if (event.type === 'export-progress' || event.type === 'export-finished') applyEvent(event);
   });
 
   function applyEvent(event: ExportEvent): void {
-    if (event.exportId !== s.exportId.value) {
-      // Perhaps ours, arriving before startExport's answer; a few are kept for the replay.
-      if (s.phase.value === 'starting') {
-        unclaimed.set(event.exportId, [...(unclaimed.get(event.exportId) ?? []), event]);
-        if (unclaimed.size > 20) unclaimed.delete(unclaimed.keys().next().value as string);
-      }
-      return;
-    }
+    if (!unclaimed.claims(event.exportId, event)) return;
     if (event.type === 'export-progress') {
       if (s.phase.value === 'running') s.progress.value = { done: event.done, total: event.total };
       return;
@@ -324,9 +318,7 @@ function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<b
       s.exportId.value = started.exportId;
       s.phase.value = 'running';
       editing.rememberFolder(started.out);
-      const early = unclaimed.get(started.exportId) ?? [];
-      unclaimed.clear();
-      for (const event of early) applyEvent(event);
+      for (const event of unclaimed.take(started.exportId)) applyEvent(event);
     } catch (caught) {
       s.phase.value = 'editing';
       const placed = placedIssues(caught);

@@ -14,6 +14,7 @@ import { computed, markRaw, ref, shallowRef } from 'vue';
 import type { ImportFormatId, ImportPreview, ImportSummary, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { bannerText, buildImportRequest, emptyImportForm, fieldOfImportError, type ImportField, type ImportForm } from '../util/importView';
+import { earlyEvents } from '../util/backgroundJob';
 import { eventFollower } from './common/events';
 
 export type ImportPhase = 'editing' | 'previewing' | 'starting' | 'running' | 'done';
@@ -120,20 +121,13 @@ function previewing(s: ImportState) {
 
 /** The import's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
 function importRunning(s: ImportState) {
-  const unclaimed = new Map<string, ImportEvent[]>();
+  const unclaimed = earlyEvents<ImportEvent>(() => s.importId.value, () => s.phase.value === 'starting');
   const { follow } = eventFollower((event) => {
     if (event.type === 'import-progress' || event.type === 'import-finished') applyEvent(event);
   });
 
   function applyEvent(event: ImportEvent): void {
-    if (event.importId !== s.importId.value) {
-      // Perhaps ours, arriving before startImport's answer; a few are kept for the replay.
-      if (s.phase.value === 'starting') {
-        unclaimed.set(event.importId, [...(unclaimed.get(event.importId) ?? []), event]);
-        if (unclaimed.size > 20) unclaimed.delete(unclaimed.keys().next().value as string);
-      }
-      return;
-    }
+    if (!unclaimed.claims(event.importId, event)) return;
     if (event.type === 'import-progress') {
       s.progress.value = { done: event.done, total: event.total, records: event.records };
       return;
@@ -182,9 +176,7 @@ function importRunning(s: ImportState) {
       const { importId } = await studioClient().startImport(request);
       s.importId.value = importId;
       s.phase.value = 'running';
-      const early = unclaimed.get(importId) ?? [];
-      unclaimed.clear();
-      for (const event of early) applyEvent(event);
+      for (const event of unclaimed.take(importId)) applyEvent(event);
     } catch (caught) {
       s.phase.value = 'editing';
       s.problem.value = problemOf(caught, null);
