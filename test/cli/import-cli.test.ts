@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src-main/cli/main';
 import { openStore } from '../../src-main/engine/store';
+import { marsrlInProcess } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 import { episodeLine, metricLine } from '../imports/importer-line-format';
 
@@ -27,12 +27,7 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-async function marsrl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main([...args, '--db', db], { env: {}, out: (t) => out.push(t), err: (t) => err.push(t) });
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const marsrl = (...args: string[]) => marsrlInProcess(db, args);
 
 describe('marsrl import', () => {
   it('--dry-run prints the preview with issues and writes nothing', async () => {

@@ -9,9 +9,9 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src-main/cli/main';
 import { openStore } from '../../src-main/engine/store';
 import { frame, encodeFixtureEvent, writeFixtureFile } from '../helpers/tfevents-independent';
+import { marsrlInProcess } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 
 const FIXTURES = path.resolve('test/fixtures/imports');
@@ -24,12 +24,7 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-async function marsrl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main([...args, '--db', db], { env: {}, out: (t) => out.push(t), err: (t) => err.push(t) });
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const marsrl = (...args: string[]) => marsrlInProcess(db, args);
 
 function sqliteFrom(script: string, name: string): string {
   const file = path.join(tmp.dir, name);

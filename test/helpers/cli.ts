@@ -34,3 +34,15 @@ export function marsrlAsync(args: string[], env: NodeJS.ProcessEnv = {}, cwd = R
   const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
 }
+
+/**
+ * `marsrl ARGS --db DB` in this process, through the CLI's `main` with its output captured: for
+ * tests that check many invocations against one database and need no separate process.
+ */
+export async function marsrlInProcess(db: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const { main } = await import('../../src-main/cli/main');
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main([...args, '--db', db], { env: {}, out: (t) => out.push(t), err: (t) => err.push(t) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
