@@ -36,7 +36,7 @@ import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
 import { messagesByPath } from './common/issues';
 import { eventFollower } from './common/events';
-import { earlyEvents } from '../util/backgroundJob';
+import { cancelJob, earlyEvents } from '../util/backgroundJob';
 
 /** What the opener knows: the runs, and the filters it was showing. */
 export interface ExportPrefill {
@@ -327,21 +327,9 @@ function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<b
     }
   }
 
-  async function cancel(): Promise<void> {
-    const id = s.exportId.value;
-    if (id === null || s.cancelling.value) return;
-    s.cancelling.value = true;
-    try {
-      await studioClient().cancelExport(id);
-    } catch (caught) {
-      // Finished meanwhile: its export-finished event says how.
-      const gone = (caught as { code?: unknown }).code === 'not_found' || /^no export \S+ is running/.test(errorMessage(caught));
-      if (!gone) {
-        s.cancelling.value = false;
-        s.notice.value = { kind: 'failed', message: `Could not cancel: ${errorMessage(caught)}` };
-      }
-    }
-  }
+  // Finished meanwhile ('not found'): its export-finished event says how.
+  const gone = (caught: unknown) => (caught as { code?: unknown }).code === 'not_found' || /^no export \S+ is running/.test(errorMessage(caught));
+  const cancel = () => cancelJob({ id: s.exportId, cancelling: s.cancelling, notice: s.notice }, (id) => studioClient().cancelExport(id), gone, errorMessage);
 
   return { follow, applyEvent, start, cancel };
 }

@@ -14,7 +14,7 @@ import { computed, markRaw, ref, shallowRef } from 'vue';
 import type { ImportFormatId, ImportPreview, ImportSummary, StudioEvent } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { bannerText, buildImportRequest, emptyImportForm, fieldOfImportError, type ImportField, type ImportForm } from '../util/importView';
-import { earlyEvents } from '../util/backgroundJob';
+import { cancelJob, earlyEvents } from '../util/backgroundJob';
 import { eventFollower } from './common/events';
 
 export type ImportPhase = 'editing' | 'previewing' | 'starting' | 'running' | 'done';
@@ -183,20 +183,9 @@ function importRunning(s: ImportState) {
     }
   }
 
-  async function cancel(): Promise<void> {
-    const id = s.importId.value;
-    if (id === null || s.cancelling.value) return;
-    s.cancelling.value = true;
-    try {
-      await studioClient().cancelImport(id);
-    } catch (caught) {
-      // Finished meanwhile: its import-finished event says how.
-      if ((caught as { code?: unknown }).code !== 'not_found') {
-        s.cancelling.value = false;
-        s.notice.value = { kind: 'failed', message: `Could not cancel: ${errorMessage(caught)}` };
-      }
-    }
-  }
+  // Finished meanwhile ('not found'): its import-finished event says how.
+  const gone = (caught: unknown) => (caught as { code?: unknown }).code === 'not_found';
+  const cancel = () => cancelJob({ id: s.importId, cancelling: s.cancelling, notice: s.notice }, (id) => studioClient().cancelImport(id), gone, errorMessage);
 
   return { follow, applyEvent, start, cancel };
 }

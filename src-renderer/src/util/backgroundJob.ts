@@ -45,3 +45,28 @@ export interface JobProgress {
   done: number;
   total: number;
 }
+
+/** The part of a job dialog's state that cancelling touches. */
+export interface CancellableJob {
+  id: { value: string | null };
+  cancelling: { value: boolean };
+  notice: { value: { kind: 'cancelled' | 'failed'; message: string } | null };
+}
+
+/**
+ * Asks the server to cancel the job followed, once. A job that finished meanwhile answers "not
+ * found" (`gone`); its finished event says how it ended, so that is not a failure to show.
+ */
+export async function cancelJob(job: CancellableJob, cancel: (id: string) => Promise<void>, gone: (caught: unknown) => boolean, describe: (caught: unknown) => string): Promise<void> {
+  const id = job.id.value;
+  if (id === null || job.cancelling.value) return;
+  job.cancelling.value = true;
+  try {
+    await cancel(id);
+  } catch (caught) {
+    if (!gone(caught)) {
+      job.cancelling.value = false;
+      job.notice.value = { kind: 'failed', message: `Could not cancel: ${describe(caught)}` };
+    }
+  }
+}
