@@ -915,6 +915,10 @@ export interface StudioApi {
   startStudy(request: StartStudyRequest): Promise<{ studyId: number }>;
   /** Write the study report (report.md, runs.csv, groups.csv, charts/*.png) into the folder `out`. */
   exportStudyReport(studyId: number, out: string): Promise<StudyReportResult>;
+  /** Issue 40: a turn's reward under every scheme and advantage under every mode, recomputed from its group's stored rows. */
+  getCounterfactualCredit(turnId: number): Promise<CounterfactualCredit>;
+  /** Issue 40: per step and agent, how far the run's advantages are from each alternative scheme and mode. */
+  getCreditDivergence(runId: number): Promise<CreditDivergence>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -958,6 +962,8 @@ export const STUDIO_METHODS = [
   'getStudy',
   'startStudy',
   'exportStudyReport',
+  'getCounterfactualCredit',
+  'getCreditDivergence',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel of the desktop app's folder picker (not a StudioApi method: a browser has none). */
@@ -988,3 +994,62 @@ export interface StudioBridge extends StudioApi {
 // Compile-time guard: a method added to StudioApi but not to STUDIO_METHODS fails typecheck.
 type UnlistedMethods = Exclude<StudioMethod, (typeof STUDIO_METHODS)[number]>;
 export const STUDIO_METHODS_COMPLETE: [UnlistedMethods] extends [never] ? true : UnlistedMethods = true;
+
+// ── Counterfactual credit (issue 40) ───────────────────────────────────────────────────────────
+
+/** One stored turn's reward and advantage under every reward scheme and normalization mode (issue 40). */
+export interface CounterfactualCredit {
+  turnId: number;
+  runId: number;
+  step: number;
+  episodeId: number;
+  agent: string;
+  /** The run's own scheme and mode: what training used. */
+  scheme: string;
+  mode: string;
+  /** Every scheme and mode of the registries, in the order shown. */
+  schemes: string[];
+  modes: string[];
+  /** What the store holds for the turn. */
+  stored: { reward: number; advantage: number; weight: number };
+  /** scheme → the reward under it (the run's scheme: the stored reward); null where it cannot be recomputed. */
+  rewards: Record<string, number | null>;
+  /** scheme → mode → the advantage under both; [scheme][mode] of the run's own equals `stored.advantage`. */
+  advantages: Record<string, Record<string, number | null>>;
+  /** The run's scheme recomputed from the stored outcomes gives the stored reward (null: correctness not stored). */
+  rewardMatches: boolean | null;
+  /** The turns of the group the advantages were normalised over, by id. */
+  group: { turnId: number; agent: string; reward: number; advantage: number }[];
+  /** Why some values are null, or null. */
+  note: string | null;
+}
+
+/** One (scheme, mode, agent) line of a run's credit divergence: values per step of CreditDivergence.steps. */
+export interface CreditDivergenceSeries {
+  scheme: string;
+  mode: string;
+  agent: string;
+  /** Mean |run's advantage − this alternative's| over the agent's turns of the step; null where the agent had none. */
+  meanAbsDiff: (number | null)[];
+  /** Population std of this alternative's advantages over the agent's turns of the step (Dr. MAS's variance inflation). */
+  std: (number | null)[];
+}
+
+/** How far a run's actual advantages are from every alternative, per step and agent (issue 40). */
+export interface CreditDivergence {
+  runId: number;
+  scheme: string;
+  mode: string;
+  schemes: string[];
+  modes: string[];
+  agents: string[];
+  steps: number[];
+  series: CreditDivergenceSeries[];
+  turns: number;
+  groups: number;
+  /** Largest |stored − recomputed| advantage under the run's own scheme and mode: 0 up to rounding when training is reproduced. */
+  maxStoredDifference: number;
+  /** Turns whose reward under the run's scheme, recomputed from stored outcomes, differs from the stored one. */
+  rewardMismatches: number;
+  seconds: number;
+}

@@ -191,6 +191,8 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   getStudy: z.tuple([z.number().int().positive()]),
   startStudy: z.tuple([StartStudySchema]),
   exportStudyReport: z.tuple([z.number().int().positive(), z.string().min(1, 'give the output folder').max(4096)]),
+  getCounterfactualCredit: z.tuple([z.number('a turn id (a positive integer)').int('a turn id is a whole number').positive('a turn id is positive')]),
+  getCreditDivergence: z.tuple([runId]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

@@ -18,6 +18,7 @@ import { createModelsApi } from './models';
 import { createRunsApi } from './runs';
 import { createStudiesApi } from './studies';
 import { createTrajectoriesApi } from './trajectories';
+import { createCreditApi } from './credit';
 
 export type { StudioServiceOptions } from './context';
 
@@ -34,5 +35,6 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createEnginesApi(context),
     ...createCompareApi(context),
     ...createStudiesApi(context),
+    ...createCreditApi(context),
   };
 }

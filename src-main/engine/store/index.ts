@@ -80,3 +80,4 @@ export type { ImportSourceRow, NewImportedRun } from './imports';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';
+export { CreditRepo, type CreditGroupRows, type CreditTurnRow } from './credit';

@@ -28,6 +28,7 @@ import { Rng } from '../util/rng';
 import type { SegmentRecord, ServedRole } from '../served/roles';
 import type { PolicyRuntime } from './policies';
 import { maxOf, minOf } from '../util/arrays';
+import { episodeChains } from '../rl/outcomes';
 
 export interface RolloutTurn {
   /** Position of this turn in its episode's list (parents come first). */
@@ -505,25 +506,8 @@ export function* rolloutSteps(ctx: RolloutContext, problems: readonly Problem[],
  * (`episodeFinalAnswer`). With rounds = 0 (no Verifier) every Solver turn is its own chain.
  */
 export function finishEpisode(episode: RolloutEpisode, check: (answer: string | null) => boolean): void {
-  const children = new Map<number, number[]>();
-  for (const t of episode.turns) {
-    if (t.parent === null) continue;
-    const list = children.get(t.parent) ?? [];
-    list.push(t.index);
-    children.set(t.parent, list);
-  }
-  const chains: number[][] = [];
-  const walk = (index: number, path: number[]) => {
-    const next = children.get(index) ?? [];
-    if (next.length === 0) {
-      chains.push([...path, index]);
-      return;
-    }
-    for (const child of next) walk(child, [...path, index]);
-  };
-  const solverTurns = episode.turns.filter((t) => t.role === 'solver');
-  const verified = solverTurns.filter((t) => children.has(t.index));
-  for (const root of verified.length > 0 ? verified : solverTurns) walk(root.index, []);
+  // Positions and indices agree: turn i of the episode has index i.
+  const chains = episodeChains(episode.turns);
   episode.chains = chains;
   const asChain = (path: number[]): ChainTurn[] =>
     path.map((i) => {

@@ -6,7 +6,8 @@
  * through `scoreGroup`, so a batch scores the same either way.
  */
 import type { RunConfig } from '../config/schema';
-import { classBalanceWeights, computeAdvantages, computeRewards, type RewardOptions, type TurnAdvantage } from '../rl';
+import { classBalanceWeights, computeAdvantages, type RewardOptions, type TurnAdvantage } from '../rl';
+import { rewardsWithOutcome, schemeOutcome, trajectoryOutcomesOf } from '../rl/outcomes';
 import type { RolloutEpisode, RolloutTurn } from './rollout';
 
 export interface ScoredEpisode {
@@ -27,10 +28,7 @@ export function rewardOptions(config: RunConfig): RewardOptions {
  */
 function scoreGroup(config: RunConfig, e: number, episode: RolloutEpisode, turns: readonly RolloutTurn[], outcome: boolean | readonly boolean[]): ScoredEpisode {
   const rewardTurns = turns.map((t) => ({ agent: t.agent, role: t.role, correct: t.correct, formatValid: t.formatValid }));
-  const rewards =
-    typeof outcome === 'boolean'
-      ? computeRewards(config.reward.scheme, rewardTurns, { correct: outcome }, rewardOptions(config))
-      : rewardTurns.map((turn, i) => computeRewards(config.reward.scheme, [turn], { correct: outcome[i] }, rewardOptions(config))[0]);
+  const rewards = rewardsWithOutcome(config.reward.scheme, rewardTurns, outcome, rewardOptions(config));
   const groupKey = `${e}:${episode.problem.key}`;
   const advantages = computeAdvantages(
     turns.map((t, i) => ({ agent: t.agent, reward: rewards[i].value, groupKey })),
@@ -40,31 +38,14 @@ function scoreGroup(config: RunConfig, e: number, episode: RolloutEpisode, turns
   return { rewards: rewards.map((r) => ({ value: r.value, components: { ...r.components } })), advantages };
 }
 
-/**
- * Whether each turn's trajectory ended right, for shared rewards. A grouped episode holds many
- * trajectories (Solver sample → Verifier → Corrector → …); giving every turn the one
- * majority-vote outcome of the episode would make every reward in a group equal, so GRPO-style
- * normalization would see σ = 0 and nothing would train. Instead a turn shares the outcome of the
- * chains that run through it (the right answer of the chain's last Solver/Corrector turn),
- * by majority when several chains pass through it; a Solver sample no Verifier selected is its
- * own trajectory.
- */
+/** Each turn's trajectory outcome for shared rewards (the rule lives in rl/outcomes.ts, issue 40). */
 export function trajectoryOutcomes(episode: RolloutEpisode): boolean[] {
-  const votes = episode.turns.map(() => ({ right: 0, total: 0 }));
-  for (const chain of episode.chains) {
-    const decider = [...chain].reverse().find((i) => episode.turns[i].role !== 'verifier');
-    const right = decider !== undefined && episode.turns[decider].correct;
-    for (const i of chain) {
-      votes[i].total++;
-      if (right) votes[i].right++;
-    }
-  }
-  return episode.turns.map((t, i) => (votes[i].total === 0 ? t.correct : votes[i].right * 2 >= votes[i].total));
+  return trajectoryOutcomesOf(episode.turns, episode.chains);
 }
 
 /** Rewards by the configured scheme, then advantages over all agents' turns of one problem. */
 export function scoreEpisodes(config: RunConfig, episodes: readonly RolloutEpisode[]): ScoredEpisode[] {
-  const scored = episodes.map((episode, e) => scoreGroup(config, e, episode, episode.turns, config.reward.scheme === 'shared' ? trajectoryOutcomes(episode) : episode.correct));
+  const scored = episodes.map((episode, e) => scoreGroup(config, e, episode, episode.turns, schemeOutcome(config.reward.scheme, episode.turns, episode.chains, episode.correct)));
   if (config.advantage.verifier_class_balance) {
     balanceVerifierClasses(episodes.flatMap((episode, e) => episode.turns.map((turn, i) => ({ episode: e, turn, advantage: scored[e].advantages[i] }))));
   }
