@@ -7,3 +7,4 @@ export * from './studio';
 export * from './export';
 export * from './quick-runs';
 export * from './rows';
+export * from './credit';
