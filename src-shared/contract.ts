@@ -549,7 +549,8 @@ export interface ExportRequest {
     maxReward?: number;
     /** Also turns of killed attempts whose steps a resume redid (left out by default). */
     includeSuperseded?: boolean;
-  };
+  };  /** Trajectories only (issue 40): add reward_<scheme> and advantage_<mode> columns, every turn's counterfactual credit. */
+  counterfactual?: boolean;
 }
 
 export interface ExportSummary {

@@ -88,6 +88,7 @@ const ExportRequestSchema = z.strictObject({
   out: z.string().min(1, 'give the output file path (an existing folder for the tensorboard format)').max(4096),
   force: z.boolean().optional(),
   dedupe: z.boolean().optional(),
+  counterfactual: z.boolean('counterfactual is true or false (trajectories only: add each turn\'s reward under every scheme and advantage under every mode)').optional(),
   filters: z
     .strictObject({
       agents: z.array(agentName).max(64).optional(),

@@ -37,6 +37,7 @@ Filters:
   --include-superseded  also turns of killed attempts whose steps a resume redid
                         (left out by default; every row names its attempt)
   --dedupe            drop rows whose content repeats an earlier one
+  --counterfactual    trajectories: add reward_<scheme> and advantage_<mode> columns (issue 40)
   --no-system         no system message in sft/pairs/verl prompts
   --force             replace an existing PATH (and its card)`;
 
@@ -53,6 +54,7 @@ const OPTIONS = {
   'min-reward': { type: 'string' },
   'max-reward': { type: 'string' },
   dedupe: { type: 'boolean', default: false },
+  counterfactual: { type: 'boolean', default: false },
   'no-system': { type: 'boolean', default: false },
   force: { type: 'boolean', default: false },
   'include-superseded': { type: 'boolean', default: false },
@@ -156,6 +158,7 @@ export const exportCommand = defineCommand({
       out: values.out,
       force: values.force,
       dedupe: values.dedupe,
+      ...(values.counterfactual ? { counterfactual: true } : {}),
       systemPrompt: !values['no-system'],
       filters: {
         agents: agents.length ? agents : undefined,

@@ -27,8 +27,10 @@ import {
   verlRow,
   type Row,
 } from './formats';
+import { CounterfactualColumns, counterfactualColumns } from './counterfactual';
 import { ExportError, validateOptions, type ExportOptions, type ValidatedOptions } from './options';
 import { checkAgents, EpisodeTurnPages, ProblemPages, resolveRuns, TurnPages, type SourceRun, type TurnRecord } from './queries';
+import type { ColumnSpec } from './schema';
 import { JsonlSink, ParquetSink, publish, removeQuietly, sweepStaleTemps, tempPathFor, type RowSink } from './sinks';
 import { runTensorboardExport, type TensorboardExportOptions, type TensorboardExportResult } from './tensorboard';
 
@@ -131,7 +133,8 @@ async function runDatasetExport(store: Store, options: ExportOptions, handlers: 
     };
     onProgress?.(0, plan.total);
     const runName = new Map(sources.map((s) => [s.run.id, s.run.name]));
-    for (const reader of plan.readers) await writeRows(reader, opts, tally, runName, progressed);
+    const credit = opts.counterfactual ? new CounterfactualColumns(store) : null;
+    for (const reader of plan.readers) await writeRows(reader, opts, tally, runName, progressed, credit);
     if (tally.rows === 0) throw emptyAfterReading(opts, sources, plan.sourceUnit, tally);
 
     const bytes = sink.finish();
@@ -149,7 +152,7 @@ async function runDatasetExport(store: Store, options: ExportOptions, handlers: 
       counts,
       bytes,
       seconds: (performance.now() - started) / 1000,
-      columns: COLUMNS[opts.format],
+      columns: columnsOf(opts),
       rowGroupRows: opts.rowGroupRows,
     });
     fs.writeFileSync(tempCard, card, { flag: 'wx' });
@@ -218,9 +221,14 @@ function planReads(store: Store, opts: ValidatedOptions, sources: SourceRun[]): 
   return { readers, total, sourceUnit, turnsWithoutEpisode };
 }
 
+/** The format's columns, and the counterfactual ones when asked for (issue 40). */
+function columnsOf(opts: ValidatedOptions): ColumnSpec[] {
+  return opts.counterfactual ? [...COLUMNS[opts.format], ...counterfactualColumns()] : COLUMNS[opts.format];
+}
+
 function openSink(opts: ValidatedOptions, tempData: string, sources: SourceRun[]): RowSink {
   if (opts.container !== 'parquet') return new JsonlSink(tempData);
-  return new ParquetSink(tempData, COLUMNS[opts.format], opts.rowGroupRows, opts.rowGroupBytes, [
+  return new ParquetSink(tempData, columnsOf(opts), opts.rowGroupRows, opts.rowGroupBytes, [
     { key: 'marsrl.format', value: opts.format },
     { key: 'marsrl.runs', value: JSON.stringify(sources.map((s) => s.run.id)) },
   ]);
@@ -256,12 +264,13 @@ class Tally {
 }
 
 /** Writes every row of one run's reader, page by page. */
-async function writeRows(reader: Reader, opts: ValidatedOptions, tally: Tally, runName: Map<number, string>, progressed: (read: number) => Promise<void>): Promise<void> {
+async function writeRows(reader: Reader, opts: ValidatedOptions, tally: Tally, runName: Map<number, string>, progressed: (read: number) => Promise<void>, credit: CounterfactualColumns | null): Promise<void> {
   if (reader instanceof TurnPages) {
     await forEachPage(idPages(reader), progressed, (page) => {
       for (const t of page) {
         if (!tally.isNew([t.agent, t.prompt, t.text])) continue;
         const row = opts.format === 'sft' ? sftRow(t, opts.systemPrompt) : trajectoryRow(t, runName.get(t.run_id) ?? '');
+        if (credit) Object.assign(row, credit.of(t.id, t.run_id));
         tally.emit(row, t.prompt.length + t.text.length, t.run_id, t.agent, t.split);
       }
     });

@@ -85,6 +85,11 @@ export interface ExportOptions {
   rowGroupRows?: number;
   /** Parquet tuning: most text bytes buffered for one row group (default 16 MB); bounds memory when texts are long. */
   rowGroupBytes?: number;
+  /**
+   * Trajectories only (issue 40): add `reward_<scheme>` and `advantage_<mode>` columns, each turn's
+   * counterfactual credit under every reward scheme and normalization mode (export/counterfactual.ts).
+   */
+  counterfactual?: boolean;
 }
 
 /** Filters with each format's defaults applied, as recorded in the dataset card. */
@@ -112,6 +117,7 @@ export interface ValidatedOptions {
   systemPrompt: boolean;
   rowGroupRows: number;
   rowGroupBytes: number;
+  counterfactual: boolean;
 }
 
 export type ExportErrorCode =
@@ -283,6 +289,14 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
   const rowGroupBytes = raw.rowGroupBytes ?? 16 * 1024 * 1024;
   if (!Number.isFinite(rowGroupBytes) || rowGroupBytes < 1) throw invalid('rowGroupBytes', `must be a positive number of bytes (got ${rowGroupBytes})`);
 
+  if (raw.counterfactual !== undefined && raw.counterfactual !== null && typeof raw.counterfactual !== 'boolean') {
+    throw invalid('counterfactual', `must be true or false (got ${JSON.stringify(raw.counterfactual)})`);
+  }
+  const counterfactual = raw.counterfactual === true;
+  if (counterfactual && fmt !== 'trajectories') {
+    throw invalid('counterfactual', `the counterfactual columns are added to the trajectories format only (one row per turn); choose format trajectories or leave counterfactual out (format is ${fmt})`);
+  }
+
   const force = raw.force === true;
   const card = cardPath(out);
   checkOutputPath(out, card, force);
@@ -299,6 +313,7 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
     systemPrompt: raw.systemPrompt !== false,
     rowGroupRows,
     rowGroupBytes,
+    counterfactual,
   };
 }
 
