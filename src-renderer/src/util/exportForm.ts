@@ -66,6 +66,8 @@ export interface ExportForm {
   maxReward: string;
   /** Also turns of killed attempts whose steps a resume redid (issue #17). */
   includeSuperseded: boolean;
+  /** Trajectories only (issue 40): add every turn's reward under each scheme and advantage under each mode. */
+  counterfactual: boolean;
 }
 
 export function emptyForm(): ExportForm {
@@ -84,6 +86,7 @@ export function emptyForm(): ExportForm {
     minReward: '',
     maxReward: '',
     includeSuperseded: false,
+    counterfactual: false,
   };
 }
 
@@ -192,6 +195,7 @@ export function buildExportRequest(form: ExportForm): { request: ExportRequest |
       out,
       ...(form.force ? { force: true } : {}),
       ...(form.dedupe ? { dedupe: true } : {}),
+      ...(form.counterfactual && form.format === 'trajectories' ? { counterfactual: true } : {}),
       filters,
     },
     issues: [],
