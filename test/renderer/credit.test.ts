@@ -12,7 +12,7 @@ import { openStore, type Store } from '../../src-main/engine/store';
 import { creditAlternatives, creditChartOption, defaultAlternative } from '../../src-renderer/src/charts/creditOption';
 import { creditTable } from '../../src-renderer/src/util/credit';
 import { buildExportRequest, emptyForm } from '../../src-renderer/src/util/exportForm';
-import { validateOptions } from '../../src-main/engine/export/options';
+import { validateOptions, type ExportOptions } from '../../src-main/engine/export/options';
 import { seedCreditRun } from '../helpers/seed';
 import { tempDir } from '../helpers/tmp';
 
@@ -80,7 +80,7 @@ describe('the export form’s counterfactual columns', () => {
     const out = path.join(tmp.dir, 'x.jsonl');
     const built = buildExportRequest({ ...emptyForm(), runs: [1], out, counterfactual: true }).request!;
     expect(built.counterfactual).toBe(true);
-    expect(validateOptions({ ...built, runs: [1] }).counterfactual).toBe(true);
+    expect(validateOptions({ ...built, runs: [1] } as ExportOptions).counterfactual).toBe(true);
     expect(buildExportRequest({ ...emptyForm(), runs: [1], out, format: 'sft', counterfactual: true }).request).not.toHaveProperty('counterfactual');
     expect(buildExportRequest({ ...emptyForm(), runs: [1], out }).request).not.toHaveProperty('counterfactual');
   });
