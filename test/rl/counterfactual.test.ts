@@ -15,6 +15,7 @@ const runs = [
   ...ADVANTAGE_MODES.map((mode) => ({ name: `mode ${mode}`, overrides: { advantage: { mode } } })),
   { name: 'shared rewards, global', overrides: { reward: { scheme: 'shared' }, advantage: { mode: 'global' } } },
   { name: 'pipeline mode, agentwise', overrides: { pipeline: { mode: 'pipeline', segment_tokens: 16, max_segments: 2 } } },
+  { name: 'pipeline mode, shared rewards, agent-mean', overrides: { reward: { scheme: 'shared' }, advantage: { mode: 'agent-mean' }, pipeline: { mode: 'pipeline', segment_tokens: 16, max_segments: 2 } } },
   { name: 'class balance, format penalty', overrides: { reward: { format_penalty: 0.5 }, advantage: { mode: 'agent-std', verifier_class_balance: true } } },
 ];
 
@@ -46,13 +47,14 @@ describe.each(runs)('counterfactual credit on a tiny run ($name)', ({ name, over
     const penalty = name.includes('format penalty') ? 0.5 : 0;
     let differing = 0;
     for (const group of loopGroups(rows)) {
+      const credits = group.map((row) => turnCounterfactual(trained.store, row.id)!);
       for (const scheme of ['decoupled', 'shared']) {
         const rewards = scheme === group[0].scheme ? group.map((r) => r.reward) : loopRewards(group, scheme, penalty);
         if (scheme === group[0].scheme) expect(loopRewards(group, scheme, penalty)).toEqual(rewards);
         for (const mode of ADVANTAGE_MODES) {
           const expected = loopAdvantages(group, rewards, mode);
           group.forEach((row, i) => {
-            const credit = turnCounterfactual(trained.store, row.id)!;
+            const credit = credits[i];
             expect(credit.rewards[scheme]).toBe(rewards[i]);
             expect(credit.advantages[scheme][mode]).toBeCloseTo(expected[i], 9);
             if (Math.abs(expected[i] - row.advantage) > 1e-6) differing++;
