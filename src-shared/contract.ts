@@ -1008,9 +1008,11 @@ export interface CounterfactualCredit {
   /** The run's own scheme and mode: what training used. */
   scheme: string;
   mode: string;
-  /** Every scheme and mode of the registries, in the order shown. */
+  /** Every scheme and mode of the registries, in the order shown (first the run's own scheme when the registry lacks it: an imported run's). */
   schemes: string[];
   modes: string[];
+  /** The run's scheme and mode are ones the Studio computes, so [scheme][mode] reproduces the stored advantage. */
+  reproducible: boolean;
   /** What the store holds for the turn. */
   stored: { reward: number; advantage: number; weight: number };
   /** scheme → the reward under it (the run's scheme: the stored reward); null where it cannot be recomputed. */
@@ -1048,6 +1050,8 @@ export interface CreditDivergence {
   series: CreditDivergenceSeries[];
   turns: number;
   groups: number;
+  /** The run's scheme and mode are ones the Studio computes (false for a run made elsewhere: maxStoredDifference then means nothing). */
+  reproducible: boolean;
   /** Largest |stored − recomputed| advantage under the run's own scheme and mode: 0 up to rounding when training is reproduced. */
   maxStoredDifference: number;
   /** Turns whose reward under the run's scheme, recomputed from stored outcomes, differs from the stored one. */

@@ -69,7 +69,7 @@ describe('getCounterfactualCredit on seeded runs of every mode', () => {
     const run = runs.find((r) => r.mode === 'global')!;
     const divergence = (await callStudio(service, 'getCreditDivergence', [run.id])) as CreditDivergence;
     const rows = loopRows(store.db, run.id);
-    expect(divergence).toMatchObject({ runId: run.id, scheme: 'decoupled', mode: 'global', turns: rows.length, rewardMismatches: 0 });
+    expect(divergence).toMatchObject({ runId: run.id, scheme: 'decoupled', mode: 'global', turns: rows.length, rewardMismatches: 0, reproducible: true });
     expect(divergence.maxStoredDifference).toBeLessThan(1e-12);
     expect(divergence.steps).toEqual([0, 1, 2, 3]);
     const hand = new Map<string, number[][]>();
@@ -104,6 +104,31 @@ describe('getCounterfactualCredit on seeded runs of every mode', () => {
     const divergence = await api(server.port, 'getCreditDivergence', [runs[0].id]);
     expect(divergence.status).toBe(200);
     expect(divergence.json<{ result: CreditDivergence }>().result.series.length).toBeGreaterThan(0);
+  });
+});
+
+describe('a run made elsewhere (its own reward and advantage names, correctness partly unknown)', () => {
+  it('applies every mode to its stored rewards, recomputes the Studio’s schemes where it can, and claims no reproduction', async () => {
+    const id = seedCreditRun(store, { name: 'imported-like', mode: 'global', steps: 2, problemsPerStep: 2, seed: 21 });
+    store.db.prepare("UPDATE rewards SET scheme = 'verl:reward' WHERE run_id = ?").run(id);
+    store.db.prepare("UPDATE advantages SET mode = 'verl:advantage' WHERE run_id = ?").run(id);
+    const rows = loopRows(store.db, id);
+    const [first, second] = loopGroups(rows);
+    store.db.prepare('UPDATE turns SET correct = NULL WHERE id = ?').run(second[0].id);
+    const credit = await service.getCounterfactualCredit(first[1].id);
+    expect(credit).toMatchObject({ scheme: 'verl:reward', mode: 'verl:advantage', reproducible: false, rewardMatches: null });
+    expect(credit.schemes).toEqual(['verl:reward', 'decoupled', 'shared']);
+    expect(credit.rewards['verl:reward']).toBe(first[1].reward);
+    for (const mode of ADVANTAGE_MODES) expect(credit.advantages['verl:reward'][mode]).toBeCloseTo(loopAdvantages(first, first.map((g) => g.reward), mode)[1], 9);
+    expect(credit.rewards.shared).toBe(loopRewards(first, 'shared', 0)[1]);
+    expect(credit.note).toContain('not a scheme and mode the Studio computes');
+    const unknown = await service.getCounterfactualCredit(second[1].id);
+    expect(unknown.rewards.decoupled).toBeNull();
+    expect(unknown.advantages.shared.global).toBeNull();
+    expect(unknown.advantages['verl:reward'].global).not.toBeNull();
+    expect(unknown.note).toContain('no stored correctness');
+    const divergence = await service.getCreditDivergence(id);
+    expect(divergence).toMatchObject({ reproducible: false, schemes: ['verl:reward', 'decoupled', 'shared'], turns: rows.length });
   });
 });
 

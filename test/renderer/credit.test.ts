@@ -52,6 +52,8 @@ describe('the turn panel’s counterfactual table', () => {
   it('says so when the own cell does not give the stored value', () => {
     const tampered = { ...credit, stored: { ...credit.stored, advantage: credit.stored.advantage + 0.5 } };
     expect(creditTable(tampered).reproduced).toBe(false);
+    // A run made elsewhere: its own scheme · mode is not computed, so nothing is claimed.
+    expect(creditTable({ ...credit, reproducible: false }).reproduced).toBeNull();
   });
 });
 

@@ -29,7 +29,9 @@ function meanOf(values: readonly (number | null)[]): number | null {
 function divergenceText(d: CreditDivergence): string {
   const head = [
     `run ${d.runId}: scheme ${d.scheme}, mode ${d.mode}; ${d.turns} trained turns in ${d.groups} groups over ${d.steps.length} steps (${d.seconds.toFixed(3)} s)`,
-    `stored advantages reproduced under ${d.scheme} · ${d.mode}: max |Δ| = ${d.maxStoredDifference.toExponential(2)}; rewards that differ when recomputed: ${d.rewardMismatches}`,
+    d.reproducible
+      ? `stored advantages recomputed under ${d.scheme} · ${d.mode}: max |Δ| = ${d.maxStoredDifference.toExponential(2)}; rewards that differ when recomputed: ${d.rewardMismatches}`
+      : `${d.scheme} · ${d.mode} is not a scheme and mode the Studio computes (a run made elsewhere): every mode is applied to the stored rewards`,
   ];
   if (d.turns === 0) return [...head, 'no trained turns: nothing to compare (held-out turns have no advantage)'].join('\n');
   const rows = d.series.map((s) => [`${s.scheme} · ${s.mode}${s.scheme === d.scheme && s.mode === d.mode ? ' (run)' : ''}`, s.agent, fmt(meanOf(s.meanAbsDiff)), fmt(meanOf(s.std))]);

@@ -48,7 +48,7 @@ export interface CreditSettings {
 export interface TurnCredit {
   turnId: number;
   agent: string;
-  /** scheme → the reward under it (the run's scheme: the stored reward); null when it cannot be recomputed. */
+  /** scheme (schemesOf the run's) → the reward under it (the run's scheme: the stored reward); null when it cannot be recomputed. */
   rewards: Record<string, number | null>;
   /** scheme → mode → the advantage under both; null where the scheme's rewards are null. */
   advantages: Record<string, Record<string, number | null>>;
@@ -59,6 +59,21 @@ export interface TurnCredit {
 /** Every scheme and mode the registries hold: what the panel and the export show. */
 export function creditSchemes(): string[] {
   return listRewards();
+}
+
+/**
+ * The schemes a run's credit is shown under: the registry's, and first the run's own when it is
+ * not one of them (an imported run's `verl:reward`), whose rewards are then the stored ones, so
+ * every mode still normalises what the run was rewarded with.
+ */
+export function schemesOf(runScheme: string): string[] {
+  const known = creditSchemes();
+  return known.includes(runScheme) ? known : [runScheme, ...known];
+}
+
+/** The run's own scheme and mode are ones the registries compute, so its cell can reproduce the stored advantage. */
+export function reproducible(runScheme: string, runMode: string): boolean {
+  return creditSchemes().includes(runScheme) && creditModes().includes(runMode);
 }
 export function creditModes(): string[] {
   return listAdvantages();
@@ -93,11 +108,11 @@ function advantagesOf(turns: readonly StoredCreditTurn[], rewards: readonly numb
  * none), as training scored it.
  */
 export function counterfactualGroup(turns: readonly StoredCreditTurn[], settings: CreditSettings): TurnCredit[] {
-  const schemes = creditSchemes();
+  const schemes = schemesOf(settings.scheme);
   const modes = creditModes();
   const rewardsBy = new Map<string, number[] | null>();
   for (const scheme of schemes) rewardsBy.set(scheme, scheme === settings.scheme ? turns.map((t) => t.reward) : recomputedRewards(turns, scheme, settings));
-  const own = schemes.includes(settings.scheme) ? recomputedRewards(turns, settings.scheme, settings) : null;
+  const own = creditSchemes().includes(settings.scheme) ? recomputedRewards(turns, settings.scheme, settings) : null;
   const advantagesBy = new Map<string, number[] | null>();
   for (const scheme of schemes) {
     const rewards = rewardsBy.get(scheme)!;

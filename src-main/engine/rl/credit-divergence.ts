@@ -7,13 +7,14 @@
  * each agent would have had otherwise. One pass, memory bounded by steps × agents × alternatives.
  */
 import type { CreditDivergence, CreditDivergenceSeries } from '#shared/contract';
-import type { StoredCreditTurn, TurnCredit } from './counterfactual';
+import { reproducible, type StoredCreditTurn, type TurnCredit } from './counterfactual';
 
+/** Running mean |Δ| and, by Welford's update, the mean and squared deviations of the alternative's advantages. */
 interface Cell {
   n: number;
   absDiff: number;
-  sum: number;
-  sumSq: number;
+  mean: number;
+  m2: number;
 }
 
 const SEP = '\u0000';
@@ -52,8 +53,9 @@ export class CreditDivergenceAccumulator {
           const cell = this.cell(`${scheme}${SEP}${mode}${SEP}${c.agent}`, step);
           cell.n++;
           cell.absDiff += Math.abs(actual - value);
-          cell.sum += value;
-          cell.sumSq += value * value;
+          const delta = value - cell.mean;
+          cell.mean += delta / cell.n;
+          cell.m2 += delta * (value - cell.mean);
         }
       }
     });
@@ -63,7 +65,7 @@ export class CreditDivergenceAccumulator {
     let byStep = this.cells.get(key);
     if (!byStep) this.cells.set(key, (byStep = new Map()));
     let cell = byStep.get(step);
-    if (!cell) byStep.set(step, (cell = { n: 0, absDiff: 0, sum: 0, sumSq: 0 }));
+    if (!cell) byStep.set(step, (cell = { n: 0, absDiff: 0, mean: 0, m2: 0 }));
     return cell;
   }
 
@@ -83,8 +85,7 @@ export class CreditDivergenceAccumulator {
             mode,
             agent,
             meanAbsDiff: at.map((c) => (c ? c.absDiff / c.n : null)),
-            // E[x²] − E[x]² is enough for a chart; clamped at 0 against rounding.
-            std: at.map((c) => (c ? Math.sqrt(Math.max(0, c.sumSq / c.n - (c.sum / c.n) ** 2)) : null)),
+            std: at.map((c) => (c ? Math.sqrt(c.m2 / c.n) : null)),
           });
         }
       }
@@ -100,6 +101,7 @@ export class CreditDivergenceAccumulator {
       series,
       turns: this.turns,
       groups: this.groups,
+      reproducible: reproducible(this.scheme, this.mode),
       maxStoredDifference: this.maxStoredDifference,
       rewardMismatches: this.rewardMismatches,
       seconds,

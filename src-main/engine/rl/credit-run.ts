@@ -9,7 +9,7 @@ import type { CounterfactualCredit, CreditDivergence } from '#shared/contract';
 import { checkRunConfig } from '../config/load';
 import { CreditRepo, type CreditGroupRows, type Store } from '../store';
 import { DEFAULT_ADVANTAGE_OPTIONS, type AdvantageOptions } from './advantages';
-import { counterfactualGroup, creditModes, creditSchemes, type CreditSettings, type TurnCredit } from './counterfactual';
+import { counterfactualGroup, creditModes, reproducible, schemesOf, type CreditSettings, type TurnCredit } from './counterfactual';
 import { CreditDivergenceAccumulator } from './credit-divergence';
 import { DEFAULT_REWARD_OPTIONS, type RewardOptions } from './rewards';
 
@@ -48,15 +48,23 @@ export function turnCounterfactual(store: Store, turnId: number): Counterfactual
     agent: own.agent,
     scheme: group.scheme,
     mode: group.mode,
-    schemes: creditSchemes(),
+    schemes: schemesOf(group.scheme),
     modes: creditModes(),
+    reproducible: reproducible(group.scheme, group.mode),
     stored: { reward: own.reward, advantage: own.advantage, weight: own.weight },
     rewards: mine.rewards,
     advantages: mine.advantages,
     rewardMatches: mine.rewardMatches,
     group: group.turns.map((t) => ({ turnId: t.turnId, agent: t.agent, reward: t.reward, advantage: t.advantage })),
-    note: unknown ? 'some turns of the group have no stored correctness (an imported run), so the other schemes cannot be recomputed' : null,
+    note: noteOf(group.scheme, group.mode, unknown),
   };
+}
+
+function noteOf(scheme: string, mode: string, unknownCorrectness: boolean): string | null {
+  const notes: string[] = [];
+  if (!reproducible(scheme, mode)) notes.push(`the run's ${scheme} · ${mode} is not a scheme and mode the Studio computes (a run made elsewhere): every mode is applied to its stored rewards instead`);
+  if (unknownCorrectness) notes.push('some turns of the group have no stored correctness, so the Studio\'s schemes cannot be recomputed for them');
+  return notes.length ? `${notes.join('; ')}.` : null;
 }
 
 /** The run's divergence from every alternative, per step and agent; null values where a run has no trained turns. */
@@ -66,14 +74,14 @@ export function runCreditDivergence(store: Store, runId: number): CreditDivergen
   const options = scoringOptionsOf(run?.config ?? {});
   let accumulator: CreditDivergenceAccumulator | null = null;
   for (const group of new CreditRepo(store.db).runGroups(runId)) {
-    accumulator ??= new CreditDivergenceAccumulator(group.scheme, group.mode, creditSchemes(), creditModes());
+    accumulator ??= new CreditDivergenceAccumulator(group.scheme, group.mode, schemesOf(group.scheme), creditModes());
     accumulator.add(group.step, group.turns, creditOfGroup(group, options));
   }
   if (!accumulator) {
     const checked = checkRunConfig(run?.config ?? {});
     const scheme = checked.ok ? checked.config.reward.scheme : '';
     const mode = checked.ok ? checked.config.advantage.mode : '';
-    accumulator = new CreditDivergenceAccumulator(scheme, mode, creditSchemes(), creditModes());
+    accumulator = new CreditDivergenceAccumulator(scheme, mode, schemesOf(scheme), creditModes());
   }
   return accumulator.result(runId, (performance.now() - started) / 1000);
 }

@@ -23,8 +23,8 @@ export interface CreditRow {
 export interface CreditTable {
   schemes: string[];
   rows: CreditRow[];
-  /** The run's own cell equals the stored advantage (to 1e-9 relative). */
-  reproduced: boolean;
+  /** The run's own cell equals the stored advantage (to 1e-9 relative); null when the run's scheme · mode is not one the Studio computes. */
+  reproduced: boolean | null;
 }
 
 export function creditTable(c: CounterfactualCredit): CreditTable {
@@ -40,6 +40,6 @@ export function creditTable(c: CounterfactualCredit): CreditTable {
     };
   });
   const own = c.advantages[c.scheme]?.[c.mode];
-  const reproduced = own !== undefined && own !== null && Math.abs(own - c.stored.advantage) <= 1e-9 * Math.max(1, Math.abs(c.stored.advantage));
+  const reproduced = !c.reproducible ? null : own !== undefined && own !== null && Math.abs(own - c.stored.advantage) <= 1e-9 * Math.max(1, Math.abs(c.stored.advantage));
   return { schemes, rows: [reward, ...modes], reproduced };
 }
