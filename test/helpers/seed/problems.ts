@@ -105,9 +105,15 @@ function draftEpisode(question: string, reference: string, skill: number, rng: R
   return { drafts, final, correct: final === reference };
 }
 
-/** Rewards under the run's scheme and advantages under its normalization, as training computes them. */
+/**
+ * Rewards under the run's scheme and advantages under its normalization, as training computes them.
+ * Shared: every turn gets its chain's outcome (a Solver sample nobody judged, its own answer; the
+ * judged one and its verdicts, the episode's final answer; a repair, its own answer).
+ */
 function credit(drafts: Draft[], finalCorrect: boolean, scheme: 'decoupled' | 'shared', mode: 'agentwise' | 'global') {
-  const rewards = drafts.map((d) => (scheme === 'shared' ? Number(finalCorrect) : Number(d.correct)));
+  const judged = new Set(drafts.filter((d) => d.agent === 'verifier1').map((d) => d.parentIndex));
+  const chainOutcome = (d: Draft, i: number) => (d.agent === 'verifier1' || (d.agent === 'solver' && judged.has(i)) ? finalCorrect : d.correct);
+  const rewards = drafts.map((d, i) => (scheme === 'shared' ? Number(chainOutcome(d, i)) : Number(d.correct)));
   return drafts.map((d, i) => {
     const group = mode === 'global' ? rewards : rewards.filter((_, j) => drafts[j].agent === d.agent);
     const mu = mean(group);
