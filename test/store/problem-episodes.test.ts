@@ -92,6 +92,12 @@ describe('problems matched across runs', () => {
     expect(rows).toEqual([[3, null], [1, 4], [2, 5], [null, 6], [null, 7]]);
   });
 
+  it('orders keys that are whole numbers numerically, others as strings', () => {
+    const keys = ['10', '9', 'b', '007', 'a2', '0', '8'];
+    const matched = matchProblems([keys.map((key, i) => ({ id: i + 1, runId: 1, split: 'train' as const, family: 'math', problemKey: key, question: `q${key}`, answer: '' }))]);
+    expect(matched.map((m) => m.identity.problemKey)).toEqual(['0', '007', '8', '9', '10', 'a2', 'b']);
+  });
+
   it('says which outcomes differ, as a plain loop over the last outcomes does', () => {
     const expected = lastOutcomes();
     const page = listProblemOutcomes(store, { runIds: seeded.runs.map((r) => r.id), limit: 1000 });

@@ -56,7 +56,7 @@ function identityOf(p: ProblemRecord, key: string, matchedBy: 'id' | 'text'): Pr
 /**
  * Problems of several runs (`problems[i]` is run i's), matched by id, then by text: a group whose
  * runs lack the problem takes, by text, a group holding only those runs. Held-out first, then by
- * problem key (numbers in numeric order).
+ * problem key (whole numbers in numeric order).
  */
 export function matchProblems(problems: readonly (readonly ProblemRecord[])[]): MatchedProblem[] {
   const n = problems.length;
@@ -88,8 +88,17 @@ export function matchProblems(problems: readonly (readonly ProblemRecord[])[]): 
     if (!other) byText.set(tkey, group);
     out.push(group);
   }
-  const collator = new Intl.Collator('en', { numeric: true });
-  return out.sort((a, b) => (a.identity.split === b.identity.split ? collator.compare(a.identity.problemKey, b.identity.problemKey) : a.identity.split === 'test' ? -1 : 1));
+  return out.sort((a, b) => (a.identity.split === b.identity.split ? compareKeys(a.identity.problemKey, b.identity.problemKey) : a.identity.split === 'test' ? -1 : 1));
+}
+
+/** Keys that are whole numbers in numeric order (a dataset's row ids), others as strings: cheaper than a collator on thousands of keys. */
+function compareKeys(a: string, b: string): number {
+  if (/^\d+$/.test(a) && /^\d+$/.test(b)) {
+    const [x, y] = [a.replace(/^0+(?=\d)/, ''), b.replace(/^0+(?=\d)/, '')];
+    if (x.length !== y.length) return x.length - y.length;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** A run's label beside its name: the two settings issue 40 compares (reward scheme, advantage normalization). */
