@@ -44,6 +44,7 @@ function validCalls(runId: number, modelFolder: string): Record<string, unknown[
     getEpisode: [1], listEvents: [runId], getTimeline: [runId], startExport: [{ runs: [runId], format: 'sft', out: 'fuzz.jsonl', force: true }],
     cancelExport: ['export-1'], exportModel: [{ runId, format: 'hf', out: 'fuzz-model' }], compareRuns: [{ runIds: [runId] }],
     compareSeries: [{ runIds: [runId], key: 'system/accuracy' }], listStudies: [], getStudy: [1], exportStudyReport: [1, 'fuzz-report'],
+    listProblemOutcomes: [{ runIds: [runId], limit: 5 }], getProblemEpisodes: [{ runIds: [runId], turnId: 1 }],
   };
 }
 

@@ -677,6 +677,91 @@ export interface CompareSeriesResult {
   }[];
 }
 
+/**
+ * One problem, many episodes (issue 40): a problem is matched across the chosen runs by its stable
+ * id (split, task family and problem key) and, where a run has no problem with that id, by its
+ * question text (whitespace-normalized). `key` names the match: `id:…` or `text:…`.
+ */
+export interface ProblemIdentity {
+  key: string;
+  matchedBy: 'id' | 'text';
+  /** `test` is the held-out set (listed first). */
+  split: 'train' | 'test';
+  family: string;
+  problemKey: string;
+  question: string;
+  answer: string;
+}
+
+/** A problem's episodes in one run: how many, how many ended right, and the outcome at its last step. */
+export interface ProblemRunOutcome {
+  runId: number;
+  /** The problem's row in this run (problems.id): pass it as `problemId` to open the problem. */
+  problemId: number;
+  episodes: number;
+  solved: number;
+  /** The latest step with an episode of this problem; null when the run has none yet. */
+  lastStep: number | null;
+  /** Whether the final answer was right at that step (the episode written last, where a step has several). */
+  lastCorrect: boolean | null;
+}
+
+export interface ProblemOutcomeRow extends ProblemIdentity {
+  /** One entry per requested run, in `runIds` order; null where the run has no such problem. */
+  runs: (ProblemRunOutcome | null)[];
+  /** The last outcomes differ between the runs that have the problem (at least two of them with an outcome). */
+  differs: boolean;
+}
+
+export interface ProblemOutcomeQuery {
+  runIds: number[];
+  /** Only problems whose last outcome differs between the chosen runs. */
+  differs?: boolean;
+  split?: 'train' | 'test';
+  /** Text in the question or the problem key (case-insensitive). */
+  search?: string;
+  /** Offset into the matched list (from `nextCursor`). */
+  cursor?: number;
+  limit?: number;
+}
+
+export interface ProblemOutcomePage extends Page<ProblemOutcomeRow> {
+  runs: { runId: number; name: string; label: string }[];
+  /** Problems matching the filters, and over every matched problem: held-out ones and those whose outcome differs. */
+  total: number;
+  counts: { problems: number; heldOut: number; differing: number };
+}
+
+export interface ProblemEpisodesQuery {
+  runIds: number[];
+  /** A problems.id of one of the runs (the anchor the others are matched to); or give `turnId`. */
+  problemId?: number;
+  /** Any turn: its episode's problem, in its run. */
+  turnId?: number;
+  /** The steps to show (rows); default: up to 8 spread over every step with an episode, first and last included. */
+  steps?: number[];
+}
+
+export interface ProblemEpisode {
+  runId: number;
+  step: number;
+  episode: EpisodeSummary;
+  /** Every turn, parents before children; `parentTurnId` rebuilds the tree. */
+  turns: Turn[];
+}
+
+export interface ProblemEpisodes {
+  problem: ProblemIdentity;
+  /** The chosen runs in order (columns): the problem's row in each (null where unmatched) and every step it has episodes at. */
+  runs: { runId: number; name: string; label: string; problemId: number | null; matchedBy: 'id' | 'text' | null; steps: number[] }[];
+  /** Every step any run has an episode of this problem at, ascending. */
+  allSteps: number[];
+  /** The steps shown (rows), ascending. */
+  steps: number[];
+  /** The episodes at the shown steps, run by run (a step may hold several, and a run none). */
+  episodes: ProblemEpisode[];
+}
+
 export interface StudyProgressInfo {
   total: number;
   pending: number;
@@ -920,6 +1005,10 @@ export interface StudioApi {
   getCounterfactualCredit(turnId: number): Promise<CounterfactualCredit>;
   /** Issue 40: per step and agent, how far the run's advantages are from each alternative scheme and mode. */
   getCreditDivergence(runId: number): Promise<CreditDivergence>;
+  /** Problems of the chosen runs matched by id (else text), held-out first, with each run's outcome (issue 40). */
+  listProblemOutcomes(query: ProblemOutcomeQuery): Promise<ProblemOutcomePage>;
+  /** Every episode of one problem across the steps of the chosen runs, with turns, rewards and advantages (issue 40). */
+  getProblemEpisodes(query: ProblemEpisodesQuery): Promise<ProblemEpisodes>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -965,6 +1054,8 @@ export const STUDIO_METHODS = [
   'exportStudyReport',
   'getCounterfactualCredit',
   'getCreditDivergence',
+  'listProblemOutcomes',
+  'getProblemEpisodes',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel of the desktop app's folder picker (not a StudioApi method: a browser has none). */

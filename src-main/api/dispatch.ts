@@ -140,6 +140,25 @@ const StartStudySchema = z.strictObject({
   concurrency: z.number().int().min(1).max(32).optional(),
 });
 
+// One problem, many episodes (issue 40): the runs to match it across, and which problem.
+const problemRunIds = z.array(runId).min(1, 'choose at least one run').max(20, 'show at most 20 runs side by side');
+const ProblemOutcomeQuerySchema = z.strictObject({
+  runIds: problemRunIds,
+  differs: z.boolean().optional(),
+  split: z.enum(['train', 'test'], { error: "'test' (the held-out set) or 'train'" }).optional(),
+  search: z.string().max(500).optional(),
+  cursor: z.number().int().nonnegative().optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+});
+const ProblemEpisodesQuerySchema = z
+  .strictObject({
+    runIds: problemRunIds,
+    problemId: z.number().int().positive().optional(),
+    turnId: z.number().int().positive().optional(),
+    steps: z.array(z.number().int().nonnegative()).min(1, 'give at least one step, or leave steps out for a spread of them').max(64).optional(),
+  })
+  .refine((q) => (q.problemId === undefined) !== (q.turnId === undefined), { message: 'give exactly one of problemId (a problem of one of the runs) or turnId (any turn of theirs)', path: ['problemId'] });
+
 /** Argument tuples per method; a method missing here fails typecheck. */
 const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   appInfo: z.tuple([]),
@@ -194,6 +213,8 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   exportStudyReport: z.tuple([z.number().int().positive(), z.string().min(1, 'give the output folder').max(4096)]),
   getCounterfactualCredit: z.tuple([z.number('a turn id (a positive integer)').int('a turn id is a whole number').positive('a turn id is positive')]),
   getCreditDivergence: z.tuple([runId]),
+  listProblemOutcomes: z.tuple([ProblemOutcomeQuerySchema]),
+  getProblemEpisodes: z.tuple([ProblemEpisodesQuerySchema]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

@@ -15,6 +15,7 @@ import { createEnginesApi } from './engines';
 import { createExportsApi } from './exports';
 import { createImportsApi } from './imports';
 import { createModelsApi } from './models';
+import { createProblemsApi } from './problems';
 import { createRunsApi } from './runs';
 import { createStudiesApi } from './studies';
 import { createTrajectoriesApi } from './trajectories';
@@ -36,5 +37,6 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createCompareApi(context),
     ...createStudiesApi(context),
     ...createCreditApi(context),
+    ...createProblemsApi(context),
   };
 }

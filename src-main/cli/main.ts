@@ -42,6 +42,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'secrets', summary: 'approve the API key variables endpoints may send, host by host', load: async () => (await import('./commands/secrets')).secretsCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
   { name: 'credit', summary: "a run's counterfactual credit: rewards and advantages under every scheme and mode", load: async () => (await import('./commands/credit')).creditCommand },
+  { name: 'problem', summary: 'one problem across the steps of a run and across runs: outcomes, episode trees, rewards, advantages', load: async () => (await import('./commands/problem')).problemCommand },
 ];
 
 function overview(): string {

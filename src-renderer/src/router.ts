@@ -9,6 +9,9 @@
  *                                           (the browser's filters too, so a link or Back keeps them)
  *   #/compare?runs=3,4,5&study=2            compare runs (a study's runs, grouped by its axes)
  *   #/studies | #/studies/2                 studies: list and launch, one study's progress
+ *   #/problem?runs=3,4&problem=17&steps=0,10,20&differs=1&split=test
+ *                                           one problem across steps and runs (issue 40); `turn=311`
+ *                                           instead of `problem` opens a turn's problem
  */
 import { shallowRef } from 'vue';
 import { TRAJECTORY_FILTER_KEYS, type TrajectoryFilters } from './util/trajectoryUrl';
@@ -24,7 +27,34 @@ export type Route =
   | { name: 'trajectories'; runId: number; step: number | null; episode: number | null; turn: number | null; filters?: TrajectoryFilters }
   | { name: 'compare'; runs: number[]; study: number | null }
   | { name: 'studies'; studyId: number | null }
+  | ProblemRoute
   | { name: 'not-found'; path: string };
+
+/** One problem across the steps of the chosen runs (issue 40), with the problem list's filters. */
+export interface ProblemRoute {
+  name: 'problem';
+  runs: number[];
+  problem: number | null;
+  turn: number | null;
+  /** The steps shown; empty for the default spread. */
+  steps: number[];
+  differs: boolean;
+  split: 'train' | 'test' | null;
+}
+
+function problemRoute(query: URLSearchParams): ProblemRoute {
+  const ids = (key: string) => (query.get(key) ?? '').split(',').map(positiveInt).filter((id): id is number => id !== null);
+  const split = query.get('split');
+  return {
+    name: 'problem',
+    runs: [...new Set(ids('runs').filter((id) => id > 0))],
+    problem: positiveInt(query.get('problem')),
+    turn: positiveInt(query.get('turn')),
+    steps: [...new Set(ids('steps'))].sort((a, b) => a - b),
+    differs: query.get('differs') === '1',
+    split: split === 'train' || split === 'test' ? split : null,
+  };
+}
 
 function trajectoryFilters(query: URLSearchParams): TrajectoryFilters {
   const out: TrajectoryFilters = {};
@@ -52,6 +82,7 @@ export function parseHash(hash: string): Route {
     const runs = (query.get('runs') ?? '').split(',').map(positiveInt).filter((id): id is number => id !== null && id > 0);
     return { name: 'compare', runs: [...new Set(runs)], study: positiveInt(query.get('study')) };
   }
+  if (parts.length === 1 && parts[0] === 'problem') return problemRoute(query);
   if (parts[0] === 'studies' && parts.length <= 2) {
     const studyId = parts.length === 2 ? positiveInt(parts[1]) : null;
     if (parts.length === 1 || (studyId !== null && studyId > 0)) return { name: 'studies', studyId };
@@ -96,6 +127,15 @@ export function hrefOf(route: Route): string {
       return withQuery('/compare', [['runs', route.runs.length ? route.runs.join(',') : null], ['study', route.study]]);
     case 'studies':
       return route.studyId === null ? '#/studies' : `#/studies/${route.studyId}`;
+    case 'problem':
+      return withQuery('/problem', [
+        ['runs', route.runs.length ? route.runs.join(',') : null],
+        ['problem', route.problem],
+        ['turn', route.turn],
+        ['steps', route.steps.length ? route.steps.join(',') : null],
+        ['differs', route.differs ? 1 : null],
+        ['split', route.split],
+      ]);
     case 'not-found':
       return `#${route.path}`;
   }
