@@ -15,6 +15,7 @@ import { createEnginesApi } from './engines';
 import { createExportsApi } from './exports';
 import { createImportsApi } from './imports';
 import { createModelsApi } from './models';
+import { createReplaysApi } from './replays';
 import { createRunsApi } from './runs';
 import { createStudiesApi } from './studies';
 import { createTrajectoriesApi } from './trajectories';
@@ -34,5 +35,6 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createEnginesApi(context),
     ...createCompareApi(context),
     ...createStudiesApi(context),
+    ...createReplaysApi(context),
   };
 }

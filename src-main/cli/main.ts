@@ -41,6 +41,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'serve-model', summary: 'serve Studio policies on the OpenAI-compatible API', load: async () => (await import('./commands/serve-model')).serveModelCommand },
   { name: 'secrets', summary: 'approve the API key variables endpoints may send, host by host', load: async () => (await import('./commands/secrets')).secretsCommand },
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
+  { name: 'replay', summary: "run a stored episode's problem, a problem or a prompt through the chain again with any checkpoint or an endpoint", load: async () => (await import('./commands/replay')).replayCommand },
 ];
 
 function overview(): string {

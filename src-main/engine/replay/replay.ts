@@ -98,10 +98,19 @@ function emptyChain(problem: Problem): EvalChain {
   return { problem, sample: 0, steps: [], solverCorrect: false, finalAnswer: null, finalCorrect: false };
 }
 
+/** The task family, except that a prompt typed by hand has no reference to judge against (its turns are stored unjudged). */
+function familyOf(target: ReplayTarget): ReplayTarget['data']['family'] {
+  if (!target.byHand) return target.data.family;
+  const family = Object.create(target.data.family) as ReplayTarget['data']['family'];
+  family.checkAnswer = () => false;
+  return family;
+}
+
 /** A system run's chain: `playChain` with each call seeded as the run seeded it. */
 async function systemChain(target: ReplayTarget, players: ReplayPlayers, decoding: 'greedy' | 'sampled', seed: number, record: (s: ChainStep) => void): Promise<EvalChain> {
   const { config } = players;
   const format = textFormatOf(target.data.family);
+  const family = familyOf(target);
   const callers = {} as Record<Role, AgentCaller>;
   for (const role of ['solver', 'verifier', 'corrector'] as const) {
     const policy = players.policies[role];
@@ -121,14 +130,14 @@ async function systemChain(target: ReplayTarget, players: ReplayPlayers, decodin
       return s;
     },
   };
-  await playChain(stepper, chainRules(config, part, format, target.data.family), target.problem, chain);
+  await playChain(stepper, chainRules(config, part, format, family), target.problem, chain);
   return chain;
 }
 
 /** An RL run's chain: its evaluation code on the one problem (greedy, or one sampled chain). */
 async function evalChain(target: ReplayTarget, players: ReplayPlayers, decoding: 'greedy' | 'sampled', seed: number, record: (s: ChainStep) => void): Promise<EvalChain> {
   const config = { ...players.config, eval: { ...players.config.eval, k: 1 } };
-  const ctx: EvalContext = { family: target.data.family, policies: players.policies as Record<Role, PolicyRuntime>, served: servedRoles(players.pool, config), config };
+  const ctx: EvalContext = { family: familyOf(target), policies: players.policies as Record<Role, PolicyRuntime>, served: servedRoles(players.pool, config), config };
   // As the run's evaluation: greedy with the evaluation seed, the sampled part with it + 1 (evaluate.ts).
   const [chain] = await evaluatePartAsync(ctx, [target.problem], seed, decoding === 'sampled' ? 'sampled' : 'greedy');
   for (const s of chain.steps) record(s);
