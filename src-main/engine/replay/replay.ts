@@ -17,6 +17,7 @@ import { agentName, type Role } from '#shared/agents';
 import { textFormatOf } from '../agents/prompts';
 import { readAnyCheckpointManifest } from '../checkpoint/checkpoint';
 import { parseRunConfig } from '../config/load';
+import { initBackend } from '../model/backend';
 import type { Store, TurnView } from '../store';
 import type { Problem } from '../tasks/types';
 import { localCaller, servedCaller, type AgentCaller } from '../system/callers';
@@ -53,6 +54,8 @@ export function reproducibility(target: ReplayTarget, decoding: 'greedy' | 'samp
 export async function runReplay(store: Store, request: ReplayRequest, options: ReplayOptions = {}): Promise<number> {
   const target = replayTarget(store, request);
   const decoding = request.decoding ?? (target.part === 'sampled' ? 'sampled' : 'greedy');
+  // The run's backend, as its worker chose it (a no-op once this process has one).
+  await initBackend(target.config.runtime.backend);
   const players = replayPlayers(store, request, target, options);
   const seed = request.seed ?? target.evalSeed;
   const repro = reproducibility(target, decoding);

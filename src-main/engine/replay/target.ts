@@ -38,7 +38,11 @@ export interface ReplayTarget {
   sample: number;
   /** The stored chain's turns, in the order they were made (empty: nothing stored). */
   stored: TurnView[];
-  /** How long the run took for the stored episode's rollout, s. */
+  /**
+   * How long the run took for the stored episode's rollout, s: a system run writes each turn when
+   * its call starts and its segments as they stream. An RL run's episodes are rows of a batched
+   * rollout, written together after it, so no time of one episode is stored (null).
+   */
   storedSeconds: number | null;
   evalSeed: number;
   /** The run warm-started policies in memory before step 0 (pretrain) and kept no checkpoint of them. */
@@ -87,7 +91,7 @@ function episodeTarget(store: Store, request: ReplayRequest, base: Pick<ReplayTa
   const sample = 0;
   const stored = episode.split === 'test' ? turns.filter((t) => t.sampleIndex === sample) : [];
   const part: EvalPart = meta?.eval ?? (request.decoding === 'sampled' || episode.split === 'train' ? 'sampled' : 'greedy');
-  return { ...base, problem, problemId: row.id, byHand: false, episode, part, index: meta?.problem ?? indexOf(problem.key), sample, stored, storedSeconds: rolloutSeconds(store, turns) };
+  return { ...base, problem, problemId: row.id, byHand: false, episode, part, index: meta?.problem ?? indexOf(problem.key), sample, stored, storedSeconds: base.config.system ? rolloutSeconds(store, turns) : null };
 }
 
 /** The stored problem as the task family knows it (the generated one when the key matches, so its meta is the family's own). */
