@@ -25,6 +25,7 @@ const BENCHES: Record<string, Bench> = {
   'engine-follow': { summary: 'veRL/DrMAS ingestion: 100k dumped generations followed into records, turns/s against a plain JSON.parse baseline, heap per poll', load: () => import('./engine-follow') },
   import: { summary: 'imports of runs made elsewhere: 100k MarsRL generations and 1M MLflow metric points, records/s, peak RSS and heap, against the reader alone', load: () => import('./import') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('./serve') },
+  replay: { summary: "replay time of a 21-turn system-run episode against the run's own rollout of it (issue 40), texts compared", load: () => import('./replay') },
 };
 
 export const BENCH_NAMES: readonly string[] = Object.keys(BENCHES);

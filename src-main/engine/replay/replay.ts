@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ReplayModels, ReplayRequest, ReplayTurn } from '#shared/contract';
-import { agentName, type Role } from '#shared/agents';
+import { agentName, ROLES, type Role } from '#shared/agents';
 import { textFormatOf } from '../agents/prompts';
 import { readAnyCheckpointManifest } from '../checkpoint/checkpoint';
 import { parseRunConfig } from '../config/load';
@@ -24,6 +24,7 @@ import { localCaller, servedCaller, type AgentCaller } from '../system/callers';
 import { callSeed, chainRules, playChain, type ChainStepper, type Judged } from '../system/chains';
 import { evaluatePartAsync, type ChainStep, type EvalChain, type EvalContext } from '../training/evaluate';
 import type { PolicyRuntime } from '../training/policies';
+import { usedEndpoints } from '../served/config';
 import { servedRoles } from '../served/roles';
 import { replayPlayers, type PlayerOptions, type ReplayPlayers } from './players';
 import { replayTarget, type ReplayTarget } from './target';
@@ -54,8 +55,10 @@ export function reproducibility(target: ReplayTarget, decoding: 'greedy' | 'samp
 export async function runReplay(store: Store, request: ReplayRequest, options: ReplayOptions = {}): Promise<number> {
   const target = replayTarget(store, request);
   const decoding = request.decoding ?? (target.part === 'sampled' ? 'sampled' : 'greedy');
-  // The run's backend, as its worker chose it (a no-op once this process has one).
-  await initBackend(target.config.runtime.backend);
+  // The run's backend, as its worker chose it (a no-op once this process has one), where a local
+  // policy plays a role: a replay served end to end needs none.
+  const servedOnly = request.endpoint !== undefined || (!request.checkpoint && !!target.config.system && usedEndpoints(target.config).size > 0 && [...usedEndpoints(target.config).values()].flat().length === ROLES.length);
+  if (!servedOnly) await initBackend(target.config.runtime.backend);
   const players = replayPlayers(store, request, target, options);
   const seed = request.seed ?? target.evalSeed;
   const repro = reproducibility(target, decoding);
