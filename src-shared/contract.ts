@@ -926,6 +926,80 @@ export type EnginePreview =
     }
   | { ok: false; issues: ConfigIssue[] };
 
+/**
+ * Replay (issue 40): a stored episode's problem, a problem of the run's task or a prompt typed by
+ * hand, run through the chain again with a checkpoint of any run or a served endpoint. Exactly one
+ * of `episodeId`, `problemId`, `prompt`; at most one of `checkpoint`, `endpoint` (neither: the
+ * model the episode was sampled with — the run's endpoints or init policies, or for an RL run's
+ * evaluation episode the checkpoint its step was evaluated with).
+ */
+export interface ReplayRequest {
+  runId: number;
+  episodeId?: number;
+  problemId?: number;
+  prompt?: string;
+  /** A run's checkpoint: `step` of run `runId` (default the replayed run), `'init'` for its starting policies, or a step folder's `path`. */
+  checkpoint?: { runId?: number; step?: number | 'init'; path?: string };
+  /** An endpoint of the run's config that plays every role. */
+  endpoint?: string;
+  /** Default: as the episode was sampled (greedy for a greedy chain). */
+  decoding?: 'greedy' | 'sampled';
+  /** The seed every call's seed derives from; default the run's evaluation seed. */
+  seed?: number;
+}
+
+export interface ReplaySummary {
+  id: number;
+  runId: number;
+  episodeId: number | null;
+  problemId: number | null;
+  question: string;
+  /** What played the roles, in words ("checkpoint of step 3 of run 2", "endpoint judge"). */
+  model: string;
+  decoding: 'greedy' | 'sampled';
+  seed: number;
+  status: 'running' | 'done' | 'failed';
+  error: string | null;
+  /** Whether the run's sampling of this episode can be reproduced; null for a problem or prompt with no stored episode. */
+  reproducible: boolean | null;
+  reproducibleReason: string | null;
+  /** Whether every replayed text equals the stored one (null: nothing stored to compare). */
+  matchesStored: boolean | null;
+  finalAnswer: string | null;
+  correct: boolean | null;
+  turnCount: number;
+  /** The replay's wall time, and the run's for the stored episode's rollout (s). */
+  seconds: number | null;
+  storedSeconds: number | null;
+  createdAt: number;
+}
+
+export interface ReplayTurn {
+  index: number;
+  agent: string;
+  round: number;
+  prompt: string;
+  text: string;
+  tokenCount: number;
+  parsed: string | null;
+  correct: boolean | null;
+  formatValid: boolean;
+  /** Equal to the stored turn at the same place (null: none stored there). */
+  sameAsStored: boolean | null;
+}
+
+export interface ReplayDetail {
+  replay: ReplaySummary;
+  reference: string | null;
+  turns: ReplayTurn[];
+}
+
+/** What a replay of a run can be played with: checkpoints on disk (this run's and others'), the run's endpoints. */
+export interface ReplayModels {
+  checkpoints: { runId: number; runName: string; step: number; path: string; family: 'gpt' | 'hf'; lora: boolean }[];
+  endpoints: string[];
+}
+
 export type StudioEvent =
   | { type: 'run-status'; runId: number; status: RunStatus; reason: string | null }
   | { type: 'run-progress'; runId: number; step: number; totalSteps: number; metrics: Record<string, number> }
@@ -936,7 +1010,9 @@ export type StudioEvent =
   | ({ type: 'study-progress'; studyId: number; status: RunStatus } & StudyProgressInfo)
   /** `done`/`total`: bytes of the source read; `records` written so far. */
   | { type: 'import-progress'; importId: string; done: number; total: number; records: number }
-  | { type: 'import-finished'; importId: string; status: 'done' | 'failed' | 'cancelled'; result: ImportSummary | null; error: string | null };
+  | { type: 'import-finished'; importId: string; status: 'done' | 'failed' | 'cancelled'; result: ImportSummary | null; error: string | null }
+  /** A replay's turns as they finish, and its end (issue 40). */
+  | { type: 'replay-progress'; replayId: number; runId: number; turns: number; status: ReplaySummary['status'] };
 
 export interface StudioApi {
   appInfo(): Promise<AppInfo>;
@@ -1009,6 +1085,13 @@ export interface StudioApi {
   listProblemOutcomes(query: ProblemOutcomeQuery): Promise<ProblemOutcomePage>;
   /** Every episode of one problem across the steps of the chosen runs, with turns, rewards and advantages (issue 40). */
   getProblemEpisodes(query: ProblemEpisodesQuery): Promise<ProblemEpisodes>;
+  /** Replay a stored episode, a problem or a prompt (issue 40); resolves once the replay is stored as running, its turns arrive as `replay-progress` events. */
+  startReplay(request: ReplayRequest): Promise<{ replayId: number }>;
+  /** A run's replays, newest first (kept apart from its episodes and metrics). */
+  listReplays(runId: number): Promise<ReplaySummary[]>;
+  getReplay(replayId: number): Promise<ReplayDetail>;
+  /** The checkpoints and endpoints a replay of the run can use. */
+  replayModels(runId: number): Promise<ReplayModels>;
 }
 
 export type StudioMethod = keyof StudioApi;
@@ -1056,6 +1139,10 @@ export const STUDIO_METHODS = [
   'getCreditDivergence',
   'listProblemOutcomes',
   'getProblemEpisodes',
+  'startReplay',
+  'listReplays',
+  'getReplay',
+  'replayModels',
 ] as const satisfies readonly StudioMethod[];
 
 /** The IPC channel of the desktop app's folder picker (not a StudioApi method: a browser has none). */

@@ -158,6 +158,27 @@ const ProblemEpisodesQuerySchema = z
     steps: z.array(z.number().int().nonnegative()).min(1, 'give at least one step, or leave steps out for a spread of them').max(64).optional(),
   })
   .refine((q) => (q.problemId === undefined) !== (q.turnId === undefined), { message: 'give exactly one of problemId (a problem of one of the runs) or turnId (any turn of theirs)', path: ['problemId'] });
+// Issue 40: what to replay (exactly one of episode, problem, prompt) and with what (the handler names a field it cannot use).
+const ReplayRequestSchema = z
+  .strictObject({
+    runId,
+    episodeId: z.number().int().positive().optional(),
+    problemId: z.number().int().positive().optional(),
+    prompt: z.string().min(1, 'type the question the Solver should answer').max(20_000).optional(),
+    checkpoint: z
+      .strictObject({
+        runId: runId.optional(),
+        step: z.union([z.number().int().nonnegative(), z.literal('init')], { error: "a checkpoint step (0 or more) or 'init' for the starting policies" }).optional(),
+        path: z.string().min(1).max(4096).refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character').optional(),
+      })
+      .refine((c) => (c.step === undefined) !== (c.path === undefined), 'give the checkpoint a step or a path, one of them')
+      .optional(),
+    endpoint: z.string().min(1).max(200).optional(),
+    decoding: z.enum(['greedy', 'sampled']).optional(),
+    seed: z.number().int().nonnegative().max(0xffffffff).optional(),
+  })
+  .refine((r) => [r.episodeId, r.problemId, r.prompt].filter((v) => v !== undefined).length === 1, { message: 'give exactly one of episodeId, problemId or prompt', path: ['episodeId'] })
+  .refine((r) => !(r.checkpoint && r.endpoint), { message: 'give a checkpoint or an endpoint, not both', path: ['endpoint'] });
 
 /** Argument tuples per method; a method missing here fails typecheck. */
 const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
@@ -215,6 +236,10 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   getCreditDivergence: z.tuple([runId]),
   listProblemOutcomes: z.tuple([ProblemOutcomeQuerySchema]),
   getProblemEpisodes: z.tuple([ProblemEpisodesQuerySchema]),
+  startReplay: z.tuple([ReplayRequestSchema]),
+  listReplays: z.tuple([runId]),
+  getReplay: z.tuple([z.number().int().positive()]),
+  replayModels: z.tuple([runId]),
 };
 
 export function isStudioMethod(name: unknown): name is StudioMethod {

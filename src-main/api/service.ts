@@ -16,6 +16,7 @@ import { createExportsApi } from './exports';
 import { createImportsApi } from './imports';
 import { createModelsApi } from './models';
 import { createProblemsApi } from './problems';
+import { createReplaysApi } from './replays';
 import { createRunsApi } from './runs';
 import { createStudiesApi } from './studies';
 import { createTrajectoriesApi } from './trajectories';
@@ -38,5 +39,6 @@ export function createStudioService(options: StudioServiceOptions): StudioApi {
     ...createStudiesApi(context),
     ...createCreditApi(context),
     ...createProblemsApi(context),
+    ...createReplaysApi(context),
   };
 }

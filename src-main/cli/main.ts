@@ -43,6 +43,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'doctor', summary: 'show the tensor backend and why others were skipped', load: async () => (await import('./commands/doctor')).doctorCommand },
   { name: 'credit', summary: "a run's counterfactual credit: rewards and advantages under every scheme and mode", load: async () => (await import('./commands/credit')).creditCommand },
   { name: 'problem', summary: 'one problem across the steps of a run and across runs: outcomes, episode trees, rewards, advantages', load: async () => (await import('./commands/problem')).problemCommand },
+  { name: 'replay', summary: "run a stored episode's problem, a problem or a prompt through the chain again with any checkpoint or an endpoint", load: async () => (await import('./commands/replay')).replayCommand },
 ];
 
 function overview(): string {

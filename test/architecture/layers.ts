@@ -68,7 +68,8 @@ export interface Tiers {
  * drives, and on top the runs that use the training's run shell: the system run (served models in
  * MarsRL's loop) and the outside engines (veRL and DrMAS on Ray, issue 38); above them the
  * importers of runs made elsewhere (issue 39), which read engine folders with the engines'
- * followers. The TensorBoard codec (tfevents: TFRecord framing, CRC-32C, the Event protos) is a
+ * followers; at the top replay (issue 40), which plays a run's chain again with the system run's
+ * chain code and training's evaluation. The TensorBoard codec (tfevents: TFRecord framing, CRC-32C, the Event protos) is a
  * leaf: the importer reads it, the exporter writes it, the follower may read it.
  */
 export const ENGINE_TIERS: Tiers = {
@@ -88,6 +89,7 @@ export const ENGINE_TIERS: Tiers = {
     ['training', 'study'],
     ['system', 'engines'],
     ['imports'],
+    ['replay'],
   ],
   why: 'engine folders import only folders of a lower tier (test/architecture/layers.ts, ENGINE_TIERS)',
 };

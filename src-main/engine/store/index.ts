@@ -13,6 +13,7 @@ import { ImportsRepo } from './imports';
 import { MetricsRepo } from './metrics';
 import { schemaVersion } from './migrations';
 import { RejudgesRepo } from './rejudges';
+import { ReplaysRepo } from './replays';
 import { RunsRepo } from './runs';
 import { StudiesRepo } from './studies';
 import { TrajectoriesRepo } from './trajectories';
@@ -29,6 +30,7 @@ export class Store {
   readonly rejudges: RejudgesRepo;
   readonly engineJobs: EngineJobsRepo;
   readonly imports: ImportsRepo;
+  readonly replays: ReplaysRepo;
 
   constructor(
     readonly db: Database,
@@ -44,6 +46,7 @@ export class Store {
     this.rejudges = new RejudgesRepo(db);
     this.engineJobs = new EngineJobsRepo(db);
     this.imports = new ImportsRepo(db, this.runs);
+    this.replays = new ReplaysRepo(db);
   }
 
   get schemaVersion(): number {
@@ -77,6 +80,7 @@ export type { AdvantageGroupRows, AgentOutputCounts, CorrectorCounts, VerifierCo
 export type { SeriesPoint } from './metrics';
 export type { EngineJobRow } from './engine-jobs';
 export type { ImportSourceRow, NewImportedRun } from './imports';
+export type { NewReplay, ReplayEnd } from './replays';
 export type { CellValue, NewStudy, StudyCellRow, StudyRow, StudyStatus } from './studies';
 export type { NewRejudge, RejudgedTurnRow, RejudgeRow, TurnToRejudge } from './rejudges';
 export * from './types';

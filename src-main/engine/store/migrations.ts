@@ -521,7 +521,59 @@ const v10ImportSources: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs, v10ImportSources];
+/**
+ * v11 (issue 40): replays. A replay runs a stored episode's problem (or another problem, or a
+ * prompt) through the chain again with another checkpoint or an endpoint; it is kept apart from
+ * the run's training data in its own two tables, so no episode, turn, reward or metric of the run
+ * changes, and deleting the run deletes its replays.
+ */
+const v11Replays: Migration = {
+  version: 11,
+  name: 'replays: chains played again with another checkpoint or an endpoint, apart from the training data',
+  up(db) {
+    db.exec(`
+      CREATE TABLE replays (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        episode_id INTEGER REFERENCES episodes(id) ON DELETE SET NULL,
+        problem_id INTEGER REFERENCES problems(id) ON DELETE SET NULL,
+        question TEXT NOT NULL,
+        reference TEXT,
+        model_json TEXT NOT NULL,
+        model_label TEXT NOT NULL,
+        decoding TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        reproducible INTEGER,
+        reproducible_reason TEXT,
+        matches_stored INTEGER,
+        final_answer TEXT,
+        correct INTEGER,
+        seconds REAL,
+        stored_seconds REAL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX replays_run ON replays(run_id, id);
+      CREATE TABLE replay_turns (
+        replay_id INTEGER NOT NULL REFERENCES replays(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        agent TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        text TEXT NOT NULL,
+        token_count INTEGER NOT NULL,
+        parsed TEXT,
+        correct INTEGER,
+        format_valid INTEGER NOT NULL,
+        same_as_stored INTEGER,
+        PRIMARY KEY (replay_id, idx)
+      );
+    `);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs, v10ImportSources, v11Replays];
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 export function schemaVersion(db: Database): number {

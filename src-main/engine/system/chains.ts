@@ -26,7 +26,7 @@ import { ORACLE, ORACLE_PROMPT, type CallCounters, type StoredEpisode } from './
 export const CHAIN_FAILED_EVENT = 'system/chain_failed';
 
 /** How a reply was judged: its parsed answer or verdict, whether that is right, whether it parsed. */
-type Judged = Omit<ChainStep, 'role' | 'round' | 'prompt' | 'text' | 'tokens'>;
+export type Judged = Omit<ChainStep, 'role' | 'round' | 'prompt' | 'text' | 'tokens'>;
 
 /** Stop requested: the chain ends here, unfinished, and a resume continues it. */
 export class StoppedError extends Error {}
@@ -55,9 +55,86 @@ interface Episode {
   done: boolean;
 }
 
-/** A seed per call, the same on every attempt of the run: (evaluation seed, part, problem, sample, position). */
-function callSeed(base: number, part: EvalPart, problem: number, sample: number, position: number): number {
+/** A seed per call, the same on every attempt of the run: (evaluation seed, part, problem, sample, position). Replays (issue 40) seed their calls with it too. */
+export function callSeed(base: number, part: EvalPart, problem: number, sample: number, position: number): number {
   return hashString(`${base}:${part}:${problem}:${sample}:${position}`) & 0x7fffffff;
+}
+
+/** What plays a chain's steps: a system run's stored-or-called turns, or a replay's calls (issue 40). */
+export interface ChainStepper {
+  step(role: Role, round: number, prompt: string, judge: (text: string) => Judged, oracleText?: string): Promise<ChainStep & Judged>;
+}
+
+/** How a chain of one part runs: who judges, how many rounds, when the loop accepts. */
+export interface ChainRules {
+  format: ReturnType<typeof textFormatOf>;
+  family: TaskData['family'];
+  mode: 'model' | 'oracle' | 'corrector-always';
+  loop: boolean;
+  rounds: number;
+  approvals: number;
+}
+
+export function chainRules(config: RunConfig, part: EvalPart, format: ReturnType<typeof textFormatOf>, family: TaskData['family']): ChainRules {
+  const system = config.system!;
+  const mode = part === 'oracle' ? 'oracle' : part === 'corrector-always' ? 'corrector-always' : 'model';
+  const loop = system.mode === 'loop';
+  const rounds = mode === 'corrector-always' ? 1 : loop ? system.max_iterations : config.rollout.rounds;
+  return { format, family, mode, loop, rounds, approvals: system.approvals };
+}
+
+/**
+ * The chain itself: the Solver answers; then rounds of the Verifier judging the current solution
+ * (the model's, the oracle's, or none for the corrector-always control) and the Corrector
+ * repairing a rejected one. A system run and a replay of its episodes (issue 40) both run this,
+ * so a replay takes the path the run took.
+ */
+export async function playChain(calls: ChainStepper, rules: ChainRules, problem: Problem, chain: EvalChain): Promise<void> {
+  const { format, family, mode, loop, rounds } = rules;
+  const solution = (text: string) => {
+    const parsed = format.parseSolution(text);
+    return { answer: parsed.answer, correct: family.checkAnswer(problem, parsed.answer), formatValid: parsed.formatValid };
+  };
+  const verdictOf = (judgedCorrect: boolean) => (text: string) => {
+    const parsed = format.parseVerdict(text);
+    return { verdict: parsed.verdict, correct: parsed.verdict !== null && (parsed.verdict === 'approve') === judgedCorrect, formatValid: parsed.formatValid };
+  };
+
+  const first = await calls.step('solver', 0, format.solverPrompt(problem), solution);
+  chain.solverCorrect = first.correct;
+  let current = { text: first.text, answer: first.answer ?? null, correct: first.correct };
+  let approvals = 0;
+  let accepted = false;
+  for (let round = 1; round <= rounds; round++) {
+    let verdict: Verdict | null = null;
+    let report: string | null = null;
+    if (mode === 'model') {
+      const v = await calls.step('verifier', round, format.verifierPrompt(problem, current.text), verdictOf(current.correct));
+      verdict = v.verdict ?? null;
+      report = v.text;
+    } else if (mode === 'oracle') {
+      verdict = current.correct ? 'approve' : 'reject';
+      const text = format.verdictText(verdict);
+      await calls.step('verifier', round, ORACLE_PROMPT, () => ({ verdict, correct: true, formatValid: true }), text);
+      report = text;
+    } else verdict = 'reject';
+    if (verdict !== 'reject') {
+      // An approval (or an unparseable verdict, which does not reject): the chain stops,
+      // the loop counts it and judges the same solution again until enough in a row.
+      approvals++;
+      if (!loop || mode === 'corrector-always' || approvals >= rules.approvals) {
+        accepted = verdict === 'approve';
+        break;
+      }
+      continue;
+    }
+    approvals = 0;
+    const fixed = await calls.step('corrector', round, format.correctorPrompt(problem, current.text, report), solution);
+    current = { text: fixed.text, answer: fixed.answer ?? null, correct: fixed.correct };
+  }
+  chain.finalAnswer = current.answer;
+  chain.finalCorrect = current.correct;
+  (chain as EvalChain & { accepted?: boolean }).accepted = accepted;
 }
 
 export class SystemChains {
@@ -94,61 +171,8 @@ export class SystemChains {
     return chain;
   }
 
-  /**
-   * The chain itself: the Solver answers; then rounds of the Verifier judging the current solution
-   * (the model's, the oracle's, or none for the corrector-always control) and the Corrector
-   * repairing a rejected one.
-   */
-  private async play(calls: ChainCalls, part: EvalPart, problem: Problem, chain: EvalChain): Promise<void> {
-    const { system, format, data } = this.ctx;
-    const config = this.ctx.shell.config;
-    const solution = (text: string) => {
-      const parsed = format.parseSolution(text);
-      return { answer: parsed.answer, correct: data.family.checkAnswer(problem, parsed.answer), formatValid: parsed.formatValid };
-    };
-    const verdictOf = (judgedCorrect: boolean) => (text: string) => {
-      const parsed = format.parseVerdict(text);
-      return { verdict: parsed.verdict, correct: parsed.verdict !== null && (parsed.verdict === 'approve') === judgedCorrect, formatValid: parsed.formatValid };
-    };
-
-    const first = await calls.step('solver', 0, format.solverPrompt(problem), solution);
-    chain.solverCorrect = first.correct;
-    let current = { text: first.text, answer: first.answer ?? null, correct: first.correct };
-    const mode = part === 'oracle' ? 'oracle' : part === 'corrector-always' ? 'corrector-always' : 'model';
-    const loop = system.mode === 'loop';
-    const rounds = mode === 'corrector-always' ? 1 : loop ? system.max_iterations : config.rollout.rounds;
-    let approvals = 0;
-    let accepted = false;
-    for (let round = 1; round <= rounds; round++) {
-      let verdict: Verdict | null = null;
-      let report: string | null = null;
-      if (mode === 'model') {
-        const v = await calls.step('verifier', round, format.verifierPrompt(problem, current.text), verdictOf(current.correct));
-        verdict = v.verdict ?? null;
-        report = v.text;
-      } else if (mode === 'oracle') {
-        verdict = current.correct ? 'approve' : 'reject';
-        const text = format.verdictText(verdict);
-        await calls.step('verifier', round, ORACLE_PROMPT, () => ({ verdict, correct: true, formatValid: true }), text);
-        report = text;
-      } else verdict = 'reject';
-      if (verdict !== 'reject') {
-        // An approval (or an unparseable verdict, which does not reject): the chain stops,
-        // the loop counts it and judges the same solution again until enough in a row.
-        approvals++;
-        if (!loop || mode === 'corrector-always' || approvals >= system.approvals) {
-          accepted = verdict === 'approve';
-          break;
-        }
-        continue;
-      }
-      approvals = 0;
-      const fixed = await calls.step('corrector', round, format.correctorPrompt(problem, current.text, report), solution);
-      current = { text: fixed.text, answer: fixed.answer ?? null, correct: fixed.correct };
-    }
-    chain.finalAnswer = current.answer;
-    chain.finalCorrect = current.correct;
-    (chain as EvalChain & { accepted?: boolean }).accepted = accepted;
+  private play(calls: ChainCalls, part: EvalPart, problem: Problem, chain: EvalChain): Promise<void> {
+    return playChain(calls, chainRules(this.ctx.shell.config, part, this.ctx.format, this.ctx.data.family), problem, chain);
   }
 
   private episodeOf(part: EvalPart, problem: Problem, p: number, samples: number): Episode {
@@ -180,7 +204,7 @@ export class SystemChains {
 }
 
 /** The calls of one chain: where its replay stands, its last turn, its failed calls. */
-class ChainCalls {
+class ChainCalls implements ChainStepper {
   errors = 0;
   private cursor = 0;
   private parentTurn: number | null = null;
