@@ -974,16 +974,9 @@ export interface ReplaySummary {
   createdAt: number;
 }
 
-export interface ReplayTurn {
+/** A replayed turn: a stored turn's texts and judgement, without the training bookkeeping. */
+export interface ReplayTurn extends Pick<Turn, 'agent' | 'round' | 'prompt' | 'text' | 'tokenCount' | 'parsed' | 'correct' | 'formatValid'> {
   index: number;
-  agent: string;
-  round: number;
-  prompt: string;
-  text: string;
-  tokenCount: number;
-  parsed: string | null;
-  correct: boolean | null;
-  formatValid: boolean;
   /** Equal to the stored turn at the same place (null: none stored there). */
   sameAsStored: boolean | null;
 }

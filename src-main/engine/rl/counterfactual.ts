@@ -19,21 +19,10 @@ import { roleOf } from '#shared/agents';
 import { computeAdvantages, listAdvantages, type AdvantageOptions } from './advantages';
 import { episodeChains, rewardsWithOutcome, schemeOutcome } from './outcomes';
 import { listRewards, type RewardOptions } from './rewards';
+import type { CreditTurnRow } from '../store/credit';
 
-/** One stored turn of a group, as the store reads it (rows of turns ⋈ rewards ⋈ advantages). */
-export interface StoredCreditTurn {
-  turnId: number;
-  agent: string;
-  parentTurnId: number | null;
-  /** Solver/Corrector: answer right; Verifier: verdict matches the truth. null: not stored. */
-  correct: boolean | null;
-  formatValid: boolean;
-  reward: number;
-  advantage: number;
-  /** advantage.verifier_class_balance's weight (1 without it). */
-  weight: number;
-  groupKey: string;
-}
+/** One stored turn of a group, as the store reads it (rows of turns ⋈ rewards ⋈ advantages; store/credit.ts). */
+export type StoredCreditTurn = CreditTurnRow;
 
 /** How the run scored: its scheme, mode and their options (from its config snapshot). */
 export interface CreditSettings {

@@ -11,10 +11,12 @@ export interface CreditTurnRow {
   turnId: number;
   agent: string;
   parentTurnId: number | null;
+  /** Solver/Corrector: answer right; Verifier: verdict matches the truth. null: not stored. */
   correct: boolean | null;
   formatValid: boolean;
   reward: number;
   advantage: number;
+  /** advantage.verifier_class_balance's weight (1 without it). */
   weight: number;
   groupKey: string;
 }

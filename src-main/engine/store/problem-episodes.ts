@@ -10,18 +10,9 @@ import type { Database } from 'better-sqlite3';
 import type { EpisodeSummary } from '#shared/contract';
 import { boolColumn } from './json';
 import { StatementCache } from './statements';
-import type { Split } from './types';
+import type { ProblemRecord, Split } from './types';
 
-/** A problems row as the matcher reads it (no meta). */
-export interface ProblemRecord {
-  id: number;
-  runId: number;
-  split: Split;
-  family: string;
-  problemKey: string;
-  question: string;
-  answer: string;
-}
+export type { ProblemRecord };
 
 /** A problem's episodes in one run, folded: count, right ones, and the outcome at the last step. */
 export interface ProblemOutcomeRecord {
@@ -33,7 +24,7 @@ export interface ProblemOutcomeRecord {
 
 const PROBLEM_COLUMNS = 'id, run_id, split, family, problem_key, question, answer';
 
-function toProblem(r: Record<string, unknown>): ProblemRecord {
+export function toProblem(r: Record<string, unknown>): ProblemRecord {
   return {
     id: r.id as number,
     runId: r.run_id as number,

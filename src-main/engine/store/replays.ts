@@ -5,6 +5,7 @@
  */
 import type { Database, Statement } from 'better-sqlite3';
 import type { ReplayDetail, ReplaySummary, ReplayTurn } from '#shared/contract';
+import type { TurnRecord } from './trajectories';
 
 export interface NewReplay {
   runId: number;
@@ -54,16 +55,9 @@ interface ReplayRecord {
   turn_count: number;
 }
 
-interface ReplayTurnRecord {
+/** A replay_turns row: a turns row's texts and judgement (trajectories.ts's TurnRecord), its place and its match. */
+interface ReplayTurnRecord extends Pick<TurnRecord, 'agent' | 'round' | 'prompt' | 'text' | 'token_count' | 'parsed' | 'correct' | 'format_valid'> {
   idx: number;
-  agent: string;
-  round: number;
-  prompt: string;
-  text: string;
-  token_count: number;
-  parsed: string | null;
-  correct: number | null;
-  format_valid: number;
   same_as_stored: number | null;
 }
 

@@ -7,6 +7,7 @@ import { equalityFilters, keysetPage, pageLimit, rangeFilters } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
+import { toProblem } from './problem-episodes';
 import type { EpisodeQuery, EpisodeSummary, Turn, TurnQuery } from '#shared/contract';
 import type {
   AdvantageRow,
@@ -311,16 +312,7 @@ export class TrajectoriesRepo {
   getProblem(id: number): ProblemRow | null {
     const r = this.problemById.get(id) as Record<string, unknown> | undefined;
     if (!r) return null;
-    return {
-      id: r.id as number,
-      runId: r.run_id as number,
-      split: r.split as Split,
-      family: r.family as string,
-      problemKey: r.problem_key as string,
-      question: r.question as string,
-      answer: r.answer as string,
-      meta: parseJsonColumn(r.meta_json as string | null, null),
-    };
+    return { ...toProblem(r), meta: parseJsonColumn(r.meta_json as string | null, null) };
   }
 
   /** Episodes in id order (keyset), served by episodes_run_step or the primary key. */

@@ -63,7 +63,8 @@ export interface NewRun {
   checkerVersion?: string | null;
 }
 
-export interface ProblemRow {
+/** A problems row without its meta (what matching problems across runs reads, issue 40). */
+export interface ProblemRecord {
   id: number;
   runId: number;
   split: Split;
@@ -71,6 +72,9 @@ export interface ProblemRow {
   problemKey: string;
   question: string;
   answer: string;
+}
+
+export interface ProblemRow extends ProblemRecord {
   meta: Record<string, unknown> | null;
 }
 
