@@ -79,9 +79,14 @@ function describe(store: Store, detail: ReplayDetail): string {
     ),
     '',
     `Final answer: ${r.finalAnswer ?? '(none)'}${r.correct === null ? '' : r.correct ? ' (right)' : ' (wrong)'}; same texts as stored: ${r.matchesStored === null ? 'n/a' : r.matchesStored ? 'yes' : 'no'}`,
-    `Time: replay ${r.seconds?.toFixed(2) ?? '—'} s; the run's rollout of the episode ${r.storedSeconds?.toFixed(2) ?? '—'} s`,
+    `Time: replay ${r.seconds?.toFixed(2) ?? '—'} s; the run's rollout of the episode ${storedTime(r.storedSeconds)}`,
   ];
   return lines.join('\n');
+}
+
+/** Only a system run's episode has a rollout time: an RL run writes a step's episodes together after its batched rollout, and a typed question has no stored episode. */
+function storedTime(seconds: number | null | undefined): string {
+  return seconds === null || seconds === undefined ? 'not timed (only a system run times each episode)' : `${seconds.toFixed(2)} s`;
 }
 
 /** The replay as JSON lines: the replay's summary, then each turn. */
