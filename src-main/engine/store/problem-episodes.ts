@@ -8,9 +8,9 @@
  */
 import type { Database } from 'better-sqlite3';
 import type { EpisodeSummary } from '#shared/contract';
-import { boolColumn } from './json';
+import { boolColumn, parseJsonColumn } from './json';
 import { StatementCache } from './statements';
-import type { ProblemRecord, Split } from './types';
+import type { EpisodeRow, ProblemRecord, ProblemRow, Split } from './types';
 
 export type { ProblemRecord };
 
@@ -36,10 +36,29 @@ export function toProblem(r: Record<string, unknown>): ProblemRecord {
   };
 }
 
+/**
+ * An episodes row's own columns as the API shows them, meta aside (the trajectory browser adds it,
+ * a problem's episodes leave it out), with the attempt that wrote it. Read from `SELECT e.*` or by id.
+ */
+export function episodeColumns(r: Record<string, unknown>): Omit<EpisodeRow, 'meta'> & { attempt: number; supersededBy: number | null } {
+  return {
+    id: r.id as number,
+    runId: r.run_id as number,
+    step: r.step as number,
+    problemId: r.problem_id as number | null,
+    split: r.split as Split,
+    finalAnswer: r.final_answer as string | null,
+    correct: boolColumn(r.correct as number | null),
+    rounds: r.rounds as number,
+    attempt: (r.attempt as number | undefined) ?? 1,
+    supersededBy: (r.superseded_by as number | null | undefined) ?? null,
+  };
+}
+
 /** The SQL of each read, exported so the test can ask SQLite for its plan. */
 export const PROBLEM_EPISODE_SQL = {
   problemsOfRun: `SELECT ${PROBLEM_COLUMNS} FROM problems WHERE run_id = ?`,
-  problemById: `SELECT ${PROBLEM_COLUMNS} FROM problems WHERE id = ?`,
+  problemById: `SELECT ${PROBLEM_COLUMNS}, meta_json FROM problems WHERE id = ?`,
   problemByKey: `SELECT ${PROBLEM_COLUMNS} FROM problems WHERE run_id = ? AND split = ? AND problem_key = ?`,
   problemsOfSplit: `SELECT ${PROBLEM_COLUMNS} FROM problems WHERE run_id = ? AND split = ?`,
   // Live rows only: a resume's redone steps leave the killed attempt's episodes superseded. With
@@ -66,9 +85,10 @@ export class ProblemEpisodesRepo {
     return rows.map(([id, run, split, family, problemKey, question, answer]) => ({ id, runId: run, split, family, problemKey, question, answer }));
   }
 
-  problem(id: number): ProblemRecord | null {
+  /** One problem by id, with its meta: the one read of a problem row (TrajectoryRepo.getProblem serves it too). */
+  problem(id: number): ProblemRow | null {
     const r = this.statements.get(PROBLEM_EPISODE_SQL.problemById).get(id) as Record<string, unknown> | undefined;
-    return r ? toProblem(r) : null;
+    return r ? { ...toProblem(r), meta: parseJsonColumn(r.meta_json as string | null, null) } : null;
   }
 
   /** The run's problem with this stable id, by the unique (run_id, split, problem_key) index. */
@@ -97,21 +117,7 @@ export class ProblemEpisodesRepo {
   /** A problem's live episodes in step order, as the browser lists episodes (the question and reference from `problem`). */
   episodesOfProblem(problem: ProblemRecord): EpisodeSummary[] {
     const rows = this.statements.get(PROBLEM_EPISODE_SQL.episodesOfProblem).all(problem.id) as Record<string, unknown>[];
-    return rows.map((r) => ({
-      id: r.id as number,
-      runId: r.run_id as number,
-      step: r.step as number,
-      split: r.split as Split,
-      problemId: problem.id,
-      question: problem.question,
-      reference: problem.answer,
-      finalAnswer: r.final_answer as string | null,
-      correct: boolColumn(r.correct as number | null),
-      rounds: r.rounds as number,
-      turnCount: r.turn_count as number,
-      attempt: (r.attempt as number | undefined) ?? 1,
-      supersededBy: (r.superseded_by as number | null | undefined) ?? null,
-    }));
+    return rows.map((r) => ({ ...episodeColumns(r), question: problem.question, reference: problem.answer, turnCount: r.turn_count as number }));
   }
 
   /** The run and problem of a turn's episode; null for no such turn, problemId null for a turn outside any episode. */

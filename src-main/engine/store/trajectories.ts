@@ -7,7 +7,7 @@ import { equalityFilters, keysetPage, pageLimit, rangeFilters } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
-import { toProblem } from './problem-episodes';
+import { episodeColumns, ProblemEpisodesRepo } from './problem-episodes';
 import type { EpisodeQuery, EpisodeSummary, Turn, TurnQuery } from '#shared/contract';
 import type {
   AdvantageRow,
@@ -16,7 +16,6 @@ import type {
   ProblemRow,
   RewardRow,
   SegmentRow,
-  Split,
   TurnRow,
 } from './types';
 
@@ -72,19 +71,7 @@ function toTurn(r: TurnRecord): TurnRow {
 
 /** An episodes row (from `SELECT e.*` or by id) as the API shows it, with the attempt that wrote it. */
 function toEpisode(r: Record<string, unknown>): EpisodeRow & { attempt: number; supersededBy: number | null } {
-  return {
-    id: r.id as number,
-    runId: r.run_id as number,
-    step: r.step as number,
-    problemId: r.problem_id as number | null,
-    split: r.split as Split,
-    finalAnswer: r.final_answer as string | null,
-    correct: boolColumn(r.correct as number | null),
-    rounds: r.rounds as number,
-    meta: parseJsonColumn(r.meta_json as string | null, null),
-    attempt: (r.attempt as number | undefined) ?? 1,
-    supersededBy: (r.superseded_by as number | null | undefined) ?? null,
-  };
+  return { ...episodeColumns(r), meta: parseJsonColumn(r.meta_json as string | null, null) };
 }
 
 /** What a turn written before its reply was complete gets once it is (`updateTurnResult`). */
@@ -183,7 +170,7 @@ export class TrajectoriesRepo {
   private readonly turnsOfEpisode: Statement;
   private readonly segmentsOfTurn: Statement;
   private readonly episodeById: Statement;
-  private readonly problemById: Statement;
+  private readonly problems: ProblemEpisodesRepo;
 
   private readonly statements: StatementCache;
 
@@ -231,7 +218,7 @@ export class TrajectoriesRepo {
     this.turnsOfEpisode = db.prepare(`${TURN_VIEW_SELECT} WHERE t.episode_id = ? ORDER BY t.id`);
     this.segmentsOfTurn = db.prepare('SELECT * FROM segments WHERE turn_id = ? ORDER BY seg_index');
     this.episodeById = db.prepare('SELECT * FROM episodes WHERE id = ?');
-    this.problemById = db.prepare('SELECT * FROM problems WHERE id = ?');
+    this.problems = new ProblemEpisodesRepo(db);
   }
 
   // Row → statement parameter mappers, used by the BatchWriter.
@@ -310,9 +297,7 @@ export class TrajectoriesRepo {
   }
 
   getProblem(id: number): ProblemRow | null {
-    const r = this.problemById.get(id) as Record<string, unknown> | undefined;
-    if (!r) return null;
-    return { ...toProblem(r), meta: parseJsonColumn(r.meta_json as string | null, null) };
+    return this.problems.problem(id);
   }
 
   /** Episodes in id order (keyset), served by episodes_run_step or the primary key. */
