@@ -30,6 +30,24 @@ export function openReadOnly(file: string): Db {
   return new Database(file, { readonly: true, fileMustExist: true });
 }
 
+/**
+ * A SQLite file that, opened read-only, `matches` (a source's sniffing): false for any other file,
+ * and for one that cannot be opened or read.
+ */
+export function sqliteFileMatching(path: string, matches: (db: Db) => boolean): boolean {
+  if (!isSqliteFile(path)) return false;
+  try {
+    const db = openReadOnly(path);
+    try {
+      return matches(db);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
 export function tableColumns(db: Db, table: string): string[] {
   const rows = db.prepare(`PRAGMA table_info(${JSON.stringify(table)})`).all() as Array<{ name: string }>;
   return rows.map((row) => row.name);

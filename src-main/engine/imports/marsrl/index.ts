@@ -8,10 +8,10 @@
  * Cursor: `{ files: { [file name]: { offset, line } } }` — for each file whose episode is
  * imported, the byte offset past its last complete line. Batches hold whole episodes.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { compareAgents } from '#shared/agents';
 import type { ImportIssue } from '#shared/contract';
+import { isFolder } from '../../util/is-folder';
 import { ImportSourceError, type ImportBatch, type ImportEpisode, type ImportFormat, type ReadOptions, type ScanResult } from '../types';
 import { chainTurns, chainEpisode } from './episode';
 import { readChainFile, type FileCursor } from './chains';
@@ -19,14 +19,6 @@ import { callFiles, inputRows, looksLikeCallFile, rowOf, type CallFile } from '.
 
 interface MarsCursor {
   files: Record<string, FileCursor>;
-}
-
-function isFolder(source: string): boolean {
-  try {
-    return fs.statSync(source).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -9,10 +9,11 @@
  * `.trash` (deleted experiments) and `models` (the model registry), which are not experiments;
  * an experiment folder also holds `tags`, `datasets`, `traces` (RESERVED_EXPERIMENT_FOLDERS).
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import YAML from 'yaml';
 import type { ImportIssue } from '#shared/contract';
+import { isFolder } from '../../util/is-folder';
 import { ImportSourceError } from '../types';
 
 const META = 'meta.yaml';
@@ -26,14 +27,6 @@ export interface FileRun {
   /** The run folder relative to the imported path. */
   rel: string;
   meta: Record<string, unknown>;
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 function subdirs(dir: string): string[] {
@@ -57,7 +50,7 @@ function runDirsOf(experiment: string): string[] {
 
 /** Experiment folders of a path: the path itself when it has a meta.yaml, else its subfolders that do (an `mlruns` root). */
 export function experimentDirs(path: string): string[] {
-  if (!isDir(path)) return [];
+  if (!isFolder(path)) return [];
   if (hasMeta(path)) return [path];
   return subdirs(path)
     .filter((name) => !NOT_EXPERIMENTS.has(name))
@@ -104,7 +97,7 @@ export function fileRuns(path: string, issues: ImportIssue[]): FileRun[] {
 /** The files under a run's `metrics`, `params` or `tags`, keyed by their path relative to that folder (`val/acc`). */
 export function resourceFiles(run: FileRun, folder: 'metrics' | 'params' | 'tags'): Array<{ key: string; file: string }> {
   const root = join(run.dir, folder);
-  if (!isDir(root)) return [];
+  if (!isFolder(root)) return [];
   const found: Array<{ key: string; file: string }> = [];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {

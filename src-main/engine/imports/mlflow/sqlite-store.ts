@@ -21,7 +21,7 @@ import { basename } from 'node:path';
 import type { ImportIssue } from '#shared/contract';
 import type { ImportBatch, ImportMetric, ReadOptions, ScanResult } from '../types';
 import { ImportSourceError } from '../types';
-import { isSqliteFile, openReadOnly, tableColumns } from '../sqlite';
+import { openReadOnly, sqliteFileMatching, tableColumns } from '../sqlite';
 import { emptyTally, scannedRun, type RunInfo } from './run-info';
 
 interface SqlSchema {
@@ -32,17 +32,7 @@ interface SqlSchema {
 }
 
 export function detectSqliteStore(path: string): boolean {
-  if (!isSqliteFile(path)) return false;
-  try {
-    const db = openReadOnly(path);
-    try {
-      return tableColumns(db, 'runs').includes('run_uuid') && tableColumns(db, 'metrics').includes('run_uuid');
-    } finally {
-      db.close();
-    }
-  } catch {
-    return false;
-  }
+  return sqliteFileMatching(path, (db) => tableColumns(db, 'runs').includes('run_uuid') && tableColumns(db, 'metrics').includes('run_uuid'));
 }
 
 function readSchema(db: Db, file: string): SqlSchema {

@@ -28,6 +28,20 @@ function emptyBatch(cursor: TrackioCursor, bytesDone: number): ImportBatch {
   return { metrics: [], episodes: [], checkpoints: [], issues: [], cursor, bytesDone };
 }
 
+/**
+ * One row's JSON text into the batch: its bytes counted, then `add` with the row's step; a step that
+ * is not a number, or text `add` cannot read, becomes an issue naming the row instead.
+ */
+function readRow(batch: ImportBatch, file: TrackioFile, table: keyof TrackioCursor, row: { rid: number; step: unknown }, text: string, add: (step: number) => void): void {
+  batch.bytesDone += Buffer.byteLength(text);
+  try {
+    if (typeof row.step !== 'number') throw new Error(`step is ${JSON.stringify(row.step)}, not a number`);
+    add(row.step);
+  } catch (error) {
+    batch.issues.push(rowIssue(file, table, row.rid, error instanceof Error ? error.message : String(error)));
+  }
+}
+
 interface MetricsRowData {
   rid: number;
   step: unknown;
@@ -43,10 +57,7 @@ function metricsPage(db: Db, schema: NonNullable<TrackioSchema['metrics']>, run:
 
 function readMetricsRow(row: MetricsRowData, file: TrackioFile, batch: ImportBatch): void {
   const text = String(row.metrics);
-  batch.bytesDone += Buffer.byteLength(text);
-  try {
-    if (typeof row.step !== 'number') throw new Error(`step is ${JSON.stringify(row.step)}, not a number`);
-    const step = row.step;
+  readRow(batch, file, 'metrics', row, text, (step) => {
     const parsed = parseMetricsJson(text);
     const wallTime = timestampSeconds(row.ts);
     batch.metrics.push(...parsed.values.map(({ key, value }): ImportMetric => ({ step, key, value, wallTime })));
@@ -54,9 +65,7 @@ function readMetricsRow(row: MetricsRowData, file: TrackioFile, batch: ImportBat
       const episode = traceEpisode(trace, step, { table: 'metrics', row: row.rid });
       if (episode) batch.episodes.push(episode);
     }
-  } catch (error) {
-    batch.issues.push(rowIssue(file, 'metrics', row.rid, error instanceof Error ? error.message : String(error)));
-  }
+  });
 }
 
 interface TraceRowData {
@@ -79,17 +88,13 @@ function tracesPage(db: Db, schema: NonNullable<TrackioSchema['traces']>, run: s
 
 function readTraceRow(row: TraceRowData, file: TrackioFile, batch: ImportBatch): void {
   const text = String(row.messages);
-  batch.bytesDone += Buffer.byteLength(text);
-  try {
-    if (typeof row.step !== 'number') throw new Error(`step is ${JSON.stringify(row.step)}, not a number`);
+  readRow(batch, file, 'traces', row, text, (step) => {
     const messages: unknown = JSON.parse(text);
     const metadata: unknown = typeof row.metadata === 'string' ? JSON.parse(row.metadata) : null;
     const trace = { key: typeof row.key === 'string' ? row.key : '', index: typeof row.idx === 'number' ? row.idx : null, messages, metadata };
-    const episode = traceEpisode(trace, row.step, { table: 'traces', row: row.rid, timestamp: row.ts ?? null });
+    const episode = traceEpisode(trace, step, { table: 'traces', row: row.rid, timestamp: row.ts ?? null });
     if (episode) batch.episodes.push(episode);
-  } catch (error) {
-    batch.issues.push(rowIssue(file, 'traces', row.rid, error instanceof Error ? error.message : String(error)));
-  }
+  });
 }
 
 /** A table read page by page: each row knows how to add itself to a batch. */

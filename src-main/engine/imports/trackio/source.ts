@@ -4,11 +4,11 @@
  * folder of them (trackio's own TRACKIO_DIR). A source run's key is the run's id for a single file,
  * `<file>/<run id>` in a folder.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { isSqliteFile } from '../sqlite';
+import { isFolder } from '../../util/is-folder';
+import { isSqliteFile, sqliteFileMatching } from '../sqlite';
 import { ImportSourceError } from '../types';
-import { openReadOnly } from '../sqlite';
 import { looksLikeTrackio } from './schema';
 
 export interface TrackioFile {
@@ -21,25 +21,7 @@ export interface TrackioFile {
 }
 
 export function isTrackioFile(path: string): boolean {
-  if (!isSqliteFile(path)) return false;
-  try {
-    const db = openReadOnly(path);
-    try {
-      return looksLikeTrackio(db);
-    } finally {
-      db.close();
-    }
-  } catch {
-    return false;
-  }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
+  return sqliteFileMatching(path, looksLikeTrackio);
 }
 
 /** The `.db` files directly in a folder that are trackio projects, by name. */
@@ -52,13 +34,13 @@ function trackioFilesIn(folder: string): TrackioFile[] {
 }
 
 export function detectTrackio(path: string): boolean {
-  if (isDirectory(path)) return trackioFilesIn(path).length > 0;
+  if (isFolder(path)) return trackioFilesIn(path).length > 0;
   return path.endsWith('.db') && isTrackioFile(path);
 }
 
 /** The files of a source, or an ImportSourceError when it holds none. */
 export function trackioFiles(path: string): TrackioFile[] {
-  if (!isDirectory(path)) {
+  if (!isFolder(path)) {
     if (!isSqliteFile(path)) throw new ImportSourceError(`${path}: not an SQLite database (a trackio project is <project>.db)`, path);
     return [{ path, rel: '', label: basename(path) }];
   }
@@ -73,7 +55,7 @@ export function runKey(file: TrackioFile, run: string): string {
 
 /** The file and the trackio run of a source run's key. */
 export function resolveRunKey(path: string, key: string): { file: TrackioFile; run: string } {
-  if (!isDirectory(path)) return { file: { path, rel: '', label: basename(path) }, run: key };
+  if (!isFolder(path)) return { file: { path, rel: '', label: basename(path) }, run: key };
   const cut = key.indexOf('.db/');
   if (cut < 0) throw new ImportSourceError(`${path}: source run "${key}" does not name a project file (<project>.db/<run id>)`, path);
   const rel = key.slice(0, cut + 3);

@@ -19,6 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ImportIssue } from '#shared/contract';
+import { isFolder } from '../../util/is-folder';
 import { configString, configValue, findHydraConfig, readHydraConfig, type HydraConfig } from './hydra-config';
 
 export type EngineKind = 'verl' | 'drmas';
@@ -46,14 +47,6 @@ const SNIFF_BYTES = 64 * 1024;
 
 export function exists(file: string): boolean {
   return fs.existsSync(file);
-}
-
-function isDir(file: string): boolean {
-  try {
-    return fs.statSync(file).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 export function entries(dir: string): fs.Dirent[] {
@@ -216,7 +209,7 @@ function agentsOfDump(file: string | null): { agentId: string; wgId: string }[] 
 /** What the folder (or a metrics file given alone) holds. Throws when it holds nothing of a veRL or DrMAS run. */
 export function inspectRunFolder(input: string): RunFolder {
   const given = path.resolve(input);
-  if (!isDir(given)) {
+  if (!isFolder(given)) {
     if (!isMetricsJsonl(given)) throw new Error(`${given}: not a folder, nor a {"step", "data"} JSONL of veRL's file logger`);
     return { root: path.dirname(given), engine: 'verl', hydra: null, metricsFile: path.basename(given), consoleLog: null, tensorboardDir: null, rolloutDir: null, validationDir: null, checkpointsDir: null, dumpSample: null, dumpAgents: [], issues: [] };
   }
