@@ -19,6 +19,8 @@ const ListRunsQuerySchema = z.strictObject({
 });
 
 const optionalCursor = z.number().int().nonnegative().optional();
+// The new-run form's document: only an object here; the run-config schema inside the handler checks it, as validateConfig does.
+const runConfigDocument = z.record(z.string(), z.unknown(), "a run configuration object (the new-run form's document)");
 const agentName = z.string().regex(/^[a-z]+\d*$/, 'an agent name such as solver, verifier1 or corrector2');
 
 const RunUpdateSchema = z.strictObject({
@@ -200,8 +202,7 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
       .max(4096)
       .refine((p) => !p.includes('\0'), 'a path cannot contain a NUL character'),
   ]),
-  // Checked by the run-config schema inside the handler, as validateConfig is.
-  checkEndpoints: z.tuple([z.record(z.string(), z.unknown(), 'a run configuration object (the new-run form\'s document)')]),
+  checkEndpoints: z.tuple([runConfigDocument]),
   startRun: z.tuple([StartRunSchema]),
   stopRun: z.tuple([runId]),
   resumeRun: z.tuple([runId]),
@@ -218,8 +219,7 @@ const ARGUMENTS: { [M in StudioMethod]: z.ZodType } = {
   listEvents: z.tuple([runId, optionalCursor]),
   getTimeline: z.tuple([runId]),
   getEngineJobs: z.tuple([runId, z.number().int().min(0).max(10_000).optional()]),
-  // Checked by the run-config schema inside the handler, as validateConfig is.
-  previewEngineRun: z.tuple([z.record(z.string(), z.unknown(), 'a run configuration object (the new-run form\'s document)')]),
+  previewEngineRun: z.tuple([runConfigDocument]),
   startExport: z.tuple([ExportRequestSchema]),
   cancelExport: z.tuple([z.string().regex(/^export-\d+$/, 'an export id returned by startExport')]),
   exportModel: z.tuple([ModelExportSchema]),
