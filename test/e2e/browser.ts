@@ -7,6 +7,11 @@ import { REPO_ROOT } from '../helpers/cli';
 export const CHROMIUM = process.env.MARSRL_CHROMIUM ?? '/usr/bin/chromium';
 export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test-results', 'screenshots');
 
+/** The README's pictures (docs/screenshots): a copy of one of the tests' screenshots under `name`. */
+export function keepScreenshot(shot: string, name: string): void {
+  fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', name));
+}
+
 export function launchChromium(): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set MARSRL_CHROMIUM`);
   return chromium.launch({

@@ -12,9 +12,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { formatValue } from '#shared/format';
 import { turnCounterfactual } from '../../src-main/engine/rl/credit-run';
 import type { Store } from '../../src-main/engine/store';
-import { REPO_ROOT } from '../helpers/cli';
 import { seedCreditRun } from '../helpers/seed';
-import { screenshot, SCREENSHOT_DIR } from './browser';
+import { keepScreenshot, screenshot, SCREENSHOT_DIR } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
 let store: Store;
@@ -32,7 +31,6 @@ beforeAll(() => {
   ({ store, page } = session);
 });
 
-const keep = (shot: string, name: string) => fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', name));
 const text = async (selector: ReturnType<Page['locator']>) => ((await selector.textContent()) ?? '').trim();
 
 describe('counterfactual credit in the turn panel (issue 40)', () => {
@@ -59,7 +57,7 @@ describe('counterfactual credit in the turn panel (issue 40)', () => {
     expect(await table.locator('[data-own="true"]').count()).toBe(1);
     expect(await text(panel.getByTestId('counterfactual-reproduced'))).toContain(`gives the stored advantage ${formatValue(credit.stored.advantage)}`);
     await panel.scrollIntoViewIfNeeded();
-    keep(await screenshot(page, 'credit-panel'), 'credit-panel.png');
+    keepScreenshot(await screenshot(page, 'credit-panel'), 'credit-panel.png');
   });
 });
 
@@ -83,7 +81,7 @@ describe('credit divergence on the run page (issue 40)', () => {
     const shot = path.join(SCREENSHOT_DIR, 'credit-divergence.png');
     fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
     await panel.screenshot({ path: shot });
-    keep(shot, 'credit-divergence.png');
+    keepScreenshot(shot, 'credit-divergence.png');
   });
 });
 

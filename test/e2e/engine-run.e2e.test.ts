@@ -7,14 +7,11 @@
  * Ray job (SUCCEEDED, the log's end), its metrics drawn and its generations browsable by step and
  * agent. Screenshots: test-results/screenshots/engine-*.png.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/cli';
 import { FakeRay } from '../helpers/fake-ray';
 import { STANDIN_PYTHON } from '../helpers/engines';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
 // The engine run's worker (started by `marsrl serve`, which inherits this environment) polls the
@@ -55,11 +52,6 @@ async function fill(path: string, value: string): Promise<void> {
 const placed = (path: string) => page.locator(`[data-issue-path="${path}"]`);
 const status = () => page.getByTestId('form-status').textContent();
 const command = () => page.getByTestId('engine-command');
-
-/** The README's pictures (docs/screenshots), from this test's screenshots. */
-function keep(shot: string, name: string): void {
-  fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', name));
-}
 
 /** Clones run `from` in the form, sends it to `cluster` (with `more` fields typed), launches it and returns the new run's id. */
 async function cloneTo(from: number, cluster: FakeRay, more: [string, string][] = []): Promise<number> {
@@ -116,7 +108,7 @@ describe('an engine run from the new-run form', () => {
     await screenshot(page, 'engine-form-fields');
     await block.scrollIntoViewIfNeeded();
     await command().scrollIntoViewIfNeeded();
-    keep(await screenshot(page, 'engine-form'), 'engine-form.png');
+    keepScreenshot(await screenshot(page, 'engine-form'), 'engine-form.png');
 
     // veRL counts its mini-batch in prompts: 30 turns is no whole number of groups of 8. Refused at the field, by veRL's plan.
     await fill('optimization.minibatch_size', '30');
@@ -151,7 +143,7 @@ describe('an engine run from the new-run form', () => {
     expect(await job.getByTestId('engine-job-command').isVisible()).toBe(false);
     expect(await job.getByTestId('engine-job-command').textContent()).toContain('trainer.total_training_steps=3');
     expect(await page.getByTestId('engine-failure').count()).toBe(0);
-    keep(await screenshot(page, 'engine-run'), 'engine-run.png');
+    keepScreenshot(await screenshot(page, 'engine-run'), 'engine-run.png');
 
     // Its metrics on the Charts tab: the held-out accuracy (veRL's val-core acc mapped onto the catalog), drawn.
     expect(session.store.metrics.keys(runId)).toContain('eval/solver/accuracy');

@@ -18,7 +18,7 @@ import { EventFileWriter, eventFileName } from '../../src-main/engine/tfevents/w
 import type { Store } from '../../src-main/engine/store';
 import { REPO_ROOT } from '../helpers/cli';
 import { seedStudio, type Seeded } from '../helpers/seed';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
 const FIXTURES = path.join(REPO_ROOT, 'test', 'fixtures', 'imports');
@@ -78,7 +78,6 @@ beforeAll(() => {
 });
 
 const dialog = () => page.getByTestId('import-dialog');
-const keep = (shot: string, name: string) => fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', name));
 const countOf = (sql: string, ...args: unknown[]) => (store.db.prepare(sql).get(...args) as { n: number }).n;
 const sizes = (runId: number) => ({
   metrics: countOf('SELECT COUNT(*) AS n FROM metrics WHERE run_id = ?', runId),
@@ -113,7 +112,7 @@ describe('import dialog in Chromium against marsrl serve', () => {
       await previewSource(source.path);
       expect(await dialog().getByTestId('import-preview').getAttribute('data-format'), source.path).toBe(source.format);
       expect(await dialog().locator('[data-testid="import-runs"] tbody tr').count(), source.path).toBeGreaterThan(0);
-      if (source.format === 'verl') keep(await screenshot(page, 'import-dialog-verl'), 'import-dialog.png');
+      if (source.format === 'verl') keepScreenshot(await screenshot(page, 'import-dialog-verl'), 'import-dialog.png');
       const runs = await importPreviewed();
       expect(runs.length).toBeGreaterThan(0);
       expect(runs.every((r) => r.created)).toBe(true);
@@ -148,7 +147,7 @@ describe('import dialog in Chromium against marsrl serve', () => {
         await expect.poll(async () => Number(await panel.getAttribute('data-points')), POLL).toBeGreaterThan(0);
         expect(await page.getByTestId('origin-path').textContent()).toBe(source.path);
         for (const id of ['clone-run', 'run-again', 'resume-run', 'stop-run']) expect(await page.getByTestId(id).count(), id).toBe(0);
-        if (source.format === 'verl') keep(await screenshot(page, 'import-verl-run'), 'imported-run.png');
+        if (source.format === 'verl') keepScreenshot(await screenshot(page, 'import-verl-run'), 'imported-run.png');
       }
     }
   });
@@ -169,7 +168,7 @@ describe('import dialog in Chromium against marsrl serve', () => {
     const roles = new Set(agents.map((a) => a.replace(/\d+$/, '')));
     expect([...roles].sort()).toEqual(['corrector', 'solver', 'verifier']);
     expect(agents[0]).toBe('solver');
-    keep(await screenshot(page, 'import-marsrl-episode'), 'marsrl-episode.png');
+    keepScreenshot(await screenshot(page, 'import-marsrl-episode'), 'marsrl-episode.png');
   });
 
   it('compares the veRL import beside a Studio run', async () => {
@@ -186,7 +185,7 @@ describe('import dialog in Chromium against marsrl serve', () => {
     // No study command to re-run the pair: the imported run cannot be launched again.
     expect(await page.getByTestId('study-command').count()).toBe(0);
     await page.getByTestId('compare-chart').scrollIntoViewIfNeeded();
-    keep(await screenshot(page, 'import-verl-compare'), 'verl-compare.png');
+    keepScreenshot(await screenshot(page, 'import-verl-compare'), 'verl-compare.png');
   });
 
   it('re-imports a source without adding anything', async () => {

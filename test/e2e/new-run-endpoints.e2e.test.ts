@@ -5,17 +5,15 @@
  * each placed at its field with the message `marsrl config validate --probe` prints; fixed, the
  * check passes.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src-main/engine/preflight';
 import { endpointEnvIssues, poolFromConfig, probeIssues } from '../../src-main/engine/served/config';
 import { allowKey } from '../../src-main/engine/served/key-approvals';
-import { REPO_ROOT } from '../helpers/cli';
 import { closedPortUrl, useStudioHome } from '../helpers/env';
 import { startFaultServer, type FaultServer } from '../served/fault-server';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { seedStudio } from '../helpers/seed';
 import { POLL, studioInChromium } from './studio-session';
 
@@ -125,7 +123,7 @@ describe('new-run form: served endpoints', () => {
     await page.locator('#group-endpoints').evaluate((el) => el.scrollIntoView({ block: 'start' }));
     const shot = await screenshot(page, 'new-run-endpoints');
     await page.setViewportSize({ width: 1440, height: 900 });
-    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'new-run-endpoints.png'));
+    keepScreenshot(shot, 'new-run-endpoints.png');
 
     // Fixed: every endpoint answers and serves its model.
     await page.locator('#field-endpoints-down-base_url').fill(served.baseUrl);

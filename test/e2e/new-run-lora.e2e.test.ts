@@ -11,8 +11,8 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
-import { REPO_ROOT, marsrl } from '../helpers/cli';
-import { screenshot } from './browser';
+import { marsrl } from '../helpers/cli';
+import { keepScreenshot, screenshot } from './browser';
 import { studioWithTinyQwen3 } from './studio-session';
 
 const POLL = { timeout: 30_000, interval: 100 };
@@ -161,7 +161,7 @@ describe('new-run form: a qwen-lora-style run', () => {
     expect(await page.getByTestId('launch').isDisabled()).toBe(true);
     await lora.scrollIntoViewIfNeeded();
     const shot = await screenshot(page, 'new-run-lora');
-    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'new-run-lora.png'));
+    keepScreenshot(shot, 'new-run-lora.png');
 
     // Fixed: a rank the layers allow, Qwen3's own modules only, the shipped user template.
     await fill('policies-solver-model-lora-rank', '4');

@@ -5,13 +5,10 @@
  * cells show the stored verdicts, rewards and advantages; from a turn of the trajectory browser to
  * its problem. The README's picture: docs/screenshots/problem-across-runs.png.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/cli';
 import { seedProblems, type SeededProblems } from '../helpers/seed';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
 let seeded: SeededProblems;
@@ -28,7 +25,6 @@ beforeAll(() => {
   ({ page } = session);
 });
 
-const keep = (shot: string, name: string) => fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', name));
 
 /** What the grid shows: per cell (run, step), the episode id and each turn's reward and advantage as the page's data attributes. */
 async function gridCells() {
@@ -83,7 +79,7 @@ describe('one problem across steps and runs in Chromium', () => {
       }
     }
     await page.setViewportSize({ width: 1440, height: 1000 });
-    keep(await screenshot(page, 'problem-across-runs'), 'problem-across-runs.png');
+    keepScreenshot(await screenshot(page, 'problem-across-runs'), 'problem-across-runs.png');
 
     // The step picker: two steps typed, two rows left; the URL keeps them.
     await page.getByTestId('problem-steps').fill('20, 0');

@@ -5,15 +5,13 @@
  * stored one (two columns, not under it), says the texts came back the same, and the run page
  * lists the replay. Screenshot: docs/screenshots/replay-beside-stored.png.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { trainRun } from '../../src-main/engine/training/trainer';
-import { REPO_ROOT } from '../helpers/cli';
 import { tinyConfig } from '../training/tiny';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
 const session = studioInChromium({ tmpPrefix: 'marsrl-e2e-replay-', database: 'replay.db', seed: () => {} });
@@ -70,7 +68,7 @@ describe('replay in Chromium', () => {
     expect(b.x).toBeGreaterThanOrEqual(a.x + a.width);
     expect(a.height).toBeGreaterThan(150);
     const shot = await screenshot(page, 'replay-beside-stored');
-    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'replay-beside-stored.png'));
+    keepScreenshot(shot, 'replay-beside-stored.png');
   }, 60_000);
 
   it('lists the replay on the run page, and opens it beside its episode again', async () => {

@@ -15,9 +15,8 @@ import { deepMerge, presetDocument } from '../../src-main/engine/config/load';
 import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 import type { Store } from '../../src-main/engine/store';
-import { REPO_ROOT } from '../helpers/cli';
 import { tinyConfig } from '../training/tiny';
-import { screenshot } from './browser';
+import { keepScreenshot, screenshot } from './browser';
 import { quickRunRows, seedStudio, writeQuickRunTurns, type Seeded } from '../helpers/seed';
 import { POLL, studioInChromium } from './studio-session';
 
@@ -222,7 +221,7 @@ describe('an advantage you can check', () => {
     expect(await panel.getByTestId('advantage-check').getAttribute('data-agrees')).toBe('true');
     // The README's picture of the trajectory browser (docs/screenshots).
     const shot = await screenshot(page, 'trajectories');
-    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'trajectories.png'));
+    keepScreenshot(shot, 'trajectories.png');
   });
 });
 
@@ -349,6 +348,6 @@ describe('charts', () => {
     expect(filled).toBe(1);
     // The README's picture of the dashboard (docs/screenshots).
     const shot = await screenshot(page, 'dashboard-one-tooltip');
-    fs.copyFileSync(shot, path.join(REPO_ROOT, 'docs', 'screenshots', 'dashboard.png'));
+    keepScreenshot(shot, 'dashboard.png');
   });
 });
