@@ -5,6 +5,7 @@
 import { storeToRefs } from 'pinia';
 import { computed, type ComputedRef } from 'vue';
 import { useExportsStore } from '../stores/exports';
+import { percentDone } from '../util/backgroundJob';
 
 export function useExportIssues(): { messagesFor: (path: string) => string[]; invalid: (...paths: string[]) => boolean } {
   const { issuesByPath } = storeToRefs(useExportsStore());
@@ -16,11 +17,7 @@ export function useExportIssues(): { messagesFor: (path: string) => string[]; in
 /** Whole percent done, or null while the total is unknown. */
 export function useExportPercent(): ComputedRef<number | null> {
   const { progress } = storeToRefs(useExportsStore());
-  return computed(() => {
-    const p = progress.value;
-    if (!p || p.total === 0) return null;
-    return Math.min(100, Math.floor((p.done / p.total) * 100));
-  });
+  return computed(() => percentDone(progress.value));
 }
 
 export const CONTAINER_LABELS = { parquet: 'Parquet', jsonl: 'JSONL' } as const;

@@ -1,6 +1,7 @@
 /**
  * A native <dialog> shown modally while a flag is on (focus is trapped and Escape raises
- * `cancel`, with no code here): the export, model export and confirmation dialogs.
+ * `cancel`, with no code here): the StudioDialog frame (export, import, model export, replay) and
+ * the confirmation dialog.
  */
 import { nextTick, ref, watch, type Ref, type WatchSource } from 'vue';
 

@@ -13,7 +13,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef, type ComputedRef } from 'vue';
-import type { ExportSummary, RunDetail, StudioEvent } from '#shared/contract';
+import type { ExportSummary, RunDetail } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { agentChain, compareAgents } from '#shared/agents';
 import {
@@ -35,8 +35,7 @@ import {
 import type { ExportFormatName } from '#shared/contract';
 import { useAppInfoStore } from './appInfo';
 import { messagesByPath } from './common/issues';
-import { eventFollower } from './common/events';
-import { cancelJob, earlyEvents } from '../util/backgroundJob';
+import { jobLife, jobState, type JobPhase } from './common/jobLife';
 
 /** What the opener knows: the runs, and the filters it was showing. */
 export interface ExportPrefill {
@@ -59,9 +58,7 @@ export interface ExportRunInfo {
   agents: string[];
 }
 
-export type ExportPhase = 'editing' | 'starting' | 'running' | 'done';
-
-type ExportEvent = Extract<StudioEvent, { type: 'export-progress' | 'export-finished' }>;
+export type ExportPhase = JobPhase;
 
 function agentsOf(detail: RunDetail): string[] {
   const rounds = (detail.config.rollout as { rounds?: unknown } | undefined)?.rounds;
@@ -105,24 +102,15 @@ function placedIssues(caught: unknown): { issues: FieldIssue[]; notice: string |
 
 function exportState() {
   return {
-    isOpen: ref(false),
+    ...jobState<ExportSummary, { done: number; total: number }>(),
     form: ref<ExportForm>(emptyForm()),
     /** Whether the user typed the path (else it follows the runs and the format). */
     outEdited: ref(false),
     runInfo: ref<Record<number, ExportRunInfo>>({}),
     /** Runs that can be added (the newest ones), for the dialog's run picker. */
     runChoices: shallowRef<readonly { id: number; name: string }[]>([]),
-    phase: ref<ExportPhase>('editing'),
-    exportId: ref<string | null>(null),
-    progress: ref<{ done: number; total: number } | null>(null),
-    cancelling: ref(false),
-    result: shallowRef<ExportSummary | null>(null),
     /** Problems with the form, by engine field name (a message may also be general: path ''). */
     issues: ref<FieldIssue[]>([]),
-    /** The end of the last export when it did not succeed. */
-    notice: ref<{ kind: 'cancelled' | 'failed'; message: string } | null>(null),
-    /** An export ended while the dialog was hidden: the next open shows how, not a fresh form. */
-    endedUnseen: ref(false),
     /** Which format the running export writes, for the progress unit. */
     runningFormat: ref<ExportFormatName>('trajectories'),
   };
@@ -131,7 +119,6 @@ type ExportState = ReturnType<typeof exportState>;
 
 /** What the dialog shows derived from its state. */
 function exportViews(s: ExportState) {
-  const busy = computed(() => s.phase.value === 'starting' || s.phase.value === 'running');
   const selectedRuns = computed(() => s.form.value.runs.map((id) => s.runInfo.value[id] ?? unreadRun(id, `#${id}`)));
   const availableAgents = computed(() => {
     const all = new Set<string>();
@@ -143,7 +130,7 @@ function exportViews(s: ExportState) {
   const container = computed(() => effectiveContainer(s.form.value));
   const issuesByPath = computed(() => messagesByPath(s.issues.value));
   const progressUnit = computed(() => formatInfo(s.runningFormat.value).unit);
-  return { busy, selectedRuns, availableAgents, container, issuesByPath, progressUnit };
+  return { selectedRuns, availableAgents, container, issuesByPath, progressUnit };
 }
 
 /** Editing the form: each change clears the issues at its field, and the path follows the runs and format until typed. */
@@ -260,46 +247,26 @@ function exportRuns(s: ExportState, editing: FormEditing, availableAgents: Compu
 }
 
 /** The export's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
-function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<boolean>) {
-  const unclaimed = earlyEvents<ExportEvent>(() => s.exportId.value, () => s.phase.value === 'starting');
-  const { follow } = eventFollower((event) => {
-    if (event.type === 'export-progress' || event.type === 'export-finished') applyEvent(event);
+function exportRunning(s: ExportState, editing: FormEditing) {
+  const job = jobLife(s, {
+    read: (event) => {
+      if (event.type === 'export-progress') return { id: event.exportId, progress: { done: event.done, total: event.total } };
+      return event.type === 'export-finished' ? { id: event.exportId, end: event } : null;
+    },
+    cancelled: 'Export cancelled, nothing written.',
+    failed: (error) => {
+      const message = error ?? 'the export failed';
+      const field = fieldOfMessage(message);
+      s.issues.value = field ? [{ path: field, message }] : [];
+      return field ? 'The export failed; see the message at the field it names.' : message;
+    },
+    cancel: (id) => studioClient().cancelExport(id),
+    // Finished meanwhile ('not found'): its export-finished event says how.
+    gone: (caught) => (caught as { code?: unknown }).code === 'not_found' || /^no export \S+ is running/.test(errorMessage(caught)),
   });
 
-  function applyEvent(event: ExportEvent): void {
-    if (!unclaimed.claims(event.exportId, event)) return;
-    if (event.type === 'export-progress') {
-      if (s.phase.value === 'running') s.progress.value = { done: event.done, total: event.total };
-      return;
-    }
-    finish(event);
-  }
-
-  function finish(event: Extract<ExportEvent, { type: 'export-finished' }>): void {
-    s.exportId.value = null;
-    s.cancelling.value = false;
-    if (!s.isOpen.value) s.endedUnseen.value = true;
-    if (event.status === 'done' && event.result) {
-      s.result.value = markRaw(event.result);
-      const progress = s.progress.value;
-      if (progress) s.progress.value = { done: progress.total, total: progress.total };
-      s.phase.value = 'done';
-      return;
-    }
-    s.phase.value = 'editing';
-    s.progress.value = null;
-    if (event.status === 'cancelled') {
-      s.notice.value = { kind: 'cancelled', message: 'Export cancelled, nothing written.' };
-      return;
-    }
-    const message = event.error ?? 'the export failed';
-    const field = fieldOfMessage(message);
-    s.issues.value = field ? [{ path: field, message }] : [];
-    s.notice.value = { kind: 'failed', message: field ? 'The export failed; see the message at the field it names.' : message };
-  }
-
   async function start(): Promise<void> {
-    if (busy.value) return;
+    if (job.busy.value) return;
     const { request, issues: problems } = buildExportRequest(s.form.value);
     s.notice.value = null;
     if (!request) {
@@ -307,31 +274,22 @@ function exportRunning(s: ExportState, editing: FormEditing, busy: ComputedRef<b
       return;
     }
     s.issues.value = [];
-    follow();
-    s.phase.value = 'starting';
-    s.progress.value = null;
-    s.result.value = null;
     s.runningFormat.value = request.format;
-    unclaimed.clear();
-    try {
-      const started = await studioClient().startExport(request);
-      s.exportId.value = started.exportId;
-      s.phase.value = 'running';
-      editing.rememberFolder(started.out);
-      for (const event of unclaimed.take(started.exportId)) applyEvent(event);
-    } catch (caught) {
-      s.phase.value = 'editing';
-      const placed = placedIssues(caught);
-      if (placed.notice !== null) s.notice.value = { kind: 'failed', message: placed.notice };
-      s.issues.value = placed.issues;
-    }
+    await job.start(
+      async () => {
+        const started = await studioClient().startExport(request);
+        editing.rememberFolder(started.out);
+        return started.exportId;
+      },
+      (caught) => {
+        const placed = placedIssues(caught);
+        if (placed.notice !== null) s.notice.value = { kind: 'failed', message: placed.notice };
+        s.issues.value = placed.issues;
+      },
+    );
   }
 
-  // Finished meanwhile ('not found'): its export-finished event says how.
-  const gone = (caught: unknown) => (caught as { code?: unknown }).code === 'not_found' || /^no export \S+ is running/.test(errorMessage(caught));
-  const cancel = () => cancelJob({ id: s.exportId, cancelling: s.cancelling, notice: s.notice }, (id) => studioClient().cancelExport(id), gone, errorMessage);
-
-  return { follow, applyEvent, start, cancel };
+  return { ...job, start };
 }
 
 export const useExportsStore = defineStore('exports', () => {
@@ -339,46 +297,30 @@ export const useExportsStore = defineStore('exports', () => {
   const views = exportViews(s);
   const editing = formEditing(s);
   const runs = exportRuns(s, editing, views.availableAgents);
-  const running = exportRunning(s, editing, views.busy);
+  const running = exportRunning(s, editing);
 
   /** Shows the dialog as it was (the export running or just ended), without a new prefill. */
   function reopen(): void {
-    s.isOpen.value = true;
-    s.endedUnseen.value = false;
+    running.show();
   }
 
   /** Opens the dialog for `prefill`, or shows the export still running or ended unseen. */
   function open(prefill: ExportPrefill): void {
     running.follow();
     void runs.loadRunChoices();
-    if (views.busy.value || s.endedUnseen.value) {
-      reopen();
-      return;
-    }
-    s.isOpen.value = true;
+    if (running.show()) return;
     const next = formOf(prefill);
     runs.know(prefill.runs);
     s.form.value = next;
     s.outEdited.value = false;
-    s.phase.value = 'editing';
-    s.issues.value = [];
-    s.notice.value = null;
-    s.result.value = null;
-    s.progress.value = null;
+    again();
     editing.refreshSuggestedOut();
     for (const id of next.runs) void runs.loadRun(id);
   }
 
-  function close(): void {
-    s.isOpen.value = false;
-  }
-
   /** Back to the form after a finished export, keeping what was filled in. */
   function again(): void {
-    s.phase.value = 'editing';
-    s.result.value = null;
-    s.progress.value = null;
-    s.notice.value = null;
+    running.reset();
     s.issues.value = [];
   }
 
@@ -392,9 +334,9 @@ export const useExportsStore = defineStore('exports', () => {
     availableAgents: views.availableAgents,
     container: views.container,
     phase: s.phase,
-    busy: views.busy,
+    busy: running.busy,
     endedUnseen: s.endedUnseen,
-    exportId: s.exportId,
+    exportId: s.id,
     progress: s.progress,
     progressUnit: views.progressUnit,
     cancelling: s.cancelling,
@@ -404,7 +346,7 @@ export const useExportsStore = defineStore('exports', () => {
     notice: s.notice,
     open,
     reopen,
-    close,
+    close: running.close,
     again,
     start: running.start,
     cancel: running.cancel,

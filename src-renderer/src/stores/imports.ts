@@ -11,15 +11,13 @@
  */
 import { defineStore } from 'pinia';
 import { computed, markRaw, ref, shallowRef } from 'vue';
-import type { ImportFormatId, ImportPreview, ImportSummary, StudioEvent } from '#shared/contract';
+import type { ImportFormatId, ImportPreview, ImportSummary } from '#shared/contract';
 import { errorMessage, studioClient } from '../api/client';
 import { bannerText, buildImportRequest, emptyImportForm, fieldOfImportError, type ImportField, type ImportForm } from '../util/importView';
-import { cancelJob, earlyEvents } from '../util/backgroundJob';
-import { eventFollower } from './common/events';
+import { percentDone } from '../util/backgroundJob';
+import { jobLife, jobState, type JobPhase } from './common/jobLife';
 
-export type ImportPhase = 'editing' | 'previewing' | 'starting' | 'running' | 'done';
-type ImportEvent = Extract<StudioEvent, { type: 'import-progress' | 'import-finished' }>;
-type FinishedEvent = Extract<ImportEvent, { type: 'import-finished' }>;
+export type ImportPhase = JobPhase | 'previewing';
 
 export interface ImportProblem {
   field: ImportField | null;
@@ -38,21 +36,12 @@ function problemOf(caught: unknown, fallback: ImportField | null): ImportProblem
 
 function importState() {
   return {
-    isOpen: ref(false),
+    ...jobState<ImportSummary, { done: number; total: number; records: number }, 'previewing'>(),
     form: ref<ImportForm>(emptyImportForm()),
     preview: shallowRef<ImportPreview | null>(null),
     /** Source run keys ticked for import. */
     picked: ref<ReadonlySet<string>>(new Set()),
-    phase: ref<ImportPhase>('editing'),
-    importId: ref<string | null>(null),
-    progress: ref<{ done: number; total: number; records: number } | null>(null),
-    cancelling: ref(false),
-    result: shallowRef<ImportSummary | null>(null),
     problem: ref<ImportProblem | null>(null),
-    /** How the last import ended when it did not succeed. */
-    notice: ref<{ kind: 'cancelled' | 'failed'; message: string } | null>(null),
-    /** An import ended while the dialog was hidden: the next open shows how. */
-    endedUnseen: ref(false),
   };
 }
 type ImportState = ReturnType<typeof importState>;
@@ -121,41 +110,20 @@ function previewing(s: ImportState) {
 
 /** The import's life: started in the engine, followed by its pushed progress and end, cancelled on request. */
 function importRunning(s: ImportState) {
-  const unclaimed = earlyEvents<ImportEvent>(() => s.importId.value, () => s.phase.value === 'starting');
-  const { follow } = eventFollower((event) => {
-    if (event.type === 'import-progress' || event.type === 'import-finished') applyEvent(event);
+  const job = jobLife(s, {
+    read: (event) => {
+      if (event.type === 'import-progress') return { id: event.importId, progress: { done: event.done, total: event.total, records: event.records } };
+      return event.type === 'import-finished' ? { id: event.importId, end: event } : null;
+    },
+    cancelled: 'Import cancelled: the records of whole batches already written stay, and importing again continues after them.',
+    failed: (error) => {
+      s.problem.value = problemOf(new Error(error ?? 'the import failed'), null);
+      return s.problem.value.message;
+    },
+    cancel: (id) => studioClient().cancelImport(id),
+    // Finished meanwhile ('not found'): its import-finished event says how.
+    gone: (caught) => (caught as { code?: unknown }).code === 'not_found',
   });
-
-  function applyEvent(event: ImportEvent): void {
-    if (!unclaimed.claims(event.importId, event)) return;
-    if (event.type === 'import-progress') {
-      s.progress.value = { done: event.done, total: event.total, records: event.records };
-      return;
-    }
-    finish(event);
-  }
-
-  function finish(event: FinishedEvent): void {
-    s.importId.value = null;
-    s.cancelling.value = false;
-    if (!s.isOpen.value) s.endedUnseen.value = true;
-    if (event.status === 'done' && event.result) {
-      s.result.value = markRaw(event.result);
-      const p = s.progress.value;
-      if (p) s.progress.value = { ...p, done: p.total };
-      s.phase.value = 'done';
-      return;
-    }
-    s.phase.value = 'editing';
-    s.progress.value = null;
-    if (event.status === 'cancelled') {
-      s.notice.value = { kind: 'cancelled', message: 'Import cancelled: the records of whole batches already written stay, and importing again continues after them.' };
-      return;
-    }
-    const problem = problemOf(new Error(event.error ?? 'the import failed'), null);
-    s.problem.value = problem;
-    s.notice.value = { kind: 'failed', message: problem.message };
-  }
 
   async function start(): Promise<void> {
     const preview = s.preview.value;
@@ -165,29 +133,14 @@ function importRunning(s: ImportState) {
       return;
     }
     const request = buildImportRequest(s.form.value, preview.runs.map((r) => r.key), s.picked.value);
-    follow();
     s.problem.value = null;
-    s.notice.value = null;
-    s.result.value = null;
-    s.progress.value = null;
-    s.phase.value = 'starting';
-    unclaimed.clear();
-    try {
-      const { importId } = await studioClient().startImport(request);
-      s.importId.value = importId;
-      s.phase.value = 'running';
-      for (const event of unclaimed.take(importId)) applyEvent(event);
-    } catch (caught) {
-      s.phase.value = 'editing';
-      s.problem.value = problemOf(caught, null);
-    }
+    await job.start(
+      async () => (await studioClient().startImport(request)).importId,
+      (caught) => (s.problem.value = problemOf(caught, null)),
+    );
   }
 
-  // Finished meanwhile ('not found'): its import-finished event says how.
-  const gone = (caught: unknown) => (caught as { code?: unknown }).code === 'not_found';
-  const cancel = () => cancelJob({ id: s.importId, cancelling: s.cancelling, notice: s.notice }, (id) => studioClient().cancelImport(id), gone, errorMessage);
-
-  return { follow, applyEvent, start, cancel };
+  return { ...job, start };
 }
 
 export const useImportsStore = defineStore('imports', () => {
@@ -195,46 +148,33 @@ export const useImportsStore = defineStore('imports', () => {
   const editing = sourceEditing(s);
   const preview = previewing(s);
   const running = importRunning(s);
-  const busy = computed(() => s.phase.value === 'starting' || s.phase.value === 'running');
-  const percent = computed(() => {
-    const p = s.progress.value;
-    return !p || p.total <= 0 ? null : Math.min(100, Math.floor((p.done / p.total) * 100));
-  });
+  const percent = computed(() => percentDone(s.progress.value));
   /** The preview's name of each source run, for the result's links. */
   const nameOfKey = computed(() => new Map((s.preview.value?.runs ?? []).map((r) => [r.key, r.name])));
 
   /** Opens the dialog: a fresh form, or the import still running or ended unseen. */
   function open(): void {
     running.follow();
-    s.isOpen.value = true;
-    if (busy.value || s.endedUnseen.value) {
-      s.endedUnseen.value = false;
-      return;
-    }
+    if (running.show()) return;
     if (s.phase.value === 'done') again();
-  }
-
-  function close(): void {
-    s.isOpen.value = false;
   }
 
   /** Back to the form after a finished import (the same path previewed again shows it imported). */
   function again(): void {
-    s.phase.value = 'editing';
-    s.result.value = null;
-    s.progress.value = null;
-    s.notice.value = null;
+    running.reset();
     s.problem.value = null;
     s.preview.value = null;
   }
 
+  const { id: importId, ...state } = s;
   return {
-    ...s,
-    busy,
+    ...state,
+    importId,
+    busy: running.busy,
     percent,
     nameOfKey,
     open,
-    close,
+    close: running.close,
     again,
     setPath: editing.setPath,
     setFormat: editing.setFormat,

@@ -46,6 +46,11 @@ export interface JobProgress {
   total: number;
 }
 
+/** Whole percent done, or null while the total is unknown. */
+export function percentDone(progress: JobProgress | null): number | null {
+  return !progress || progress.total <= 0 ? null : Math.min(100, Math.floor((progress.done / progress.total) * 100));
+}
+
 /** The part of a job dialog's state that cancelling touches. */
 export interface CancellableJob {
   id: { value: string | null };
