@@ -3,9 +3,9 @@
  * as columns), each episode as compact tree rows, the outcome marks of the problem list, and the
  * step picker's text. No Vue here, so test/renderer/problem-view.test.ts checks it directly.
  */
-import { hasRole } from '#shared/agents';
 import type { ProblemEpisode, ProblemEpisodes, ProblemRunOutcome, Turn } from '#shared/contract';
 import { excerpt, turnTreeOrder } from '#shared/turn-tree';
+import { describeParsed } from './episodeTree';
 
 export interface GridCell {
   runId: number;
@@ -42,15 +42,8 @@ export interface CompactTurnRow {
   tone: 'good' | 'bad' | 'dim';
 }
 
-/** A verdict as the word it stands for, an answer as itself. */
-export function verdictWord(agent: string, parsed: string | null): string {
-  if (parsed === null) return 'unparsed';
-  if (hasRole(agent, 'verifier')) {
-    if (parsed === 'approve' || parsed === 'ok') return 'approves';
-    if (parsed === 'reject' || parsed === 'no') return 'rejects';
-  }
-  return parsed;
-}
+/** A verdict as the word it stands for, an answer as itself: the trajectory tree's wording, so both views read alike. */
+export const verdictWord = describeParsed;
 
 /** An episode's turns in tree order (each output above the verdicts and repairs that read it). */
 export function compactTurnRows(turns: readonly Turn[], textLength = 34): CompactTurnRow[] {
