@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/sequencer';
 
 export default defineConfig({
   test: {
@@ -9,6 +10,9 @@ export default defineConfig({
     // files spend much of their time waiting on child processes, Chromium or sockets, and the
     // suite's wall time is what keeps CI under its 20 minutes.
     maxWorkers: 2,
+    // The long files first when there are no cached timings (CI), so neither worker is left
+    // running one of them alone at the end (test/sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 120_000,
     hookTimeout: 120_000,
     reporters: ['default'],

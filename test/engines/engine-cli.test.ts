@@ -6,14 +6,16 @@
  * follows the job into the store; these tests read the store, `marsrl show`, `marsrl export` and
  * the StudioApi as every surface does. Faults: the CLI killed mid-job and the run resumed
  * (re-attached, no turn lost or doubled), a stop, a FAILED job's traceback, the cluster unreachable
- * at launch.
+ * at launch. The runs, and every command that meets the fake Ray or a running job, are `marsrl`
+ * processes; the reading commands after a run (logs, inspect, export, doctor) run through the CLI's
+ * `main` in this process, without a Node start-up each.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStudioService } from '../../src-main/api/service';
 import { openStore, type Store } from '../../src-main/engine/store';
-import { marsrl, marsrlAsync, type CliResult } from '../helpers/cli';
+import { marsrl, marsrlAsync, marsrlMain, type CliResult } from '../helpers/cli';
 import { STANDIN_PYTHON, fakeDrmasCheckout } from '../helpers/engines';
 import { closedPortUrl } from '../helpers/env';
 import { FakeRay } from '../helpers/fake-ray';
@@ -134,23 +136,23 @@ describe('a veRL run launched from the CLI', () => {
     expect(job.logTail).toMatch(/step:3 - /);
   });
 
-  it('prints its job log with `marsrl logs`, and refuses an attempt it does not have', () => {
+  it('prints its job log with `marsrl logs`, and refuses an attempt it does not have', async () => {
     const runId = store.runs.list({ limit: 1 }).items[0].id;
-    const logs = marsrl(['logs', String(runId), '--lines', '3', '--db', db], home('verl'));
+    const logs = await marsrlMain(['logs', String(runId), '--lines', '3', '--db', db], home('verl'));
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout.trim().split('\n')).toHaveLength(3);
     expect(logs.stdout).toMatch(/Final validation metrics/);
-    const none = marsrl(['logs', String(runId), '--attempt', '2', '--db', db], home('verl'));
+    const none = await marsrlMain(['logs', String(runId), '--attempt', '2', '--db', db], home('verl'));
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/has attempts 1; there is no attempt 2/);
-    const studio = marsrl(['logs', String(studioRunId), '--db', db], home('verl'));
+    const studio = await marsrlMain(['logs', String(studioRunId), '--db', db], home('verl'));
     expect(studio.stderr).toMatch(/has no Ray job .*Studio's own trainer/);
   });
 
   it('leaves checkpoints the model tools open: inspect, generate, export from the run', async () => {
     const runId = store.runs.list({ limit: 1 }).items[0].id;
     const latest = store.events.checkpoints(runId).pop()!;
-    const inspect = marsrl(['model', 'inspect', latest.path]);
+    const inspect = await marsrlMain(['model', 'inspect', latest.path]);
     expect(inspect.code, inspect.stdout + inspect.stderr).toBe(0);
     expect(inspect.stdout).toMatch(/Qwen3ForCausalLM/);
     const generated = marsrl(['model', 'generate', latest.path, '--prompt', 'hello', '--max-tokens', '3', '--greedy', '--json']);
@@ -170,7 +172,7 @@ describe('a veRL run launched from the CLI', () => {
     const compared = await service.compareRuns({ runIds: [studioRunId, runId] });
     expect(compared.runs.map((r) => r.runId)).toEqual([studioRunId, runId]);
     const out = path.join(tmp.dir, 'verl-trajectories.jsonl');
-    const exported = marsrl(['export', String(runId), '--format', 'trajectories', '--jsonl', '--out', out, '--db', db]);
+    const exported = await marsrlMain(['export', String(runId), '--format', 'trajectories', '--jsonl', '--out', out, '--db', db]);
     expect(exported.code, exported.stderr).toBe(0);
     const lines = fs.readFileSync(out, 'utf8').trim().split('\n');
     expect(lines.length).toBe(turnCount(store, runId));
@@ -306,13 +308,13 @@ describe('faults', () => {
 });
 
 describe('marsrl doctor --python', () => {
-  it('says which engines an interpreter can run, with versions, and names a missing interpreter', () => {
-    const ok = marsrl(['doctor', '--python', STANDIN_PYTHON]);
+  it('says which engines an interpreter can run, with versions, and names a missing interpreter', async () => {
+    const ok = await marsrlMain(['doctor', '--python', STANDIN_PYTHON]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/ray +2\.58\.0/);
     expect(ok.stdout).toMatch(/verl +0\.7\.1/);
     expect(ok.stdout).toMatch(/engine\.kind it can run: verl/);
-    const missing = marsrl(['doctor', '--python', path.join(tmp.dir, 'no-such-python')]);
+    const missing = await marsrlMain(['doctor', '--python', path.join(tmp.dir, 'no-such-python')]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/engine\.python: .*no such interpreter/);
   });

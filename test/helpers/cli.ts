@@ -46,3 +46,18 @@ export async function marsrlInProcess(db: string, args: string[]): Promise<{ cod
   const code = await main([...args, '--db', db], { env: {}, out: (t) => out.push(t), err: (t) => err.push(t) });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
+
+/**
+ * `marsrl ARGS` in this process, through the CLI's `main` with the environment `marsrl` gives its
+ * child (no --db added): for commands that need no database, checked many times in one file, where
+ * a separate Node process each time (about two CPU seconds of start-up) tests nothing more. The
+ * exit code is what `main` returns, the one bin/marsrl.js sets. Not for --json: printJson writes
+ * to process.stdout itself.
+ */
+export async function marsrlMain(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const { main } = await import('../../src-main/cli/main');
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env }, out: (t) => out.push(`${t}\n`), err: (t) => err.push(`${t}\n`) });
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}

@@ -36,7 +36,7 @@ import { sample } from '../../src-main/engine/model/sampling';
 import { createPolicy } from '../../src-main/engine/training/policies';
 import { loadTaskData } from '../../src-main/engine/training/task-data';
 import { Rng } from '../../src-main/engine/util/rng';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { logSoftmax, makeCheckpoint, maxAbs, randomPrompts, torchLogProbs, type Checkpoint } from './fixtures';
 
 let ckpt: Checkpoint;
@@ -394,7 +394,9 @@ describe('the lora block of a run config', () => {
 });
 
 describe('marsrl model export of a PEFT adapter', () => {
-  it('--format hf merges onto --base (logits of base + adapters), --format peft rewrites it with the same tensors; bad uses refused with nothing written', () => {
+  // The merge (--json) runs as a marsrl process; the peft rewrite and the refusals through the CLI's
+  // `main` in this process (the same code and exit code, without a Node start-up each).
+  it('--format hf merges onto --base (logits of base + adapters), --format peft rewrites it with the same tensors; bad uses refused with nothing written', async () => {
     const { model } = loadLoraHfModel(ckpt.dir, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'o_proj', 'up_proj'] }, { seed: 41 });
     const adapterDir = path.join(tmp, 'cli-adapter');
     try {
@@ -409,7 +411,7 @@ describe('marsrl model export of a PEFT adapter', () => {
       merged.dispose();
 
       const again = path.join(tmp, 'cli-peft');
-      const peft = marsrl(['model', 'export', adapterDir, '--format', 'peft', '--base', ckpt.dir, '--out', again]);
+      const peft = await marsrlMain(['model', 'export', adapterDir, '--format', 'peft', '--base', ckpt.dir, '--out', again]);
       expect(peft.code, peft.stderr).toBe(0);
       const a = openSafetensors(path.join(adapterDir, PEFT_WEIGHTS));
       const b = openSafetensors(path.join(again, PEFT_WEIGHTS));
@@ -417,10 +419,10 @@ describe('marsrl model export of a PEFT adapter', () => {
       expect(readPeftAdapter(again, ckpt.config).weights).toEqual(readPeftAdapter(adapterDir, ckpt.config).weights);
 
       // The adapter names a Hub id, not a folder: the base must be given.
-      const noBase = marsrl(['model', 'export', adapterDir, '--format', 'hf', '--out', path.join(tmp, 'never1')]);
+      const noBase = await marsrlMain(['model', 'export', adapterDir, '--format', 'hf', '--out', path.join(tmp, 'never1')]);
       expect(noBase.code).not.toBe(0);
       expect(noBase.stderr).toMatch(/adapter_config\.json \(base_model_name_or_path\): "Qwen\/Qwen3-0\.6B" is not a local model folder; give the base with --base DIR/);
-      const full = marsrl(['model', 'export', ckpt.dir, '--format', 'peft', '--out', path.join(tmp, 'never2')]);
+      const full = await marsrlMain(['model', 'export', ckpt.dir, '--format', 'peft', '--out', path.join(tmp, 'never2')]);
       expect(full.code).not.toBe(0);
       expect(full.stderr).toMatch(/--format peft needs a LoRA adapter as SRC/);
       expect(fs.existsSync(path.join(tmp, 'never1')) || fs.existsSync(path.join(tmp, 'never2'))).toBe(false);

@@ -2,7 +2,9 @@
  * `marsrl model inspect|export` as a user runs them (a separate Node process through the bin
  * entry): the happy paths (a folder and a Studio checkpoint of the hf family), and every bad
  * input the issue lists refused with the file and the key, a non-zero exit code, and nothing
- * written.
+ * written. The checkpoint and the bad inputs run through the CLI's `main` in this process (the
+ * same command code and exit code, without a Node start-up each); the folder and the existing
+ * export path go through the real bin.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,7 +15,7 @@ import { writeRandomHfModel } from '../../src-main/engine/hf/random-model';
 import { openSafetensors, readTensorBytes } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { saveHfCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { tempFolder } from '../helpers/tmp';
 import { QWEN3_TOKENIZER } from './corpus';
 
@@ -76,13 +78,13 @@ describe('marsrl model inspect / export', () => {
     } finally {
       model.dispose();
     }
-    const shown = marsrl(['model', 'inspect', ckpt]);
+    const shown = await marsrlMain(['model', 'inspect', ckpt]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`checkpoint   step 3, started from ${good}`);
     expect(shown.stdout).toMatch(/architecture Qwen3ForCausalLM/);
     expect(shown.stdout).toMatch(/weights +weights\.safetensors: 13 tensors/);
     const out = path.join(tmp.dir, 'ckpt-hf');
-    const r = marsrl(['model', 'export', ckpt, '--format', 'hf', '--dtype', 'f32', '--out', out]);
+    const r = await marsrlMain(['model', 'export', ckpt, '--format', 'hf', '--dtype', 'f32', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const a = openSafetensors(good).tensors;
     const b = openSafetensors(out).tensors;
@@ -150,15 +152,15 @@ describe('marsrl model inspect / export', () => {
   ];
 
   for (const c of bad) {
-    it(`refuses ${c.name}, naming the file and the key`, () => {
+    it(`refuses ${c.name}, naming the file and the key`, async () => {
       const dir = c.make();
       const before = fs.readdirSync(dir).sort();
-      const r = marsrl(['model', 'inspect', dir]);
+      const r = await marsrlMain(['model', 'inspect', dir]);
       expect(r.code).not.toBe(0);
       expect(r.stderr).toMatch(c.message);
       if (c.exportToo) {
         const out = path.join(tmp.dir, `${path.basename(dir)}-export`);
-        const e = marsrl(['model', 'export', dir, '--format', 'hf', '--out', out]);
+        const e = await marsrlMain(['model', 'export', dir, '--format', 'hf', '--out', out]);
         expect(e.code).not.toBe(0);
         expect(e.stderr).toMatch(c.message);
         expect(fs.existsSync(out)).toBe(false);

@@ -12,7 +12,7 @@ import { createStudioService } from '../../src-main/api/service';
 import { openStore } from '../../src-main/engine/store';
 import { isProcessAlive, staleRunReason } from '../../src-main/engine/store/liveness';
 import { startServe } from '../helpers/serve-process';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 import { tinyConfig } from '../training/tiny';
 
@@ -94,14 +94,16 @@ describe('a run whose every process was SIGKILLed at once', () => {
     expect(listed.statusReason).toMatch(/^its worker process \(pid \d+\) is gone$/);
     expect(listed.actions).toEqual([expect.objectContaining({ kind: 'resume', command: `marsrl resume ${runId}` })]);
 
-    const table = marsrl(['runs', '--db', databasePath]);
+    // The --json listings run as marsrl processes; the table and `show` through the CLI's `main` in
+    // this process (the same output, without a Node start-up each).
+    const table = await marsrlMain(['runs', '--db', databasePath]);
     expect(table.stdout).toMatch(new RegExp(`^\\s*${runId}\\b.*interrupted`, 'm'));
     expect(table.stdout).not.toMatch(/running/);
     const running = marsrl(['runs', '--status', 'running', '--db', databasePath, '--json']);
     expect(running.code, running.stderr).toBe(0);
     expect((JSON.parse(running.stdout) as { items: { id: number }[] }).items.map((r) => r.id)).not.toContain(runId);
 
-    const show = marsrl(['show', String(runId), '--db', databasePath]);
+    const show = await marsrlMain(['show', String(runId), '--db', databasePath]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/status\s+interrupted \(its worker process \(pid \d+\) is gone\)/);
     expect(show.stdout).toMatch(new RegExp(`next\\s+resume from its checkpoint of step \\d+ \\(the steps after it are redone\\): marsrl resume ${runId}`));

@@ -8,6 +8,8 @@
  *   and why, which checkpoint it used and how many turns the redo supersedes; the run page's
  *   `lastResume` says the same.
  * - A stop of a run whose owner is gone marks it interrupted at once.
+ * The commands that run or resume training are `marsrl` processes; `show` and the refusals run
+ * through the CLI's `main` in this process (the same output and exit code, no Node start-up each).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,7 +21,7 @@ import type { Store } from '../../src-main/engine/store';
 import { runActions } from '../../src-main/engine/training/advice';
 import { createRunManager } from '../../src-main/runner/manager';
 import { requestRunStop } from '../../src-main/runner/stop';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { runsDatabase } from '../helpers/runs-db';
 import { tinyConfig } from '../training/tiny';
 
@@ -49,19 +51,19 @@ describe('advice', () => {
     expect(detail.statusReason).toBe(`its worker process (pid ${DEAD_PID}) is gone`);
     expect(detail.actions).toEqual([{ kind: 'run-again', command: `marsrl run --like ${id}`, text: expect.stringMatching(/no checkpoint was saved before it stopped, so it cannot be resumed/) }]);
 
-    const shown = marsrl(['show', String(id), '--db', databasePath]);
+    const shown = await marsrlMain(['show', String(id), '--db', databasePath]);
     expect(shown.stdout).toMatch(new RegExp(`next\\s+no checkpoint was saved.*: marsrl run --like ${id}`));
     expect(shown.stdout).not.toMatch(/marsrl resume/);
 
     // Resume says the same thing, not "already running" and then "no checkpoint yet".
-    const refused = marsrl(['resume', String(id), '--db', databasePath]);
+    const refused = await marsrlMain(['resume', String(id), '--db', databasePath]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(new RegExp(`run ${id} has no checkpoint .* cannot be resumed; run it again with the same config: \`marsrl run --like ${id}\``));
     expect(refused.stderr).not.toMatch(/already running/);
     expect(store.runs.get(id)!.status).toBe('interrupted');
   });
 
-  it('marsrl run --like starts a new run with the stored config (and --set changes it)', () => {
+  it('marsrl run --like starts a new run with the stored config (and --set changes it)', async () => {
     const config = tinyConfig({ optimization: { steps: 1, checkpoint_every: 1 }, rollout: { problems_per_step: 1, solver_group: 2, select_k: 1, verifier_group: 2, corrector_group: 2, rounds: 1, max_response_tokens: 32 }, pretrain: { steps: 1, batch_size: 4, warmup_steps: 0 } });
     const id = recordedRun(config, 'model run');
     const again = marsrl(['run', '--like', String(id), '--set', 'seed=7', '--db', databasePath, '--json']);
@@ -76,8 +78,8 @@ describe('advice', () => {
     expect(madeRest).toEqual(modelRest);
     // Unknown runs and two sources are refused before anything is created.
     const before = store.runs.list({ limit: 500 }).items.length;
-    expect(marsrl(['run', '--like', '9999', '--db', databasePath]).stderr).toMatch(/--like 9999: no such run/);
-    expect(marsrl(['run', '--like', String(id), '--preset', 'quick', '--db', databasePath]).stderr).toMatch(/one of --preset NAME, --config FILE or --like RUN \(not several\)/);
+    expect((await marsrlMain(['run', '--like', '9999', '--db', databasePath])).stderr).toMatch(/--like 9999: no such run/);
+    expect((await marsrlMain(['run', '--like', String(id), '--preset', 'quick', '--db', databasePath])).stderr).toMatch(/one of --preset NAME, --config FILE or --like RUN \(not several\)/);
     expect(store.runs.list({ limit: 500 }).items.length).toBe(before);
   });
 

@@ -1,10 +1,14 @@
-/** `marsrl serve-model` as a user starts it: a child process, driven by the official openai client. */
+/**
+ * `marsrl serve-model` as a user starts it: a child process, driven by the official openai client.
+ * The refusals (bad flags, folders, steps: nothing is served) run through the CLI's `main` in this
+ * process, the same code and exit code without a Node start-up each.
+ */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src-main/engine/store';
-import { marsrl, REPO_ROOT } from '../helpers/cli';
+import { marsrlMain, REPO_ROOT } from '../helpers/cli';
 import { startListening } from '../helpers/serve-process';
 import { tempDir } from '../helpers/tmp';
 import { openAiClient } from '../helpers/model-server';
@@ -52,10 +56,10 @@ describe('marsrl serve-model (child process)', () => {
     }
     for (const a of answers.slice(1)) expect(a).toEqual(answers[0]);
     expect(answers[0][0]).toMatch(/ A:/);
-    const bad = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--engine', 'gpu']);
+    const bad = await marsrlMain(['serve-model', 'resources/checkpoints/quick/solver', '--engine', 'gpu']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--engine must be one of auto, thread, inline \(got "gpu"\)/);
-    const both = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--engine-thread', '--engine', 'inline']);
+    const both = await marsrlMain(['serve-model', 'resources/checkpoints/quick/solver', '--engine-thread', '--engine', 'inline']);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/--engine-thread is --engine thread; it contradicts --engine inline/);
   });
@@ -74,16 +78,16 @@ describe('marsrl serve-model (child process)', () => {
     }
   });
 
-  it('names the flag or folder that is wrong', () => {
-    const none = marsrl(['serve-model']);
+  it('names the flag or folder that is wrong', async () => {
+    const none = await marsrlMain(['serve-model']);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/nothing to serve: give a checkpoint folder or --run RUN/);
-    const missing = marsrl(['serve-model', 'no/such/folder', '--backend', 'cpu']);
+    const missing = await marsrlMain(['serve-model', 'no/such/folder', '--backend', 'cpu']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/no\/such\/folder: no such folder/);
-    const role = marsrl(['serve-model', 'resources/checkpoints/quick/solver', '--role', 'judge']);
+    const role = await marsrlMain(['serve-model', 'resources/checkpoints/quick/solver', '--role', 'judge']);
     expect(role.stderr).toMatch(/--role must be one of solver, verifier, corrector/);
-    const notCkpt = marsrl(['serve-model', 'resources/checkpoints', '--backend', 'cpu']);
+    const notCkpt = await marsrlMain(['serve-model', 'resources/checkpoints', '--backend', 'cpu']);
     expect(notCkpt.code).toBe(1);
     expect(notCkpt.stderr).toMatch(/not a Studio checkpoint folder \(no checkpoint\.json\)/);
   });
@@ -111,10 +115,10 @@ describe('marsrl serve-model (child process)', () => {
       } finally {
         await served.stop();
       }
-      const gone = marsrl(['serve-model', '--run', 'served-run', '--step', '10', '--db', db]);
+      const gone = await marsrlMain(['serve-model', '--run', 'served-run', '--step', '10', '--db', db]);
       expect(gone.code).toBe(2);
       expect(gone.stderr).toMatch(/step-000010.solver is gone \(a run keeps its two newest checkpoints\); pick another --step/);
-      const wrong = marsrl(['serve-model', '--run', 'served-run', '--step', '15', '--db', db]);
+      const wrong = await marsrlMain(['serve-model', '--run', 'served-run', '--step', '15', '--db', db]);
       expect(wrong.stderr).toMatch(/--step 15: run served-run has checkpoints at steps 10, 20/);
     } finally {
       tmp.cleanup();
