@@ -10,11 +10,19 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The environment a `marsrl` child gets: the tester's, less the database and home a developer may
+ * have set, plus the test's own.
+ */
+function marsrlEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env };
+}
+
 /** Run `marsrl ARGS` as a user would: a separate Node process through the bin entry. */
 export function marsrl(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): CliResult {
   const result = spawnSync(process.execPath, [MARSRL_BIN, ...args], {
     cwd,
-    env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env },
+    env: marsrlEnv(env),
     encoding: 'utf8',
     timeout: 120_000,
   });
@@ -26,7 +34,7 @@ export function marsrl(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_R
  * Ray dashboard, a model server) runs in the test process and must go on answering meanwhile.
  */
 export function marsrlAsync(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, [MARSRL_BIN, ...args], { cwd, env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MARSRL_BIN, ...args], { cwd, env: marsrlEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -40,11 +48,17 @@ export function marsrlAsync(args: string[], env: NodeJS.ProcessEnv = {}, cwd = R
  * tests that check many invocations against one database and need no separate process.
  */
 export async function marsrlInProcess(db: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const { code, out, err } = await captureMain([...args, '--db', db], {});
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+/** The CLI's `main` in this process, each text it writes to out and err captured apart. */
+async function captureMain(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string[]; err: string[] }> {
   const { main } = await import('../../src-main/cli/main');
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main([...args, '--db', db], { env: {}, out: (t) => out.push(t), err: (t) => err.push(t) });
-  return { code, out: out.join('\n'), err: err.join('\n') };
+  const code = await main(args, { env, out: (t) => out.push(t), err: (t) => err.push(t) });
+  return { code, out, err };
 }
 
 /**
@@ -55,9 +69,8 @@ export async function marsrlInProcess(db: string, args: string[]): Promise<{ cod
  * to process.stdout itself.
  */
 export async function marsrlMain(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const { main } = await import('../../src-main/cli/main');
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { env: { ...process.env, MARSRL_DB: undefined, MARSRL_HOME: undefined, ...env }, out: (t) => out.push(`${t}\n`), err: (t) => err.push(`${t}\n`) });
-  return { code, stdout: out.join(''), stderr: err.join('') };
+  const { code, out, err } = await captureMain(args, marsrlEnv(env));
+  // Each text is a line, as the bin's console writes it.
+  const lines = (texts: string[]) => texts.map((t) => `${t}\n`).join('');
+  return { code, stdout: lines(out), stderr: lines(err) };
 }
