@@ -15,12 +15,8 @@ let seeded: SeededStudy;
 let page: Page;
 let problems: PageProblems;
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-compare-',
-  database: 'compare.db',
-  seed: (db) => {
-    seeded = seedStudy(db, { steps: 30 });
-  },
+const session = studioInChromium('compare', (db) => {
+  seeded = seedStudy(db, { steps: 30 });
 });
 beforeAll(() => {
   ({ store, page, problems } = session);

@@ -20,12 +20,8 @@ let store: Store;
 let page: Page;
 let runId: number;
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-credit-',
-  database: 'credit.db',
-  seed: (db) => {
-    runId = seedCreditRun(db, { name: 'sort decoupled/global (credit)', mode: 'global', steps: 30, problemsPerStep: 6 });
-  },
+const session = studioInChromium('credit', (db) => {
+  runId = seedCreditRun(db, { name: 'sort decoupled/global (credit)', mode: 'global', steps: 30, problemsPerStep: 6 });
 });
 beforeAll(() => {
   ({ store, page } = session);

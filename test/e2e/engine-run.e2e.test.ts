@@ -30,7 +30,7 @@ let failing: FakeRay;
 let slow: FakeRay;
 /** The run the first test launched, which the second clones. */
 let launched: number | null = null;
-const session = studioInChromium({ tmpPrefix: 'marsrl-e2e-engine-', database: 'engine.db', seed: () => {} });
+const session = studioInChromium('engine');
 beforeAll(async () => {
   ({ page } = session);
   fake = await new FakeRay({ pendingMs: 20, env: { STANDIN_STEP_MS: '100', STANDIN_LINE_MS: '0' } }).start();

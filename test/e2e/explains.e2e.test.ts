@@ -58,16 +58,12 @@ function addTimingsAndFixedSet(db: Store, runId: number, steps: number): void {
   writer.close();
 }
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-explains-',
-  database: 'explains.db',
-  seed: (db) => {
-    seeded = seedStudio(db);
-    addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
-    study = seedStudy(db, { steps: 12 });
-    groupStudy = seedGroupStudy(db);
-    db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
-  },
+const session = studioInChromium('explains', (db) => {
+  seeded = seedStudio(db);
+  addTimingsAndFixedSet(db, seeded.done.id, seeded.done.steps);
+  study = seedStudy(db, { steps: 12 });
+  groupStudy = seedGroupStudy(db);
+  db.events.addCheckpoint({ runId: seeded.running.id, step: 20, policyId: 'solver', path: 'checkpoints/step-20', createdAt: Date.now(), metrics: null });
 });
 beforeAll(() => {
   ({ store, page } = session);

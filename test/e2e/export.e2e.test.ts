@@ -48,16 +48,12 @@ function insertBulkRun(): number {
   return runId;
 }
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-export-',
-  database: 'studio.db',
-  seed: (db, dir) => {
-    store = db;
-    seeded = seedStudio(db);
-    bulkRunId = insertBulkRun();
-    outDir = path.join(dir, 'exports');
-    fs.mkdirSync(outDir);
-  },
+const session = studioInChromium('export', (db, dir) => {
+  store = db;
+  seeded = seedStudio(db);
+  bulkRunId = insertBulkRun();
+  outDir = path.join(dir, 'exports');
+  fs.mkdirSync(outDir);
 });
 beforeAll(() => {
   ({ page, problems } = session);

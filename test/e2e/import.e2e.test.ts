@@ -64,14 +64,10 @@ function prepareSources(dir: string): void {
   largeTb = writeTensorBoard(path.join(dir, 'tb-large', 'long-run'), LARGE_POINTS);
 }
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-import-',
-  database: 'studio.db',
-  seed: (db, dir) => {
-    store = db;
-    seeded = seedStudio(db);
-    prepareSources(dir);
-  },
+const session = studioInChromium('import', (db, dir) => {
+  store = db;
+  seeded = seedStudio(db);
+  prepareSources(dir);
 });
 beforeAll(() => {
   ({ page } = session);

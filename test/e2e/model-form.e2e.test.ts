@@ -11,7 +11,7 @@ import { screenshot } from './browser';
 import { POLL, studioWithTinyQwen3 } from './studio-session';
 
 let page: Page;
-const studio = studioWithTinyQwen3({ tmpPrefix: 'marsrl-e2e-model-', database: 'model-form.db', context: 384 });
+const studio = studioWithTinyQwen3('model', 384);
 const { session } = studio;
 beforeAll(() => {
   ({ page } = session);

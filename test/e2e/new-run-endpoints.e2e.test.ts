@@ -31,13 +31,9 @@ let restoreHome: (() => void) | undefined;
 // Issue #36: the session's data folder (its `marsrl serve` reads it) approves the key variable for
 // the loopback servers, as a user runs `marsrl secrets allow VAR --host 127.0.0.1`; this process
 // reads the same folder, so the CLI's messages below are computed against the same approvals.
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-endpoints-',
-  database: 'endpoints.db',
-  seed: (store, dir) => {
-    seedStudio(store);
-    allowKey(KEY_VARIABLE, '127.0.0.1', { MARSRL_HOME: path.join(dir, 'home') });
-  },
+const session = studioInChromium('endpoints', (store, dir) => {
+  seedStudio(store);
+  allowKey(KEY_VARIABLE, '127.0.0.1', { MARSRL_HOME: path.join(dir, 'home') });
 });
 beforeAll(async () => {
   ({ page } = session);

@@ -19,7 +19,7 @@ const POLL = { timeout: 30_000, interval: 100 };
 const SEVEN = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 let page: Page;
-const studio = studioWithTinyQwen3({ tmpPrefix: 'marsrl-e2e-lora-', database: 'lora.db', context: 1024 });
+const studio = studioWithTinyQwen3('lora', 1024);
 const { session } = studio;
 beforeAll(() => {
   ({ page } = session);

@@ -14,12 +14,8 @@ import { POLL, studioInChromium } from './studio-session';
 let seeded: SeededProblems;
 let page: Page;
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-problem-',
-  database: 'problem.db',
-  seed: (store) => {
-    seeded = seedProblems(store, { problems: 12, heldOut: 3, steps: [0, 10, 20] });
-  },
+const session = studioInChromium('problem', (store) => {
+  seeded = seedProblems(store, { problems: 12, heldOut: 3, steps: [0, 10, 20] });
 });
 beforeAll(() => {
   ({ page } = session);

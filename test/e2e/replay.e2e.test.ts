@@ -14,7 +14,7 @@ import { tinyConfig } from '../training/tiny';
 import { keepScreenshot, screenshot } from './browser';
 import { POLL, studioInChromium } from './studio-session';
 
-const session = studioInChromium({ tmpPrefix: 'marsrl-e2e-replay-', database: 'replay.db', seed: () => {} });
+const session = studioInChromium('replay');
 let page: Page;
 let runId = 0;
 

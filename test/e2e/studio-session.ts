@@ -38,7 +38,11 @@ export interface StudioSession {
   openRunExport(runId: number): Promise<Locator>;
 }
 
-export function studioInChromium(options: { tmpPrefix: string; database: string; seed: (store: Store, dir: string) => void }): StudioSession {
+/**
+ * `name` names the session's temp folder (`marsrl-e2e-<name>-…`) and database (`<name>.db`);
+ * `seed` fills the database before `marsrl serve` opens it (the folder is where it may write files).
+ */
+export function studioInChromium(name: string, seed: (store: Store, dir: string) => void = () => {}): StudioSession {
   let tmp: ReturnType<typeof tempDir> | undefined;
   let store: Store | undefined;
   let served: ServeProcess | undefined;
@@ -48,10 +52,10 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
   const ready = startedBy('the e2e session');
 
   beforeAll(async () => {
-    tmp = tempDir(options.tmpPrefix);
-    const dbPath = path.join(tmp.dir, options.database);
+    tmp = tempDir(`marsrl-e2e-${name}-`);
+    const dbPath = path.join(tmp.dir, `${name}.db`);
     store = openStore(dbPath);
-    options.seed(store, tmp.dir);
+    seed(store, tmp.dir);
     const rendererDir = await builtRenderer();
     // Its own per-user folder: exports to relative paths land there, never in the tester's home.
     served = await startServe(['--db', dbPath, '--port', '0', '--renderer', rendererDir], { MARSRL_HOME: path.join(tmp.dir, 'home') });
@@ -113,15 +117,11 @@ export function studioInChromium(options: { tmpPrefix: string; database: string;
  * database, for the new-run form's Hugging Face policies (a browser has no folder picker: its
  * path is typed).
  */
-export function studioWithTinyQwen3(options: { tmpPrefix: string; database: string; context: number }): { session: StudioSession; readonly modelDir: string } {
+export function studioWithTinyQwen3(name: string, context: number): { session: StudioSession; readonly modelDir: string } {
   let modelDir: string | undefined;
-  const session = studioInChromium({
-    tmpPrefix: options.tmpPrefix,
-    database: options.database,
-    seed: (store, dir) => {
-      seedStudio(store);
-      modelDir = writeTinyQwen3Model(path.join(dir, 'qwen3-tiny'), { context: options.context });
-    },
+  const session = studioInChromium(name, (store, dir) => {
+    seedStudio(store);
+    modelDir = writeTinyQwen3Model(path.join(dir, 'qwen3-tiny'), { context });
   });
   const ready = startedBy('the e2e session');
   return {

@@ -21,15 +21,11 @@ let seeded: Seeded;
 let scratchRunId: number;
 let page: Page;
 
-const session = studioInChromium({
-  tmpPrefix: 'marsrl-e2e-',
-  database: 'studio.db',
-  seed: (db) => {
-    seeded = seedStudio(db);
-    scratchRunId = db.runs.create({ name: 'scratch run to delete', preset: 'quick', config: resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>, codeVersion: 'e2e', seed: 9 });
-    db.runs.setStatus(scratchRunId, 'running');
-    db.runs.setStatus(scratchRunId, 'interrupted', 'stopped by the user');
-  },
+const session = studioInChromium('studio', (db) => {
+  seeded = seedStudio(db);
+  scratchRunId = db.runs.create({ name: 'scratch run to delete', preset: 'quick', config: resolveConfig(presetDocument('quick')) as unknown as Record<string, unknown>, codeVersion: 'e2e', seed: 9 });
+  db.runs.setStatus(scratchRunId, 'running');
+  db.runs.setStatus(scratchRunId, 'interrupted', 'stopped by the user');
 });
 beforeAll(() => {
   ({ store, page } = session);

@@ -91,7 +91,7 @@ function seedIssue35(db: Store, dir: string): void {
   writeFixtureTurns(db, ids.shared, 'shared');
 }
 
-const session = studioInChromium({ tmpPrefix: 'marsrl-e2e-truth-', database: 'truth.db', seed: seedIssue35 });
+const session = studioInChromium('truth', seedIssue35);
 beforeAll(() => {
   ({ store, page } = session);
 });
