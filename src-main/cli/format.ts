@@ -19,6 +19,7 @@ export function number(value: number | undefined, digits = 3): string {
   return value.toFixed(digits);
 }
 
-export function printJson(value: unknown): void {
-  process.stdout.write(`${inertJson(JSON.stringify(value, null, 2))}\n`);
+/** `value` as indented JSON on `out` (the command's stdout), made inert without leaving JSON. */
+export function printJson(out: (text: string) => void, value: unknown): void {
+  out(inertJson(JSON.stringify(value, null, 2)));
 }

@@ -46,4 +46,16 @@ describe('marsrl check-answer (child process)', () => {
     expect(lines[1].reason).toMatch(/list/);
     expect(lines[3]).toMatchObject({ line: 4 });
   });
+
+  it('prints the JSONL lines on the terminal made inert: a bidi control in a response is an escape, and each line is still the same JSON', () => {
+    const input = path.join(tmp.dir, 'hostile.jsonl');
+    const response = 'Answer: \u202e42\u0085';
+    fs.writeFileSync(input, `${JSON.stringify({ id: 'h', reference: '42', response })}\n`);
+    const result = marsrl(['check-answer', '--jsonl', input]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).not.toMatch(/[\u202e\u0085]/);
+    expect(result.stdout).toContain('\\u202e42\\u0085');
+    const line = JSON.parse(result.stdout.trim()) as Record<string, unknown>;
+    expect(line).toMatchObject({ id: 'h', reference: '42', response });
+  });
 });

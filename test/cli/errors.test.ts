@@ -1,13 +1,15 @@
 /**
- * Issue 18, "The CLI and errors", as a user meets them: `marsrl` as a child process, checking the
- * exit code, the message and that nothing was created or overwritten.
+ * Issue 18, "The CLI and errors", as a user meets them: the exit code, the message and that nothing
+ * was created or overwritten. `marsrl` runs as a child process where the process matters (MARSRL_DB
+ * from its environment, a relative path from its working folder, `run`); the other refusals go
+ * through the CLI's main in this process, the same code and output.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src-main/engine/preflight';
 import { resolveLaunchConfig } from '../../src-main/runner/manager';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { seededDatabase } from '../helpers/runs-db';
 
 const db = seededDatabase('two.db', (store) => {
@@ -20,10 +22,10 @@ const db = seededDatabase('two.db', (store) => {
 });
 
 describe('read-only commands never create a database (issue 18)', () => {
-  it('refuse a --db path that does not exist, naming it, and create neither it nor its folders', () => {
+  it('refuse a --db path that does not exist, naming it, and create neither it nor its folders', async () => {
     const missing = path.join(db.dir, 'typo', 'nested', 'studio.db');
     for (const args of [['runs'], ['show', '1'], ['compare', '1', '2'], ['export', '1', '--format', 'sft', '--out', path.join(db.dir, 'never.jsonl')]]) {
-      const result = marsrl([...args, '--db', missing]);
+      const result = await marsrlMain([...args, '--db', missing]);
       expect(result.code, args.join(' ')).toBe(1);
       expect(result.stderr).toContain(`No database at ${missing}`);
       expect(result.stdout).not.toContain('No runs');
@@ -36,10 +38,10 @@ describe('read-only commands never create a database (issue 18)', () => {
     expect(fs.existsSync(path.join(db.dir, 'never.jsonl'))).toBe(false);
   });
 
-  it('leave a 0-byte file as it is instead of turning it into a database', () => {
+  it('leave a 0-byte file as it is instead of turning it into a database', async () => {
     const empty = path.join(db.dir, 'empty.db');
     fs.writeFileSync(empty, '');
-    const result = marsrl(['runs', '--db', empty]);
+    const result = await marsrlMain(['runs', '--db', empty]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/No database at .*empty\.db: the file is empty \(0 bytes\)/);
     expect(fs.statSync(empty).size).toBe(0);
@@ -48,38 +50,38 @@ describe('read-only commands never create a database (issue 18)', () => {
 });
 
 describe('flags and arguments get the allowed range, not the parser’s wording (issue 18)', () => {
-  it('show -1 and show 0 say what a RUN is; runs --limit -5 names the range', () => {
+  it('show -1 and show 0 say what a RUN is; runs --limit -5 names the range', async () => {
     for (const ref of ['-1', '0']) {
-      const show = marsrl(['show', ref, '--db', db.path]);
+      const show = await marsrlMain(['show', ref, '--db', db.path]);
       expect(show.code).toBe(2);
       expect(show.stderr).toContain(`RUN must be a run id (a whole number from 1) or a run name (got "${ref}")`);
       expect(show.stderr).not.toMatch(/Unknown option|positional argument/);
     }
-    const limit = marsrl(['runs', '--limit', '-5', '--db', db.path]);
+    const limit = await marsrlMain(['runs', '--limit', '-5', '--db', db.path]);
     expect(limit.code).toBe(2);
     expect(limit.stderr).toContain('--limit must be an integer from 1 to 500 (got "-5")');
     expect(limit.stderr).not.toMatch(/ambiguous/);
   });
 
-  it('compare refuses an unknown --group-by path and compares a run named twice once', () => {
-    const bad = marsrl(['compare', '1', '2', '--group-by', 'nope.path', '--db', db.path]);
+  it('compare refuses an unknown --group-by path and compares a run named twice once', async () => {
+    const bad = await marsrlMain(['compare', '1', '2', '--group-by', 'nope.path', '--db', db.path]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/group-by key "nope\.path" is not a config path of the compared runs \(config sections: .*reward.*\)/);
-    const near = marsrl(['compare', '1', '2', '--group-by', 'reward.schem', '--db', db.path]);
+    const near = await marsrlMain(['compare', '1', '2', '--group-by', 'reward.schem', '--db', db.path]);
     expect(near.code).toBe(2);
     expect(near.stderr).toContain('paths near it: reward.scheme');
-    const twice = marsrl(['compare', '1', '1', '--json', '--db', db.path]);
+    const twice = await marsrlMain(['compare', '1', '1', '--json', '--db', db.path]);
     expect(twice.code).toBe(0);
     expect(JSON.parse(twice.stdout).runs.map((r: { runId: number }) => r.runId)).toEqual([1]);
     expect(twice.stderr).toContain('1 run was named more than once; each run is compared once');
-    const good = marsrl(['compare', '1', '2', '--group-by', 'seed', '--json', '--db', db.path]);
+    const good = await marsrlMain(['compare', '1', '2', '--group-by', 'seed', '--json', '--db', db.path]);
     expect(good.code).toBe(0);
     expect(JSON.parse(good.stdout).groups).toHaveLength(2);
   });
 
-  it('export --jsonl --out e.parquet refuses the mismatched name and writes nothing', () => {
+  it('export --jsonl --out e.parquet refuses the mismatched name and writes nothing', async () => {
     const out = path.join(db.dir, 'e.parquet');
-    const result = marsrl(['export', '1', '--format', 'trajectories', '--jsonl', '--out', out, '--db', db.path]);
+    const result = await marsrlMain(['export', '1', '--format', 'trajectories', '--jsonl', '--out', out, '--db', db.path]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('out: e.parquet names a parquet file but the container is jsonl; write to e.jsonl or choose parquet');
     expect(fs.existsSync(out)).toBe(false);
@@ -120,10 +122,10 @@ describe('configs are checked whole before a run exists (issue 18)', () => {
     }
   });
 
-  it('reports cross-field rules in the same pass as single-field errors', () => {
+  it('reports cross-field rules in the same pass as single-field errors', async () => {
     const config = path.join(db.dir, 'many.yaml');
     fs.writeFileSync(config, 'rollout:\n  temperature: -1\n  solver_group: 4\n  select_k: 9\ntask:\n  test_size: 50\neval:\n  problems: 500\n');
-    const result = marsrl(['config', 'validate', config]);
+    const result = await marsrlMain(['config', 'validate', config]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('3 problems');
     expect(result.stderr).toMatch(/rollout\.temperature: must be greater than 0/);

@@ -1,8 +1,11 @@
-/** `marsrl export` as a user runs it: a separate process through the bin entry. */
+/**
+ * `marsrl export` as a user runs it: a separate process through the bin entry for the exports; the
+ * refusals through the CLI's main in this process (the same code and output, no process start-up).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { tempFolder } from '../helpers/tmp';
 import { duck, source } from './duck';
 import { createFixture } from '../helpers/seed';
@@ -23,7 +26,7 @@ beforeAll(() => {
 
 const files = () => fs.readdirSync(tmp.dir).filter((f) => !f.startsWith('export.db')).sort();
 
-describe('marsrl export (child process)', () => {
+describe('marsrl export', () => {
   it('exports trajectories to Parquet and prints the result as JSON', () => {
     const out = path.join(tmp.dir, 'traj.parquet');
     const run = marsrl(['export', 'alpha', 'beta', '--format', 'trajectories', '--out', out, '--db', dbPath, '--json']);
@@ -51,25 +54,25 @@ describe('marsrl export (child process)', () => {
     expect(alphaTurns).toBeGreaterThan(0);
   });
 
-  it('fails on an unknown run (exit 1) and an unknown format (exit 2), leaving no file', () => {
+  it('fails on an unknown run (exit 1) and an unknown format (exit 2), leaving no file', async () => {
     const before = files();
-    const unknownRun = marsrl(['export', 'alpha', 'ghost', '--format', 'sft', '--out', path.join(tmp.dir, 'x.jsonl'), '--db', dbPath]);
+    const unknownRun = await marsrlMain(['export', 'alpha', 'ghost', '--format', 'sft', '--out', path.join(tmp.dir, 'x.jsonl'), '--db', dbPath]);
     expect(unknownRun.code).toBe(1);
     expect(unknownRun.stderr).toMatch(/marsrl export: runs: unknown run "ghost".*marsrl runs/);
-    const unknownFormat = marsrl(['export', 'alpha', '--format', 'csv', '--out', path.join(tmp.dir, 'x.csv'), '--db', dbPath]);
+    const unknownFormat = await marsrlMain(['export', 'alpha', '--format', 'csv', '--out', path.join(tmp.dir, 'x.csv'), '--db', dbPath]);
     expect(unknownFormat.code).toBe(2);
     expect(unknownFormat.stderr).toMatch(/unknown export format "csv"; use one of trajectories, verl, sft, pairs/);
     expect(files()).toEqual(before);
   });
 
-  it('refuses an existing output without --force (exit 1)', () => {
+  it('refuses an existing output without --force (exit 1)', async () => {
     const out = path.join(tmp.dir, 'taken.jsonl');
     fs.writeFileSync(out, 'old');
-    const run = marsrl(['export', 'alpha', '--format', 'pairs', '--out', out, '--db', dbPath]);
+    const run = await marsrlMain(['export', 'alpha', '--format', 'pairs', '--out', out, '--db', dbPath]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/taken\.jsonl already exists; pass --force/);
     expect(fs.readFileSync(out, 'utf8')).toBe('old');
-    const usage = marsrl(['export', 'alpha', '--out', out, '--db', dbPath]);
+    const usage = await marsrlMain(['export', 'alpha', '--out', out, '--db', dbPath]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/export needs --format/);
   });

@@ -65,8 +65,8 @@ async function captureMain(args: string[], env: NodeJS.ProcessEnv): Promise<{ co
  * `marsrl ARGS` in this process, through the CLI's `main` with the environment `marsrl` gives its
  * child (no --db added): for commands that need no database, checked many times in one file, where
  * a separate Node process each time (about two CPU seconds of start-up) tests nothing more. The
- * exit code is what `main` returns, the one bin/marsrl.js sets. Not for --json: printJson writes
- * to process.stdout itself.
+ * exit code is what `main` returns, the one bin/marsrl.js sets; --json output arrives on stdout as
+ * the bin prints it (every command writes through its context).
  */
 export async function marsrlMain(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const { code, out, err } = await captureMain(args, marsrlEnv(env));

@@ -19,10 +19,11 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-// Each command's working path runs as a child process through the bin; the refusals of bad flags and
-// names run through the CLI's `main` in this process (the same code and exit code, without a Node
+// A dry run, the list, a report and a comparison run as child processes through the bin; the other
+// calls (a --like dry run, JSON of a study's comparison, the refusals of bad files, flags and names)
+// run through the CLI's `main` in this process (the same code, output and exit code, without a Node
 // start-up each).
-describe('marsrl study / compare (child process)', () => {
+describe('marsrl study / compare', () => {
   it('dry-runs the shipped matrix without touching the database', () => {
     const r = marsrl(['study', '--matrix', 'resources/studies/quick-2x2.yaml', '--dry-run', '--json', '--db', path.join(tmp.dir, 'untouched.db')]);
     expect(r.code).toBe(0);
@@ -33,7 +34,7 @@ describe('marsrl study / compare (child process)', () => {
 
   it('--like turns runs into a study over seeds (issue 35: the study that makes a one-seed comparison evidence)', async () => {
     const [a, b] = [runIds[0], runIds[runIds.length - 1]];
-    const r = marsrl(['study', '--like', `${a},${b}`, '--seeds', '2', '--dry-run', '--json', '--db', db]);
+    const r = await marsrlMain(['study', '--like', `${a},${b}`, '--seeds', '2', '--dry-run', '--json', '--db', db]);
     expect(r.code, r.stderr).toBe(0);
     const parsed = JSON.parse(r.stdout) as { name: string; cells: { seed: number }[] };
     expect(parsed.name).toBe(`like-${a}-${b}`);
@@ -45,7 +46,7 @@ describe('marsrl study / compare (child process)', () => {
   it('rejects a bad matrix file naming the field, and bad flags', async () => {
     const bad = path.join(tmp.dir, 'bad.yaml');
     fs.writeFileSync(bad, 'name: x\npreset: quick\naxes: { advantage.mode: [agentwise, sideways] }\nseeds: [1]\nconcurency: 2\n');
-    const r = marsrl(['study', '--matrix', bad, '--db', path.join(tmp.dir, 'bad.db')]);
+    const r = await marsrlMain(['study', '--matrix', bad, '--db', path.join(tmp.dir, 'bad.db')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/concurency: unknown field; a matrix has .*concurrency/);
     expect((await marsrlMain(['study', '--db', db])).stderr).toMatch(/exactly one of --matrix FILE, --like RUNS, --resume STUDY, --report STUDY or --list/);
@@ -76,7 +77,7 @@ describe('marsrl study / compare (child process)', () => {
     expect(text.stdout).toMatch(/Config: 2 of \d+ fields differ[\s\S]*run\s+advantage.mode\s+seed/);
     expect(text.stdout).toMatch(/Groups by advantage\.mode/);
     expect(text.stdout).toMatch(/corrector1 grad spikes\s+0 ± 0\.0\s+3 ± 0\.0 \(Δ \+3\*\)/);
-    const json = JSON.parse(marsrl(['compare', '--study', '1', '--json', '--db', db]).stdout) as { groups: { label: string }[]; baselineGroup: string };
+    const json = JSON.parse((await marsrlMain(['compare', '--study', '1', '--json', '--db', db])).stdout) as { groups: { label: string }[]; baselineGroup: string };
     expect(json.groups).toHaveLength(4);
     expect(json.baselineGroup).toBe('decoupled / agentwise');
     const unknown = await marsrlMain(['compare', '1', '999', '--db', db]);

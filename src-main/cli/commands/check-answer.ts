@@ -3,6 +3,7 @@ import { judgeMathAnswer, MATH_CHECKER_FULL_VERSION, stopCheckerThread, type Mat
 import { UsageError } from '../args';
 import { defineCommand, type CommandContext } from '../context';
 import { printJson } from '../format';
+import { inertJson } from '../../engine/util/inert';
 
 const usage = `Usage: marsrl check-answer REFERENCE RESPONSE [--explain] [--json]
        marsrl check-answer --jsonl FILE [--out PATH]
@@ -72,9 +73,10 @@ function judgeFile(file: string, outPath: string | undefined, ctx: CommandContex
     if (j.correct) correct++;
     out.push(JSON.stringify({ ...line.value, correct: j.correct, extracted: j.answer, reason: j.reason }));
   });
-  const body = out.length > 0 ? `${out.join('\n')}\n` : '';
-  if (outPath) fs.writeFileSync(outPath, body);
-  else process.stdout.write(body);
+  if (outPath) fs.writeFileSync(outPath, out.length > 0 ? `${out.join('\n')}\n` : '');
+  // On a terminal the lines are made inert like every other JSON the CLI prints (issue #36):
+  // JSON.stringify leaves DEL, C1 and the bidi controls of a response as they are.
+  else if (out.length > 0) ctx.out(inertJson(out.join('\n')));
   ctx.err(`${judged} lines judged, ${correct} correct${errors ? `, ${errors} not judged (see above)` : ''}${outPath ? `; written to ${outPath}` : ''}`);
   return errors > 0 ? 1 : 0;
 }
@@ -98,7 +100,7 @@ export const checkAnswerCommand = defineCommand({
       const started = performance.now();
       const j = judgeMathAnswer(reference, response);
       const ms = performance.now() - started;
-      if (values.json) printJson({ ...j, checkerVersion: MATH_CHECKER_FULL_VERSION, ms });
+      if (values.json) printJson(ctx.out, { ...j, checkerVersion: MATH_CHECKER_FULL_VERSION, ms });
       else ctx.out(values.explain ? explain(reference, response, j, ms) : `${j.correct ? 'correct' : 'wrong'}: ${j.reason}`);
       return 0;
     } finally {

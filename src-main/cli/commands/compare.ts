@@ -87,7 +87,7 @@ export const compareCommand = defineCommand({
       const collapse = new Map(runs.map((r) => [r.runId, collapseFlags(store, r.runId)]));
       const warnings = compareWarnings(comparison, collapse);
       if (values.json) {
-        printJson({ ...comparison, runs: comparison.runs.map((r) => ({ ...r, collapse: collapse.get(r.runId) ?? [] })), warnings });
+        printJson(ctx.out, { ...comparison, runs: comparison.runs.map((r) => ({ ...r, collapse: collapse.get(r.runId) ?? [] })), warnings });
         return 0;
       }
       const diff = comparison.configDiff;

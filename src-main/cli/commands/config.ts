@@ -46,14 +46,14 @@ export const configCommand = defineCommand({
         if (issues.length > 0) throw new ConfigError(issues, where);
         for (const r of reports) ctx.err(`endpoint ${r.endpoint}: serves ${r.models.join(', ') || '(no list)'}${r.missing.length > 0 ? `; lacks ${r.missing.join(', ')}` : ''}`);
       }
-      if (values.json) printJson({ ok: true, file: file ?? null, preset: values.preset ?? null, config });
+      if (values.json) printJson(ctx.out, { ok: true, file: file ?? null, preset: values.preset ?? null, config });
       else ctx.out(`${where}: valid (seed ${config.seed}, task ${config.task.family}, ${Object.keys(config.policies).length} policies, ${config.optimization.steps} steps)`);
       return 0;
     }
     if (sub === 'print') {
       if (file) throw new UsageError(`config print takes no positional argument (got ${JSON.stringify(file)}); use --config FILE`, usage);
       const { config } = loadRunConfig({ preset: values.preset, file: values.config, overrides: values.set ?? [] });
-      if (values.json) printJson(config);
+      if (values.json) printJson(ctx.out, config);
       else ctx.out(configToYaml(config).trimEnd());
       return 0;
     }

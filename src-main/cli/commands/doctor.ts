@@ -30,13 +30,13 @@ export const doctorCommand = defineCommand({
     if (values.address !== undefined && values.python === undefined) throw new UsageError('--address goes with --python (the interpreter to ask on that cluster)', usage);
     if (values.python !== undefined) {
       const probe = values.address === undefined ? await probeLocal(values.python) : await probeOnCluster(new RayJobsClient({ address: values.address, field: '--address' }), values.python);
-      if (values.json) printJson(probe);
+      if (values.json) printJson(ctx.out, probe);
       else ctx.out(formatEngineProbe(probe, values.address));
       return 0;
     }
     choiceFlag('backend', values.backend, BACKENDS, usage);
     const report = await doctorReport(values.backend as (typeof BACKENDS)[number]);
-    if (values.json) printJson(report);
+    if (values.json) printJson(ctx.out, report);
     else ctx.out(formatDoctorReport(report));
     return 0;
   },

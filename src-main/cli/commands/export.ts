@@ -199,7 +199,7 @@ export const exportCommand = defineCommand({
     try {
       const result = await runExport(store, options, { signal: controller.signal, onProgress: bar ? (d, t) => bar.update(d, t) : undefined });
       bar?.clear();
-      if (values.json) printJson(result);
+      if (values.json) printJson(ctx.out, result);
       else ctx.out(result.format === 'tensorboard' ? tensorboardSummary(result) : summary(result));
       return 0;
     } catch (error) {

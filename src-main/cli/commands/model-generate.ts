@@ -143,7 +143,7 @@ export async function generateCommand(argv: string[], ctx: CommandContext): Prom
     const seconds = (performance.now() - started) / 1000;
     const text = tokenizer.decode(out.tokens, { skipSpecialTokens: true });
     if (values.json) {
-      printJson({ prompt_ids: ids, ids: out.tokens, logprobs: out.rawLogProbs, text, finish_reason: out.stopReason });
+      printJson(ctx.out, { prompt_ids: ids, ids: out.tokens, logprobs: out.rawLogProbs, text, finish_reason: out.stopReason });
     } else {
       ctx.out(text);
       ctx.err(`${out.tokens.length} tokens in ${formatDuration(seconds)} (${(out.tokens.length / seconds).toFixed(1)} tokens/s), stopped by ${out.stopReason}`);

@@ -61,7 +61,7 @@ async function inspect(argv: string[], ctx: CommandContext): Promise<number> {
   if (!dir) throw new UsageError('inspect needs the model folder: marsrl model inspect DIR', usage);
   const { inspectHfFolder, formatInspectReport } = await import('../../engine/checkpoint/inspect');
   const report = inspectHfFolder(dir);
-  if (values.json) printJson(report);
+  if (values.json) printJson(ctx.out, report);
   else ctx.out(formatInspectReport(report));
   if (!report.supported) {
     for (const p of report.problems) ctx.err(`marsrl model inspect: ${p}`);
@@ -178,7 +178,7 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
       const started = Date.now();
       const result = await runExport.exportPolicyModel({ source, format: values.format, out, policy: values.policy, step, dtype: values.dtype as 'f32' | 'f16' | 'bf16' | undefined, force: values.force });
       const seconds = (Date.now() - started) / 1000;
-      if (values.json) printJson({ ...result, seconds });
+      if (values.json) printJson(ctx.out, { ...result, seconds });
       else ctx.out(`Wrote ${out} (${result.format === 'peft' ? 'PEFT LoRA adapter' : result.lora ? 'Hugging Face folder, adapters merged' : 'Hugging Face folder'}) from policy ${result.policy} at step ${result.step} (${result.checkpoint}) in ${formatDuration(seconds)}`);
       return 0;
     } finally {
@@ -202,19 +202,19 @@ async function exportFolder(src: string, values: ExportValues, out: string, ctx:
       const { writePeftAdapter } = await import('../../engine/hf/lora');
       writePeftAdapter(out, { ...adapter, force: values.force });
       const result = { format: 'peft', out, rank: adapter.settings.rank, targets: adapter.settings.targets, tensors: 2 * adapter.weights.size, seconds: (Date.now() - started) / 1000 };
-      if (values.json) printJson(result);
+      if (values.json) printJson(ctx.out, result);
       else ctx.out(`Wrote ${out} (PEFT LoRA adapter, r ${adapter.settings.rank}, ${adapter.settings.targets.join(', ')}, ${result.tensors} tensors) in ${formatDuration(result.seconds)}`);
     } else if (values.format === 'hf') {
       const dtype = values.dtype ?? TORCH_TO_DTYPE[source.config.torchDtype ?? ''] ?? 'f32';
       exportHfFolder(out, { ...source, dtype: HF_DTYPES[dtype], force: values.force });
       const result = { format: 'hf', dtype, out, tensors: source.tensors.length, seconds: (Date.now() - started) / 1000 };
-      if (values.json) printJson(result);
+      if (values.json) printJson(ctx.out, result);
       else ctx.out(`Wrote ${out} (Hugging Face folder, ${dtype}, ${source.tensors.length} tensors) in ${formatDuration(result.seconds)}`);
     } else {
       const dtype = (values.dtype ?? 'f32') as 'f32' | 'f16';
       exportGguf(out, { ...source, dtype, force: values.force, name: path.basename(path.resolve(src)) });
       const result = { format: 'gguf', dtype, out, bytes: fs.statSync(out).size, seconds: (Date.now() - started) / 1000 };
-      if (values.json) printJson(result);
+      if (values.json) printJson(ctx.out, result);
       else ctx.out(`Wrote ${out} (GGUF ${dtype}, ${formatBytes(result.bytes)}) in ${formatDuration(result.seconds)}`);
     }
   } finally {

@@ -15,7 +15,7 @@ export const presetsCommand = defineCommand({
   maxPositionals: 0,
   async run({ values }, ctx) {
     const presets = listPresets().map(({ name, description }) => ({ name, description }));
-    if (values.json) printJson(presets);
+    if (values.json) printJson(ctx.out, presets);
     else ctx.out(table(['preset', 'description'], presets.map((p) => [p.name, p.description])));
     return 0;
   },

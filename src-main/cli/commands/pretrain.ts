@@ -161,7 +161,7 @@ export const pretrainCommand = defineCommand({
     for (const p of policies.values()) p.dispose();
     if (scratchDir) fs.rmSync(scratchDir, { recursive: true, force: true });
     const seconds = (Date.now() - started) / 1000;
-    if (values.json) printJson({ out: values.out, seconds, policies: report });
+    if (values.json) printJson(ctx.out, { out: values.out, seconds, policies: report });
     else ctx.out(`Warm start done in ${formatDuration(seconds)}; checkpoints in ${values.out}.`);
     return 0;
   },

@@ -54,7 +54,7 @@ export const rejudgeCommand = defineCommand({
       try {
         const dryRun = values['dry-run'] === true;
         const report = rejudgeRun(store, run.id, { write: !dryRun });
-        if (values.json) printJson({ ...report, dryRun });
+        if (values.json) printJson(ctx.out, { ...report, dryRun });
         else ctx.out(describe(report, dryRun));
         return 0;
       } catch (error) {

@@ -126,7 +126,7 @@ export const replayCommand = defineCommand({
       }
       const detail = store.replays.get(replayId)!;
       if (typeof values.export === 'string') fs.writeFileSync(path.resolve(values.export), replayJsonl(detail));
-      if (values.json) printJson(detail);
+      if (values.json) printJson(ctx.out, detail);
       else ctx.out(describe(store, detail));
       return detail.replay.status === 'done' ? 0 : 1;
     });

@@ -71,7 +71,7 @@ export async function followRun(manager: RunManager, store: Store, ctx: CommandC
   const latest = store.metrics.latest(runId, store.metrics.keys(runId));
   // Only what the run manager would accept (training/advice.ts): no resume without a checkpoint.
   const actions = run.status === 'done' ? [] : runActions(store, run);
-  if (json) printJson({ runId, status: run.status, reason: run.statusReason, metrics: latest, next: actions.map((a) => a.command) });
+  if (json) printJson(ctx.out, { runId, status: run.status, reason: run.statusReason, metrics: latest, next: actions.map((a) => a.command) });
   else {
     ctx.out(`Run ${runId} ${run.status}${run.statusReason ? ` (${run.statusReason})` : ''}.`);
     // A failed engine job's traceback, as its log printed it (issue 38): the reason a person reads first.

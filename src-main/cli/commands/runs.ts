@@ -26,7 +26,7 @@ export const runsCommand = defineCommand({
     try {
       const page = await service.listRuns({ limit, status: values.status as RunStatus | undefined, search: values.search });
       if (values.json) {
-        printJson(page);
+        printJson(ctx.out, page);
         return 0;
       }
       if (page.items.length === 0) {
@@ -104,7 +104,7 @@ export const showCommand = defineCommand({
         evaluations[key] = Object.fromEntries(store.metrics.series(run.id, key).items.map((p) => [p.step, p.value]));
       }
       if (values.json) {
-        printJson({ ...detail, latestMetrics: latest, evaluations, recentEvents: events });
+        printJson(ctx.out, { ...detail, latestMetrics: latest, evaluations, recentEvents: events });
         return 0;
       }
       const lines = [

@@ -37,7 +37,7 @@ export const secretsCommand = defineCommand({
       if (variable !== undefined) throw new UsageError(`secrets list takes no variable (got ${JSON.stringify(variable)})`, usage);
       const approvals = loadKeyApprovals(ctx.env);
       if (approvals.problem) throw new Error(approvals.problem);
-      if (values.json) printJson({ file: keyApprovalsFile(ctx.env), approvals: approvals.list() });
+      if (values.json) printJson(ctx.out, { file: keyApprovalsFile(ctx.env), approvals: approvals.list() });
       else if (approvals.list().length === 0) ctx.out(`No API key variable is approved (${keyApprovalsFile(ctx.env)}). Approve one with: marsrl secrets allow VAR --host HOST`);
       else ctx.out(table(['variable', 'hosts'], approvals.list().map((e) => [e.variable, e.hosts.join(', ')])));
       return 0;

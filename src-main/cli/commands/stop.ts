@@ -34,7 +34,7 @@ export const stopCommand = defineCommand({
       // An engine run whose Ray job goes on with no Studio following it (issue 38): stop the job itself.
       if (!isLive(run) && hasUnfinishedJob(store, run.id)) {
         const said = await stopDetachedJob(store, run.id, `marsrl stop (pid ${process.pid})`);
-        if (values.json) printJson({ runId: run.id, status: run.status, engineJob: said, waited: false });
+        if (values.json) printJson(ctx.out, { runId: run.id, status: run.status, engineJob: said, waited: false });
         else ctx.out(`Run ${run.id}: ${said}.\n  ${nextStep(store, run.id)}`);
         return 0;
       }
@@ -49,23 +49,23 @@ export const stopCommand = defineCommand({
         throw error;
       }
       if (outcome.kind === 'marked') {
-        if (values.json) printJson({ runId: run.id, status: 'interrupted', reason: outcome.reason, waited: false });
+        if (values.json) printJson(ctx.out, { runId: run.id, status: 'interrupted', reason: outcome.reason, waited: false });
         else ctx.out(`Run ${run.id} had no live worker: ${outcome.reason}.\n  ${nextStep(store, run.id)}`);
         return 0;
       }
       if (!values.json) ctx.out(`Stop requested for run ${run.id}${outcome.ownerPid ? ` (worker pid ${outcome.ownerPid})` : ''}: it stops at its next safe point.`);
       if (values['no-wait']) {
-        if (values.json) printJson({ runId: run.id, status: 'stopping', reason: outcome.reason, waited: false });
+        if (values.json) printJson(ctx.out, { runId: run.id, status: 'stopping', reason: outcome.reason, waited: false });
         return 0;
       }
       const ended = await waitUntilStopped(store, run.id, { timeoutMs: timeoutS === undefined ? Infinity : timeoutS * 1000 });
       if (ended === null) {
-        if (values.json) printJson({ runId: run.id, status: 'stopping', reason: outcome.reason, waited: true });
+        if (values.json) printJson(ctx.out, { runId: run.id, status: 'stopping', reason: outcome.reason, waited: true });
         else ctx.err(`Run ${run.id} has not reached a safe point within ${timeoutS} s; the request stands and it stops there (check with: marsrl show ${run.id}).`);
         return 1;
       }
       const step = store.metrics.lastStep(run.id);
-      if (values.json) printJson({ runId: run.id, status: ended.status, reason: ended.statusReason, lastStep: step, waited: true });
+      if (values.json) printJson(ctx.out, { runId: run.id, status: ended.status, reason: ended.statusReason, lastStep: step, waited: true });
       else {
         ctx.out(`Run ${run.id} ${ended.status}${ended.statusReason ? ` (${ended.statusReason})` : ''}${step !== null ? ` after step ${step}` : ''}.`);
         if (ended.status === 'interrupted') ctx.out(`  ${nextStep(store, run.id)}`);

@@ -113,7 +113,7 @@ export const studyCommand = defineCommand({
         throw error;
       }
       if (values['dry-run'] && matrix && cells) {
-        if (values.json) printJson({ name: matrix.name, preset: matrix.preset, cells: cells.map(({ config: _config, ...c }) => c) });
+        if (values.json) printJson(ctx.out, { name: matrix.name, preset: matrix.preset, cells: cells.map(({ config: _config, ...c }) => c) });
         else ctx.out(table(['#', 'cell', 'seed'], cells.map((c) => [c.cellIndex, c.label, c.seed])));
         return 0;
       }
@@ -168,7 +168,7 @@ export const studyCommand = defineCommand({
         } catch (error) {
           ctx.err(`The study ended but its report failed: ${(error as Error).message}. Retry with: marsrl study --report ${studyId} --db ${databasePath}`);
         }
-        if (values.json) printJson({ study, progress: studyProgress(store, studyId), report: report && { files: report.files, summary: report.summary } });
+        if (values.json) printJson(ctx.out, { study, progress: studyProgress(store, studyId), report: report && { files: report.files, summary: report.summary } });
         else ctx.out(`Study ${studyId} ${study.status}${study.statusReason ? ` (${study.statusReason})` : ''}.`);
         return study.status === 'done' ? 0 : study.status === 'interrupted' ? 130 : 1;
       } finally {
@@ -181,7 +181,7 @@ export const studyCommand = defineCommand({
     try {
       if (values.list) {
         const studies = store.studies.list().map((s) => ({ ...s, progress: studyProgress(store, s.id) }));
-        if (values.json) printJson(studies);
+        if (values.json) printJson(ctx.out, studies);
         else if (studies.length === 0) ctx.out(`No studies in ${databasePath}.`);
         else ctx.out(table(['id', 'name', 'status', 'runs', 'done', 'failed'], studies.map((s) => [s.id, s.name, s.status, s.progress?.total, s.progress?.done, s.progress?.failed])));
         return 0;
@@ -194,7 +194,7 @@ export const studyCommand = defineCommand({
       }
       const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, study.id, study.name));
       const report = await writeReport(store, study.id, outDir, ctx, values.json);
-      if (values.json) printJson({ study, files: report.files, summary: report.summary });
+      if (values.json) printJson(ctx.out, { study, files: report.files, summary: report.summary });
       return 0;
     } finally {
       store.close();
