@@ -11,7 +11,7 @@ import { DEFAULT_PROMPTS } from '../../src-main/engine/agents/prompts';
 import { ConfigError } from '../../src-main/engine/config/load';
 import { resolveConfig, validateConfig } from '../../src-main/engine/preflight';
 import { configSchemaInfo } from '../../src-main/engine/config/fields';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { tempDir } from '../helpers/tmp';
 
 const tmp = tempDir('marsrl-math-config-');
@@ -101,8 +101,8 @@ describe('math config', () => {
   });
 });
 
-describe('marsrl config validate (child process)', () => {
-  it('accepts a math config and reports a bad one with every field path', () => {
+describe('marsrl config validate (the good file as a child process, the bad one in process)', () => {
+  it('accepts a math config and reports a bad one with every field path', async () => {
     const good = path.join(tmp.dir, 'math.yaml');
     fs.writeFileSync(good, `task:\n  family: math\n  math_path: ${JSON.stringify(goodJsonl)}\nprompts:\n  solver:\n    system: ""\n    user: "Q: {question}"\n`);
     const ok = marsrl(['config', 'validate', good]);
@@ -112,7 +112,7 @@ describe('marsrl config validate (child process)', () => {
 
     const bad = path.join(tmp.dir, 'bad-math.yaml');
     fs.writeFileSync(bad, `task:\n  family: math\n  math_path: ${JSON.stringify(chatParquet)}\nprompts:\n  corrector:\n    user: "{question} {solution} {bug_report}"\n`);
-    const result = marsrl(['config', 'validate', bad]);
+    const result = await marsrlMain(['config', 'validate', bad]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/task\.math_path: .*chat\.parquet: no question column .*"prompt", "completion"/);
     expect(result.stderr).toMatch(/prompts\.corrector\.user: unknown template variable \{bug_report\}; the corrector knows \{question\}, \{solution\}, \{report\}/);

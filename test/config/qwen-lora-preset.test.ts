@@ -11,7 +11,7 @@ import { DEFAULT_PROMPTS } from '../../src-main/engine/agents/prompts';
 import { ConfigError, listPresets } from '../../src-main/engine/config/load';
 import { loadRunConfig } from '../../src-main/engine/preflight';
 import { DEFAULT_LORA_TARGETS, loraSettingsFromBlock } from '../../src-main/engine/hf/lora-settings';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { makeCheckpoint, type Checkpoint } from '../hf/fixtures';
 import { tempDir } from '../helpers/tmp';
 import { writeTinyQwen3Model } from '../training/hf-tiny';
@@ -67,8 +67,8 @@ describe('the qwen-lora preset', () => {
     expect(config.pipeline.segment_tokens * config.pipeline.max_segments).toBeGreaterThanOrEqual(config.rollout.max_response_tokens);
   });
 
-  it('`marsrl config validate --preset qwen-lora --set …` refuses without the folder, accepts it, and refuses a base too small for rank 16 naming the layer', () => {
-    const missing = marsrl(['config', 'validate', '--preset', 'qwen-lora']);
+  it('`marsrl config validate --preset qwen-lora --set …` refuses without the folder, accepts it, and refuses a base too small for rank 16 naming the layer', async () => {
+    const missing = await marsrlMain(['config', 'validate', '--preset', 'qwen-lora']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/policies\.solver\.model\.path: missing: set policies\.solver\.model\.path \(or --set policies\.solver\.model\.path=DIR\) to your downloaded Qwen folder/);
     const ok = marsrl(['config', 'validate', '--preset', 'qwen-lora', ...pathsTo(qwen.dir).flatMap((s) => ['--set', s])]);
@@ -76,7 +76,7 @@ describe('the qwen-lora preset', () => {
     expect(ok.stdout).toMatch(/preset qwen-lora: valid \(seed \d+, task math, 3 policies, 200 steps\)/);
     // The tiny test Qwen3 has k/v 16→8: rank 16 is more than those layers allow.
     const small = writeTinyQwen3Model(path.join(folder.dir, 'small'), { context: 4096 });
-    const tooSmall = marsrl(['config', 'validate', '--preset', 'qwen-lora', ...pathsTo(small).flatMap((s) => ['--set', s])]);
+    const tooSmall = await marsrlMain(['config', 'validate', '--preset', 'qwen-lora', ...pathsTo(small).flatMap((s) => ['--set', s])]);
     expect(tooSmall.code).toBe(2);
     expect(tooSmall.stderr).toMatch(/policies\.solver\.model\.lora\.rank: rank 16 is larger than the k_proj layer allows \(8×16, so at most min\(in, out\) = 8\)/);
   });

@@ -9,7 +9,7 @@ import { ExportError, runExport, runFolderName } from '../../src-main/engine/exp
 import { tensorboardFormat } from '../../src-main/engine/imports/tensorboard';
 import type { ImportMetric } from '../../src-main/engine/imports/types';
 import { readEventFile } from '../helpers/tfevents-independent';
-import { marsrl } from '../helpers/cli';
+import { marsrl, marsrlMain } from '../helpers/cli';
 import { callStudio } from '../../src-main/api/dispatch';
 import { EventHub } from '../../src-main/api/hub';
 import { createStudioService } from '../../src-main/api/service';
@@ -153,7 +153,7 @@ describe('TensorBoard export', () => {
     expect(readEventFile(result.runs[0].file).scalars).toEqual([{ tag: 'x', step: 5, value: Math.fround(1e-9), wallTime: START_MS / 1000 + 2, pluginName: 'scalars' }]);
   });
 
-  it('runs from the command line: marsrl export RUN --format tensorboard --out DIR', () => {
+  it('runs from the command line: marsrl export RUN --format tensorboard --out DIR', async () => {
     const dir = out('cli');
     const run = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', dir, '--db', db.databasePath, '--json']);
     expect(run.stderr).toBe('');
@@ -161,7 +161,7 @@ describe('TensorBoard export', () => {
     const result = JSON.parse(run.stdout);
     expect(result).toMatchObject({ format: 'tensorboard', out: dir, rows: storePoints(alpha).length });
     expect(readEventFile(result.runs[0].file).scalars).toHaveLength(storePoints(alpha).length);
-    const asFile = marsrl(['export', 'alpha', '--format', 'tensorboard', '--out', result.runs[0].file, '--db', db.databasePath]);
+    const asFile = await marsrlMain(['export', 'alpha', '--format', 'tensorboard', '--out', result.runs[0].file, '--db', db.databasePath]);
     expect(asFile.code).toBe(1);
     expect(asFile.stderr).toMatch(/for the tensorboard format out is a folder/);
   });
