@@ -12,7 +12,7 @@ import { diffConfigs } from '../../src-main/engine/compare/config-diff';
 import { loadRuns } from '../../src-main/engine/compare/load';
 import { hfModelIdentity } from '../../src-main/engine/hf/load';
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
-import { readAnyCheckpointManifest } from '../../src-main/engine/checkpoint/checkpoint';
+import { readAnyCheckpointManifest } from '../../src-main/engine/checkpoint/manifest';
 import type { Store } from '../../src-main/engine/store';
 import { MODEL_IDENTITY_EVENT } from '../../src-main/engine/training/trainer';
 import { createRunManager } from '../../src-main/runner/manager';

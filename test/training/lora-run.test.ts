@@ -15,7 +15,8 @@ import { heldHfBaseCount, LoraHfModel, peftTensorNames, PEFT_CONFIG, PEFT_WEIGHT
 import { openSafetensors, readTensorF32 } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
 import { MemoryBudget } from '../../src-main/engine/model/gpu-memory';
-import { loraBaseFromFolder, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/checkpoint/checkpoint';
+import { loraBaseFromFolder } from '../../src-main/engine/checkpoint/checkpoint';
+import { readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/checkpoint/manifest';
 import type { Store } from '../../src-main/engine/store';
 import { responseLogProbs, ppoStep, type PolicySample } from '../../src-main/engine/training/ppo';
 import { createPolicy, loadPolicies, savePolicies, type PolicyRuntime } from '../../src-main/engine/training/policies';

@@ -18,7 +18,8 @@ import { describeCheckpointPolicy, loadCheckpointPolicy } from '../../src-main/s
 import { createModelServer } from '../../src-main/server/openai/server';
 import { openSafetensors } from '../../src-main/engine/hf/safetensors';
 import { initBackend } from '../../src-main/engine/model/backend';
-import { loadLoraCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/checkpoint/checkpoint';
+import { loadLoraCheckpoint } from '../../src-main/engine/checkpoint/checkpoint';
+import { readAnyCheckpointManifest, type HfCheckpointManifest } from '../../src-main/engine/checkpoint/manifest';
 import { resourcesDir } from '../../src-main/engine/resources';
 import type { Store } from '../../src-main/engine/store';
 import { PRETRAIN_INFO_FILE } from '../../src-main/engine/training/pretrain';

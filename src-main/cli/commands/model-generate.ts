@@ -101,7 +101,8 @@ export async function generateCommand(argv: string[], ctx: CommandContext): Prom
 
   const { initBackend } = await import('../../engine/model/backend');
   await initBackend(backend as 'auto');
-  const { CHECKPOINT_MANIFEST, checkpointFamily, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest } = await import('../../engine/checkpoint/checkpoint');
+  const { CHECKPOINT_MANIFEST, checkpointFamily, readAnyCheckpointManifest } = await import('../../engine/checkpoint/manifest');
+  const { loadHfCheckpoint, loadLoraCheckpoint } = await import('../../engine/checkpoint/checkpoint');
   let loaded: { model: import('../../engine/model/policy-model').PolicyModel; tokenizer: import('../../engine/hf/tokenizer').HfTokenizer };
   if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
     const family = checkpointFamily(src);

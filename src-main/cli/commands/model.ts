@@ -82,7 +82,7 @@ async function exportSource(src: string, baseFlag: string | undefined): Promise<
   const lora = await import('../../engine/hf/lora');
   if (lora.isPeftAdapterFolder(src)) return adapterSource(src, baseFlag);
   if (baseFlag !== undefined) throw new UsageError(`--base is for a LoRA adapter SRC (a folder with ${lora.PEFT_CONFIG}); ${src} is a full model`, usage);
-  const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/checkpoint/checkpoint');
+  const { CHECKPOINT_MANIFEST, checkpointFamily } = await import('../../engine/checkpoint/manifest');
   if (fs.existsSync(path.join(src, CHECKPOINT_MANIFEST))) {
     const family = checkpointFamily(src);
     if (family !== 'hf') throw new Error(`${path.join(src, CHECKPOINT_MANIFEST)}: family ${family}: a checkpoint of the Studio's own GPT has no Hugging Face architecture to export to (only Llama / Qwen2 / Qwen3 policies export as hf or gguf)`);
@@ -162,7 +162,7 @@ async function exportCommand(argv: string[], ctx: CommandContext): Promise<numbe
 
   // A run or a run's checkpoint (issue #14): engine/checkpoint/run-export.ts, shared with the API.
   const fromRun = /^\d+$/.test(src) && !fs.existsSync(src);
-  const { CHECKPOINT_MANIFEST } = await import('../../engine/checkpoint/checkpoint');
+  const { CHECKPOINT_MANIFEST } = await import('../../engine/checkpoint/manifest');
   const isStudioCheckpoint = (dir: string) => fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST)) || (fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true && fs.readdirSync(dir).some((d) => fs.existsSync(path.join(dir, d, CHECKPOINT_MANIFEST))));
   if (fromRun || isStudioCheckpoint(src)) {
     if (values.base !== undefined) throw new UsageError('--base is for a PEFT adapter folder SRC; a run\'s checkpoint names its own base', usage);

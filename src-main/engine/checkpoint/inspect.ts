@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest } from './checkpoint';
+import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest } from './manifest';
 import { hfParameterCount, hfWeightsProblem, type HfArchConfig } from '../hf/config';
 import { checkHfTensors, readHfConfig } from '../hf/load';
 import { openSafetensors, type SafetensorsDtype } from '../hf/safetensors';

@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelExportResult } from '#shared/contract';
-import { CHECKPOINT_MANIFEST, loadHfCheckpoint, readAnyCheckpointManifest, type HfCheckpointManifest, type LoraBaseIdentity } from './checkpoint';
+import { loadHfCheckpoint } from './checkpoint';
+import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest, type HfCheckpointManifest, type LoraBaseIdentity } from './manifest';
 import { initBackend } from '../model/backend';
 import type { Store } from '../store';
 import { hfConfigJson, type HfArchConfig } from '../hf/config';

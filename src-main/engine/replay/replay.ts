@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { ReplayModels, ReplayRequest, ReplayTurn } from '#shared/contract';
 import { agentName, ROLES, type Role } from '#shared/agents';
 import { textFormatOf } from '../agents/prompts';
-import { readAnyCheckpointManifest } from '../checkpoint/checkpoint';
+import { readAnyCheckpointManifest } from '../checkpoint/manifest';
 import { parseRunConfig } from '../config/load';
 import { initBackend } from '../model/backend';
 import type { Store, TurnView } from '../store';

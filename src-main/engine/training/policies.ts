@@ -15,21 +15,8 @@ import { createModel, type GPTConfig } from '../gpt/model';
 import { createOptimizer, type Adam, type AdamState } from '../model/optim';
 import { readWeights, syncWhereReadable, withReadAhead } from '../model/readback';
 import * as tf from '@tensorflow/tfjs-core';
-import {
-  acquireLoraBase,
-  checkpointFamily,
-  loadCheckpoint,
-  loadHfCheckpoint,
-  loadLoraCheckpoint,
-  loraBaseFromCheckpoint,
-  loraBaseFromFolder,
-  readAnyCheckpointManifest,
-  saveCheckpoint,
-  saveHfCheckpoint,
-  saveLoraCheckpoint,
-  type HfPromptSettings,
-  type LoraBaseIdentity,
-} from '../checkpoint/checkpoint';
+import { acquireLoraBase, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, loraBaseFromCheckpoint, loraBaseFromFolder, saveCheckpoint, saveHfCheckpoint, saveLoraCheckpoint } from '../checkpoint/checkpoint';
+import { checkpointFamily, readAnyCheckpointManifest, resolveInitPath, type HfPromptSettings, type LoraBaseIdentity } from '../checkpoint/manifest';
 import type { HfArchConfig } from '../hf/config';
 import { loadHfModel, readHfConfig } from '../hf/load';
 import { checkLoraSettings, LoraHfModel, loraSettingsFromBlock, type LoraSettings } from '../hf/lora';
@@ -38,7 +25,6 @@ import { hfPolicyTokenizer, HfTokenizer } from '../hf/tokenizer';
 import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
 import { Tokenizer, type TokenizerJSON } from '../gpt/tokenizer';
 import { hashString } from '../util/rng';
-import { resourcesDir } from '../resources';
 import { CharPolicyTokenizer } from './sequences';
 
 const CHECKPOINT_FILE = 'checkpoint.json';
@@ -234,18 +220,6 @@ export function rolesOf(config: RunConfig, policyId: string): Role[] {
   return ROLES.filter((role) => config.agents[role] === policyId);
 }
 
-/**
- * Resolve a policy's `init` path: absolute, relative to the working directory, or relative to the
- * shipped resources folder (how presets name their starting checkpoints).
- */
-export function resolveInitPath(init: string): string {
-  const candidates = [path.resolve(init), path.join(resourcesDir(), init)];
-  const found = candidates.find((c) => fs.existsSync(path.join(c, 'checkpoint.json')));
-  if (!found) {
-    throw new Error(`policy init checkpoint "${init}" not found (looked in ${candidates.join(' and ')}); run \`marsrl pretrain\` to make one or remove init`);
-  }
-  return found;
-}
 
 function sha256Json(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex');

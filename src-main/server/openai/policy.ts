@@ -9,7 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROLES, type Role } from '#shared/agents';
-import { CHECKPOINT_MANIFEST, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/checkpoint/checkpoint';
+import { loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint } from '../../engine/checkpoint/checkpoint';
+import { CHECKPOINT_MANIFEST, readAnyCheckpointManifest, type HfPromptSettings } from '../../engine/checkpoint/manifest';
 import { loadHfModel, readHfConfig } from '../../engine/hf/load';
 import { HfTokenizer, hfPolicyTokenizer } from '../../engine/hf/tokenizer';
 import type { ChatMessage, PolicyModel, PolicyTokenizer } from '../../engine/model/policy-model';
