@@ -11,8 +11,6 @@
 import path from 'node:path';
 import type { EngineJobInfo, EnginePreview, StudioApi } from '#shared/contract';
 import { checkRunConfig } from '../engine/config/load';
-import { DRMAS_VERSION } from '../engine/engines/drmas/plan';
-import { getEngine } from '../engine/engines/registry';
 import { rayEngineOf } from '../engine/engines/run-config';
 import { storeTagOf } from '../engine/engines/attempt';
 import { jobLogFile, readLogTail } from '../engine/engines/job-log';
@@ -29,6 +27,15 @@ const DEFAULT_LOG_LINES = 200;
 /** Where the preview's DrMAS command `cd`s when engine.working_dir is not given: the launch puts the checkout it finds there. */
 const DRMAS_CHECKOUT_PLACEHOLDER = '/DRMAS-CHECKOUT-OF-ENGINE-PYTHON';
 
+/**
+ * Loaded on first use: the engines' planners bring the Ray client (WebSocket) and the Parquet
+ * writer of their datasets, which listing runs and reading job logs do not need.
+ */
+async function planners() {
+  const [{ DRMAS_VERSION }, { getEngine }] = await Promise.all([import('../engine/engines/drmas/plan'), import('../engine/engines/registry')]);
+  return { DRMAS_VERSION, getEngine };
+}
+
 export function createEnginesApi({ store, databasePath, requireRun }: ServiceContext): EnginesApi {
   return {
     async getEngineJobs(runId, logLines = DEFAULT_LOG_LINES) {
@@ -39,6 +46,7 @@ export function createEnginesApi({ store, databasePath, requireRun }: ServiceCon
     },
 
     async previewEngineRun(doc) {
+      const { DRMAS_VERSION, getEngine } = await planners();
       const checked = checkRunConfig(doc);
       if (!checked.ok) return { ok: false, issues: checked.issues };
       const engine = rayEngineOf(checked.config);

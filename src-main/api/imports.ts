@@ -7,8 +7,8 @@
  */
 import type { ImportSummary, StudioApi } from '#shared/contract';
 import { StudioError } from '#shared/errors';
-import { chooseFormat, ImportRequestError, previewImport, runImport, sourcePath, type ImportOutcome, type ImportProgress } from '../engine/imports/importer';
-import { ImportSourceError } from '../engine/imports/types';
+import type { ImportOutcome, ImportProgress } from '../engine/imports/importer';
+import { ImportRequestError, ImportSourceError } from '../engine/imports/types';
 import type { ServiceContext } from './context';
 import type { EventHub } from './hub';
 
@@ -19,12 +19,16 @@ const EARLY_ERROR_MS = 50;
 /** Progress is pushed at most ten times a second; the last one always goes out. */
 const PROGRESS_INTERVAL_MS = 100;
 
+/** Loaded on first use, like the dataset export: the format readers are not needed to browse runs. */
+const importer = () => import('../engine/imports/importer');
+
 export function createImportsApi(context: ServiceContext): ImportsApi {
   const { store, hub } = context;
   const running = new Map<string, AbortController>();
   let importCounter = 0;
   return {
     async previewImport(request) {
+      const { previewImport } = await importer();
       try {
         return await previewImport(store, request);
       } catch (error) {
@@ -33,6 +37,7 @@ export function createImportsApi(context: ServiceContext): ImportsApi {
     },
 
     async startImport(request) {
+      const { chooseFormat, runImport, sourcePath } = await importer();
       try {
         chooseFormat(sourcePath(request.path), request.format);
       } catch (error) {

@@ -6,16 +6,22 @@
  */
 import type { StudioApi } from '#shared/contract';
 import { StudioError } from '#shared/errors';
-import { ReplayRequestError, replayModels, runReplay } from '../engine/replay/replay';
 import type { ServiceContext } from './context';
 
 type ReplaysApi = Pick<StudioApi, 'startReplay' | 'listReplays' | 'getReplay' | 'replayModels'>;
+
+/**
+ * Loaded on first use, like the dataset and model exports: the replay engine brings the tensor
+ * backend and the tokenizers, which listing or showing runs (`marsrl runs`) does not need.
+ */
+const replayEngine = () => import('../engine/replay/replay');
 
 export function createReplaysApi(context: ServiceContext): ReplaysApi {
   const { store, hub } = context;
   return {
     async startReplay(request) {
       context.requireRun(request.runId);
+      const { runReplay, ReplayRequestError } = await replayEngine();
       const { runId } = request;
       const started = new Promise<number>((resolve, reject) => {
         runReplay(store, request, {
@@ -26,7 +32,7 @@ export function createReplaysApi(context: ServiceContext): ReplaysApi {
             const r = store.replays.get(replayId)!.replay;
             hub?.publish({ type: 'replay-progress', replayId, runId, turns: r.turnCount, status: r.status });
           },
-          (error: unknown) => reject(asRequestError(error)),
+          (error: unknown) => reject(error instanceof ReplayRequestError ? invalidRequest(error) : error),
         );
       });
       return { replayId: await started };
@@ -42,12 +48,13 @@ export function createReplaysApi(context: ServiceContext): ReplaysApi {
     },
     async replayModels(runId) {
       context.requireRun(runId);
+      const { replayModels } = await replayEngine();
       return replayModels(store, runId);
     },
   };
 }
 
-function asRequestError(error: unknown): unknown {
-  if (error instanceof ReplayRequestError) return new StudioError('invalid_request', error.message, [{ path: error.field, message: error.message }]);
-  return error;
+/** A bad episode, checkpoint or endpoint, answered naming the request's field. */
+function invalidRequest(error: { message: string; field: string }): StudioError {
+  return new StudioError('invalid_request', error.message, [{ path: error.field, message: error.message }]);
 }

@@ -15,14 +15,10 @@
  */
 import { parseRunConfig } from '../engine/config/load';
 import type { RunConfig } from '../engine/config/schema';
-import { initBackend } from '../engine/model/backend';
 import { describeStoreFailure, openStore, type Store } from '../engine/store';
 import type { Endpoint, RolloutEndpoint, RolloutToTrainer, TrainerEndpoint, TrainerToRollout } from '../engine/training/pipeline-protocol';
-import { runRolloutLoop } from '../engine/training/pipeline-rollout';
-import { systemRun } from '../engine/system/system-run';
-import { engineRun } from '../engine/engines/engine-run';
 import { rayEngineOf } from '../engine/engines/run-config';
-import { trainRun, type TrainProgress } from '../engine/training/trainer';
+import type { TrainProgress } from '../engine/training/trainer';
 import { onCheckerIncident } from '../engine/tasks/math-answer';
 import type { ManagerToWorker, WorkerArgs, WorkerToManager } from './messages';
 
@@ -164,12 +160,13 @@ async function main(): Promise<number> {
     post({ type: 'progress', runId: args.runId, progress });
   };
   // A config with a system block is a reasoning-system run (inference only, issue #16); one with a
-  // Ray engine is trained by veRL or DrMAS and followed here (issue 38).
+  // Ray engine is trained by veRL or DrMAS and followed here (issue 38). Each loads only its own
+  // code: following a Ray job needs no tensor backend.
   const outcome = rayEngineOf(config)
-    ? await engineRun({ store, runId: args.runId, config, runDir: args.runDir, resume: args.resume, signal: controller.signal, detaching: () => detaching, onProgress })
+    ? await (await import('../engine/engines/engine-run')).engineRun({ store, runId: args.runId, config, runDir: args.runDir, resume: args.resume, signal: controller.signal, detaching: () => detaching, onProgress })
     : config.system
-    ? await systemRun({ store, runId: args.runId, config, resume: args.resume, worker: `worker-${process.pid}`, signal: controller.signal, onProgress })
-    : await trainRun({
+    ? await (await import('../engine/system/system-run')).systemRun({ store, runId: args.runId, config, resume: args.resume, worker: `worker-${process.pid}`, signal: controller.signal, onProgress })
+    : await (await import('../engine/training/trainer')).trainRun({
         store,
         runId: args.runId,
         config,
@@ -207,6 +204,7 @@ async function rolloutMain(args: WorkerArgs, store: Store, config: RunConfig, si
   const runStart = store.runs.get(args.runId)?.startedAt ?? Date.now();
   let code = 0;
   try {
+    const [{ initBackend }, { runRolloutLoop }] = await Promise.all([import('../engine/model/backend'), import('../engine/training/pipeline-rollout')]);
     await initBackend(config.runtime.backend);
     await runRolloutLoop({
       config,

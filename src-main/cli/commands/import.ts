@@ -6,9 +6,9 @@
 import readline from 'node:readline/promises';
 import { IMPORT_FORMATS, type ImportFormatId, type ImportPreview, type ImportSourceRun } from '#shared/contract';
 import { formatDuration } from '#shared/format';
-import { chooseFormat, ImportRequestError, previewImport, runImport, sourcePath, type ImportOutcome, type ImportProgress } from '../../engine/imports/importer';
+import { chooseFormat, previewImport, runImport, sourcePath, type ImportOutcome, type ImportProgress } from '../../engine/imports/importer';
 import { issueText } from '../../engine/imports/store-batch';
-import { ImportSourceError } from '../../engine/imports/types';
+import { ImportRequestError, ImportSourceError } from '../../engine/imports/types';
 import { resolveDatabasePath } from '../../engine/paths';
 import { openStore } from '../../engine/store';
 import { choiceFlag, UsageError } from '../args';

@@ -15,24 +15,13 @@ import type { Store } from '../store';
 import { sourceDigest } from './digest';
 import { IMPORT_FORMAT_REGISTRY } from './registry';
 import { ImportedRunWriter } from './store-batch';
-import type { ImportFormat, ScannedRun, ScanResult } from './types';
+import { ImportRequestError, type ImportFormat, type ScannedRun, type ScanResult } from './types';
 
 /** Records per batch asked of a reader: large enough for fast transactions, small enough for flat memory. */
 export const IMPORT_BATCH_SIZE = 5000;
 
 /** Issues a summary lists at most; the run's events hold them all. */
 const MAX_SUMMARY_ISSUES = 1000;
-
-/** A request the importer refuses before reading anything; `field` is the request's key it is about. */
-export class ImportRequestError extends Error {
-  constructor(
-    message: string,
-    readonly field: 'path' | 'format' | 'runs',
-  ) {
-    super(message);
-    this.name = 'ImportRequestError';
-  }
-}
 
 export interface ImportProgress {
   /** Source bytes read, of `total` (the scan's count). */

@@ -122,6 +122,17 @@ export interface ImportFormat {
   read(path: string, runKey: string, cursor: unknown | null, options: ReadOptions): AsyncIterable<ImportBatch>;
 }
 
+/** A request the importer refuses before reading anything; `field` is the request's key it is about. */
+export class ImportRequestError extends Error {
+  constructor(
+    message: string,
+    readonly field: 'path' | 'format' | 'runs',
+  ) {
+    super(message);
+    this.name = 'ImportRequestError';
+  }
+}
+
 /** A bad source as a whole (empty folder, not a format the Studio reads): the message names the file and the fix. */
 export class ImportSourceError extends Error {
   constructor(
