@@ -26,6 +26,7 @@ const BENCHES: Record<string, Bench> = {
   import: { summary: 'imports of runs made elsewhere: 100k MarsRL generations and 1M MLflow metric points, records/s, peak RSS and heap, against the reader alone', load: () => import('./import') },
   serve: { summary: 'serve-model requests/s and tokens/s with 1, 8 and 32 clients against the same decoding in-process', load: () => import('./serve') },
   problems: { summary: "one problem across steps and runs (issue 40): problem list and one problem's episodes on 2 runs × 5 000 problems (400k turns)", load: () => import('./problems') },
+  cli: { summary: 'start-up of marsrl commands (runs, show, presets, config validate): wall and CPU time, peak RSS, against marsrl --help', load: () => import('./cli') },
   replay: { summary: "replay time of a 21-turn system-run episode against the run's own rollout of it (issue 40), texts compared", load: () => import('./replay') },
 };
 

@@ -21,7 +21,7 @@ async function capture(run: (ctx: { out: (t: string) => void; err: (t: string) =
 
 describe('npm run bench', () => {
   it('lists the fourteen benchmarks, each with its file whose comment opens with its usage line', async () => {
-    expect([...BENCH_NAMES].sort()).toEqual(['engine-follow', 'export', 'hf', 'hostile', 'import', 'math-answer', 'model', 'pipeline', 'problems', 'reliability', 'replay', 'serve', 'store', 'ui']);
+    expect([...BENCH_NAMES].sort()).toEqual(['cli', 'engine-follow', 'export', 'hf', 'hostile', 'import', 'math-answer', 'model', 'pipeline', 'problems', 'reliability', 'replay', 'serve', 'store', 'ui']);
     const listed = await capture((ctx) => main(['--help'], ctx));
     expect(listed.code).toBe(0);
     for (const name of BENCH_NAMES) {
