@@ -91,6 +91,10 @@ describe('numbers shown are the numbers (issue 18)', () => {
     // The default smoothing leaves every held-out panel alone and marks the training panels it smooths.
     const evalPanels = page.locator('[data-section="eval"] [data-panel]');
     await expect.poll(() => evalPanels.count(), POLL).toBeGreaterThan(2);
+    // A panel is drawn before its series arrive (data-points 0, nothing smoothed yet): read the
+    // marks once the panels under test hold their points.
+    await expect.poll(() => panel('train:grad_norm').getAttribute('data-points'), POLL).not.toBe('0');
+    await expect.poll(() => page.locator('[data-section="eval"] [data-panel][data-points="0"]').count(), POLL).toBe(0);
     expect(await page.locator('[data-section="eval"] [data-smoothed="true"]').count()).toBe(0);
     expect(await panel('train:grad_norm').getAttribute('data-smoothed')).toBe('true');
     expect(await panel('train:grad_norm').getByTestId('smoothed-mark').textContent()).toContain('0.60');
