@@ -159,25 +159,7 @@ async function main(): Promise<number> {
     checkStopRequest();
     post({ type: 'progress', runId: args.runId, progress });
   };
-  // A config with a system block is a reasoning-system run (inference only, issue #16); one with a
-  // Ray engine is trained by veRL or DrMAS and followed here (issue 38). Each loads only its own
-  // code: following a Ray job needs no tensor backend.
-  const outcome = rayEngineOf(config)
-    ? await (await import('../engine/engines/engine-run')).engineRun({ store, runId: args.runId, config, runDir: args.runDir, resume: args.resume, signal: controller.signal, detaching: () => detaching, onProgress })
-    : config.system
-    ? await (await import('../engine/system/system-run')).systemRun({ store, runId: args.runId, config, resume: args.resume, worker: `worker-${process.pid}`, signal: controller.signal, onProgress })
-    : await (await import('../engine/training/trainer')).trainRun({
-        store,
-        runId: args.runId,
-        config,
-        runDir: args.runDir,
-        resume: args.resume,
-        worker: `worker-${process.pid}`,
-        signal: controller.signal,
-        // The manager forwards only the rollout worker's messages here, and ours only to it.
-        rollout: config.pipeline.mode === 'pipeline' ? (peer.endpoint as unknown as TrainerEndpoint) : undefined,
-        onProgress,
-      });
+  const outcome = await runOfKind({ store, args, config, signal: controller.signal, detaching: () => detaching, rollout: peer.endpoint as unknown as TrainerEndpoint, onProgress });
   clearInterval(heartbeat);
   clearInterval(stopPoll);
   const reason = outcome.status === 'done' ? null : outcome.reason;
@@ -195,6 +177,32 @@ async function main(): Promise<number> {
   post({ type: 'finished', runId: args.runId, status: outcome.status, step: outcome.step, reason });
   store.close();
   return outcome.status === 'failed' ? 1 : 0;
+}
+
+interface RunCall {
+  store: Store;
+  args: WorkerArgs;
+  config: RunConfig;
+  signal: AbortSignal;
+  /** Whether a stop only detaches from an engine run's Ray job (see main). */
+  detaching: () => boolean;
+  /** This worker's end of the channel to a pipelined run's rollout worker. */
+  rollout: TrainerEndpoint;
+  onProgress: (progress: TrainProgress) => void;
+}
+
+/**
+ * The run the config names, each kind loading only its own code (following a Ray job needs no
+ * tensor backend): a Ray engine's job, trained by veRL or DrMAS and followed here (issue 38); a
+ * reasoning-system run, inference only (issue #16); else the Studio's own training.
+ */
+async function runOfKind({ store, args, config, signal, detaching, rollout, onProgress }: RunCall) {
+  const common = { store, runId: args.runId, config, resume: args.resume, signal, onProgress };
+  if (rayEngineOf(config)) return (await import('../engine/engines/engine-run')).engineRun({ ...common, runDir: args.runDir, detaching });
+  const worker = `worker-${process.pid}`;
+  if (config.system) return (await import('../engine/system/system-run')).systemRun({ ...common, worker });
+  // The manager forwards only the rollout worker's messages here, and ours only to it.
+  return (await import('../engine/training/trainer')).trainRun({ ...common, runDir: args.runDir, worker, rollout: config.pipeline.mode === 'pipeline' ? rollout : undefined });
 }
 
 /** The rollout worker of a pipelined run: episodes out, weights in, its own timeline spans. */
