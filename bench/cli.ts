@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openStore } from '../src-main/engine/store';
 import { benchDatabase, DATABASE_OPTIONS } from './database';
+import { intFlag } from './flags';
 import { median } from './timing';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,12 +32,6 @@ interface Sample {
   wallMs: number;
   cpuMs: number;
   maxRssKb: number;
-}
-
-function intFlag(value: string, flag: string, min: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer ≥ ${min} (got ${value})`);
-  return n;
 }
 
 /** One run of `marsrl ARGS`; fails the bench if the command does. */

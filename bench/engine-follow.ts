@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { intFlag } from './flags';
 import { presetDocument } from '../src-main/engine/config/load';
 import { resolveConfig } from '../src-main/engine/preflight';
 import { followAttempt, initialFollowState } from '../src-main/engine/engines/follow/follower';
@@ -106,9 +107,8 @@ function baseline(rolloutDir: string): { lines: number; seconds: number } {
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { generations: { type: 'string', default: '100000' }, engine: { type: 'string', default: 'verl' }, 'no-store': { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
-  const generations = Number(values.generations);
+  const generations = intFlag(values.generations, '--generations', 1000);
   const engine = values.engine as 'verl' | 'drmas';
-  if (!Number.isInteger(generations) || generations < 1000) throw new Error(`--generations must be an integer ≥ 1000 (got ${values.generations})`);
   if (engine !== 'verl' && engine !== 'drmas') throw new Error(`--engine must be verl or drmas (got ${values.engine})`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-engine-follow-'));
   try {

@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { intFlag } from './flags';
 import { runImport } from '../src-main/engine/imports/importer';
 import { importFormat } from '../src-main/engine/imports/registry';
 import { openStore } from '../src-main/engine/store';
@@ -159,10 +160,8 @@ function dirBytes(root: string): number {
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { generations: { type: 'string', default: '100000' }, points: { type: 'string', default: '1000000' }, format: { type: 'string', default: 'both' }, keep: { type: 'boolean', default: false } } });
-  const generations = Number(values.generations);
-  const points = Number(values.points);
-  if (!Number.isInteger(generations) || generations < 100) throw new Error(`--generations must be an integer ≥ 100 (got ${values.generations})`);
-  if (!Number.isInteger(points) || points < 100) throw new Error(`--points must be an integer ≥ 100 (got ${values.points})`);
+  const generations = intFlag(values.generations, '--generations', 100);
+  const points = intFlag(values.points, '--points', 100);
   if (!['marsrl', 'mlflow', 'both'].includes(values.format)) throw new Error(`--format must be marsrl, mlflow or both (got ${values.format})`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'marsrl-bench-import-'));
   try {

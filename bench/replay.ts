@@ -29,6 +29,7 @@ import { runReplay } from '../src-main/engine/replay/replay';
 import { openStore } from '../src-main/engine/store';
 import { systemRun } from '../src-main/engine/system/system-run';
 import { loadTaskData } from '../src-main/engine/training/task-data';
+import { intFlag } from './flags';
 import { median } from './timing';
 
 interface Server {
@@ -87,12 +88,6 @@ async function fixedSpeedServer(replies: Record<string, string>, tokenMs: number
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function intFlag(value: string, flag: string, min: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer ≥ ${min} (got ${value})`);
-  return n;
 }
 
 export async function run(argv: string[]): Promise<void> {

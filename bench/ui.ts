@@ -19,6 +19,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { intFlag } from './flags';
 import type { Series } from '#shared/contract';
 import { openStudio } from '../src-main/app/studio';
 import { benchDatabase, DATABASE_OPTIONS } from './database';
@@ -211,11 +212,9 @@ export async function run(argv: string[]): Promise<void> {
       'no-render': { type: 'boolean', default: false },
     },
   });
-  const turns = Number(values.turns);
-  const steps = Number(values.steps);
+  const turns = intFlag(values.turns, '--turns', 1000);
+  const steps = intFlag(values.steps, '--steps', 100);
   const keyCount = Number(values.keys);
-  if (!Number.isInteger(turns) || turns < 1000) throw new Error(`--turns must be an integer ≥ 1000 (got ${values.turns})`);
-  if (!Number.isInteger(steps) || steps < 100) throw new Error(`--steps must be an integer ≥ 100 (got ${values.steps})`);
   if (!Number.isInteger(keyCount) || keyCount < 1 || keyCount > 64) throw new Error(`--keys must be an integer from 1 to 64 (got ${values.keys})`);
 
   const database = benchDatabase(values, 'ui');
