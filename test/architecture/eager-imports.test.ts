@@ -18,7 +18,11 @@ const EAGER_FORMS = new Set<ImportEdge['form']>(['static', 'export-from', 'requi
 /** The packages a file loads with it, and through which chain of files the first of each comes. */
 function eagerPackages(graph: Pick<ImportGraph, 'edges'>, entry: string): Map<string, string[]> {
   const byFile = new Map<string, ImportEdge[]>();
-  for (const edge of graph.edges) byFile.set(edge.from, [...(byFile.get(edge.from) ?? []), edge]);
+  for (const edge of graph.edges) {
+    const edges = byFile.get(edge.from);
+    if (edges) edges.push(edge);
+    else byFile.set(edge.from, [edge]);
+  }
   const via = new Map<string, string[]>([[entry, [entry]]]);
   const packages = new Map<string, string[]>();
   const queue = [entry];

@@ -166,7 +166,7 @@ export function checkpointFamily(dir: string): 'gpt' | 'hf' {
  */
 export function resolveInitPath(init: string): string {
   const candidates = [path.resolve(init), path.join(resourcesDir(), init)];
-  const found = candidates.find((c) => fs.existsSync(path.join(c, 'checkpoint.json')));
+  const found = candidates.find((c) => fs.existsSync(path.join(c, CHECKPOINT_MANIFEST)));
   if (!found) {
     throw new Error(`policy init checkpoint "${init}" not found (looked in ${candidates.join(' and ')}); run \`marsrl pretrain\` to make one or remove init`);
   }

@@ -16,7 +16,7 @@ import { createOptimizer, type Adam, type AdamState } from '../model/optim';
 import { readWeights, syncWhereReadable, withReadAhead } from '../model/readback';
 import * as tf from '@tensorflow/tfjs-core';
 import { acquireLoraBase, loadCheckpoint, loadHfCheckpoint, loadLoraCheckpoint, loraBaseFromCheckpoint, loraBaseFromFolder, saveCheckpoint, saveHfCheckpoint, saveLoraCheckpoint } from '../checkpoint/checkpoint';
-import { checkpointFamily, readAnyCheckpointManifest, resolveInitPath, type HfPromptSettings, type LoraBaseIdentity } from '../checkpoint/manifest';
+import { CHECKPOINT_MANIFEST, checkpointFamily, readAnyCheckpointManifest, resolveInitPath, type HfPromptSettings, type LoraBaseIdentity } from '../checkpoint/manifest';
 import type { HfArchConfig } from '../hf/config';
 import { loadHfModel, readHfConfig } from '../hf/load';
 import { checkLoraSettings, LoraHfModel, loraSettingsFromBlock, type LoraSettings } from '../hf/lora';
@@ -26,8 +26,6 @@ import type { PolicyModel, PolicyTokenizer } from '../model/policy-model';
 import { Tokenizer, type TokenizerJSON } from '../gpt/tokenizer';
 import { hashString } from '../util/rng';
 import { CharPolicyTokenizer } from './sequences';
-
-const CHECKPOINT_FILE = 'checkpoint.json';
 
 /**
  * What another process (the pipeline's rollout) or a KL reference needs to rebuild a policy's
@@ -158,7 +156,7 @@ export function buildPolicyModel(source: PolicyModelSource): { model: PolicyMode
 
 /** The architecture of a Hugging Face folder or of a Studio checkpoint of the family. */
 function hfSourceConfig(dir: string): HfArchConfig {
-  if (fs.existsSync(path.join(dir, CHECKPOINT_FILE))) {
+  if (fs.existsSync(path.join(dir, CHECKPOINT_MANIFEST))) {
     const manifest = readAnyCheckpointManifest(dir);
     if (manifest.family !== 'hf') throw new Error(`${dir} is a checkpoint of the gpt family, not of a Hugging Face model`);
     return manifest.model.config;
