@@ -4,12 +4,13 @@
  * own scheme and mode equals the stored advantage on every turn, and every cell of every turn
  * equals an independent plain-loop recomputation (test/helpers/credit-loop.ts).
  */
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADVANTAGE_MODES } from '../../src-main/engine/config/schema';
 import { runCreditDivergence, turnCounterfactual } from '../../src-main/engine/rl/credit-run';
 import { trainedRun } from '../helpers/trained-run';
 import { loopAdvantages, loopGroups, loopRewards, loopRows } from '../helpers/credit-loop';
-import { tinyConfig } from '../training/tiny';
+import { tinyConfig, tinyPolicy } from '../training/tiny';
 
 const runs = [
   ...ADVANTAGE_MODES.map((mode) => ({ name: `mode ${mode}`, overrides: { advantage: { mode } } })),
@@ -19,11 +20,18 @@ const runs = [
   { name: 'class balance, format penalty', overrides: { reward: { format_penalty: 0.5 }, advantage: { mode: 'agent-std', verifier_class_balance: true } } },
 ];
 
-// Enough warm start that rewards differ within groups (4 steps leave every turn wrong and every advantage 0).
-const warm = { pretrain: { steps: 150, batch_size: 16, warmup_steps: 5, lr: 1e-2 } };
+// Enough warm start that rewards differ within groups (4 steps leave every turn wrong and every
+// advantage 0). The warm start is the same for every run (same seed, task and sizes), so it is made
+// once, by a one-step run whose checkpoint (the last step's, step 0) the nine runs start from
+// (policies.ID.init): 150 warm-up steps in each run were most of this file's time.
+const warmed = trainedRun('warm start', () => tinyConfig({ optimization: { steps: 1, minibatch_size: 16, checkpoint_every: 0 }, pipeline: { mode: 'sync' }, pretrain: { steps: 150, batch_size: 16, warmup_steps: 5, lr: 1e-2 } }), 120_000);
+const fromWarmStart = () => {
+  const step = path.join(warmed.dir, 'run', 'checkpoints', 'step-000000');
+  return { policies: Object.fromEntries(['solver', 'verifier', 'corrector'].map((id) => [id, { ...tinyPolicy, init: path.join(step, id) }])) };
+};
 
 describe.each(runs)('counterfactual credit on a tiny run ($name)', ({ name, overrides }) => {
-  const trained = trainedRun(name, () => tinyConfig({ optimization: { steps: 2, minibatch_size: 16, checkpoint_every: 0 }, pipeline: { mode: 'sync', segment_tokens: 16, max_segments: 2 }, ...warm, ...overrides }), 120_000);
+  const trained = trainedRun(name, () => tinyConfig({ optimization: { steps: 2, minibatch_size: 16, checkpoint_every: 0 }, pipeline: { mode: 'sync', segment_tokens: 16, max_segments: 2 }, ...fromWarmStart(), ...overrides }), 120_000);
 
   it('reproduces the stored reward and advantage of every turn under the run’s own scheme and mode', () => {
     const rows = loopRows(trained.store.db, trained.runId);

@@ -1,7 +1,8 @@
 import { resolveConfig } from '../../src-main/engine/preflight';
 import type { RunConfig } from '../../src-main/engine/config/schema';
 
-const tinyPolicy = { model: { d_model: 16, n_layers: 1, n_heads: 2, context: 128, mlp_ratio: 2 }, optimizer: { lr: 1e-3 } };
+/** One policy of tinyConfig (each role has its own, of these sizes). */
+export const tinyPolicy = { model: { d_model: 16, n_layers: 1, n_heads: 2, context: 128, mlp_ratio: 2 }, optimizer: { lr: 1e-3 } };
 
 /** A run small enough for a test on 2 cores: every part runs, nothing is large. */
 export function tinyConfig(overrides: Record<string, unknown> = {}): RunConfig {
