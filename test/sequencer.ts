@@ -19,7 +19,6 @@ export const SLOW_FILES = [
   'test/e2e/engine-run.e2e.test.ts',
   'test/hf/llamacpp.test.ts',
   'test/e2e/explains.e2e.test.ts',
-  'test/rl/counterfactual.test.ts',
   'test/hf/model.test.ts',
   'test/hf/run-export.test.ts',
   'test/training/hf-run.test.ts',
