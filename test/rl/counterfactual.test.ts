@@ -4,7 +4,6 @@
  * own scheme and mode equals the stored advantage on every turn, and every cell of every turn
  * equals an independent plain-loop recomputation (test/helpers/credit-loop.ts).
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADVANTAGE_MODES } from '../../src-main/engine/config/schema';
 import { runCreditDivergence, turnCounterfactual } from '../../src-main/engine/rl/credit-run';
@@ -25,10 +24,10 @@ const runs = [
 // once, by a one-step run whose checkpoint (the last step's, step 0) the nine runs start from
 // (policies.ID.init): 150 warm-up steps in each run were most of this file's time.
 const warmed = trainedRun('warm start', () => tinyConfig({ optimization: { steps: 1, minibatch_size: 16, checkpoint_every: 0 }, pipeline: { mode: 'sync' }, pretrain: { steps: 150, batch_size: 16, warmup_steps: 5, lr: 1e-2 } }), 120_000);
-const fromWarmStart = () => {
-  const step = path.join(warmed.dir, 'run', 'checkpoints', 'step-000000');
-  return { policies: Object.fromEntries(['solver', 'verifier', 'corrector'].map((id) => [id, { ...tinyPolicy, init: path.join(step, id) }])) };
-};
+// Each policy starts from its folder of that checkpoint, as the run recorded it.
+const fromWarmStart = () => ({
+  policies: Object.fromEntries(warmed.store.events.checkpoints(warmed.runId).map((c) => [c.policyId, { ...tinyPolicy, init: c.path }])),
+});
 
 describe.each(runs)('counterfactual credit on a tiny run ($name)', ({ name, overrides }) => {
   const trained = trainedRun(name, () => tinyConfig({ optimization: { steps: 2, minibatch_size: 16, checkpoint_every: 0 }, pipeline: { mode: 'sync', segment_tokens: 16, max_segments: 2 }, ...fromWarmStart(), ...overrides }), 120_000);
