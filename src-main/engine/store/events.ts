@@ -3,7 +3,17 @@ import { keysetPage, pageLimit } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { parseJsonColumn, toJsonColumn } from './json';
 import { CURRENT_ATTEMPT } from './trajectories';
+import { camelColumns } from './columns';
 import type { CheckpointRow, EventLevel, EventRow, KeysetPage, TimelineRow } from './types';
+
+// The JSON columns (metrics_json, data_json) are parsed after the read; the rest arrive as fields.
+const EVENT = `${camelColumns(['id', 'run_id', 'step', 'time', 'level', 'kind', 'message'])}, data_json`;
+const CHECKPOINT = `${camelColumns(['id', 'run_id', 'step', 'policy_id', 'path', 'created_at'])}, metrics_json`;
+const TIMELINE = camelColumns(['id', 'run_id', 'kind', 'agent', 'worker', 'step', 'policy_version', 'started_at', 'ended_at', 'tokens']);
+
+type WithJson<T, K extends keyof T, C extends string> = Omit<T, K> & Record<C, string | null>;
+type EventRecord = WithJson<EventRow, 'data', 'data_json'>;
+type CheckpointRecord = WithJson<CheckpointRow, 'metrics', 'metrics_json'>;
 
 export class EventsRepo {
   readonly insertEvent: Statement;
@@ -26,11 +36,11 @@ export class EventsRepo {
       `INSERT INTO timeline (run_id, kind, agent, worker, step, policy_version, started_at, ended_at, tokens, attempt)
        VALUES (@runId, @kind, @agent, @worker, @step, @policyVersion, @startedAt, @endedAt, @tokens, ${CURRENT_ATTEMPT})`,
     );
-    this.page = db.prepare('SELECT * FROM events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?');
-    this.checkpointsOfRun = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step, id');
-    this.latestCheckpointStmt = db.prepare('SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1');
-    this.timelineOfRun = db.prepare('SELECT * FROM timeline WHERE run_id = ? AND started_at >= ? AND superseded_by IS NULL ORDER BY started_at LIMIT ?');
-    this.latestOfKindStmt = db.prepare('SELECT * FROM events WHERE run_id = ? AND kind = ? ORDER BY id DESC LIMIT 1');
+    this.page = db.prepare(`SELECT ${EVENT} FROM events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`);
+    this.checkpointsOfRun = db.prepare(`SELECT ${CHECKPOINT} FROM checkpoints WHERE run_id = ? ORDER BY step, id`);
+    this.latestCheckpointStmt = db.prepare(`SELECT ${CHECKPOINT} FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1`);
+    this.timelineOfRun = db.prepare(`SELECT ${TIMELINE} FROM timeline WHERE run_id = ? AND started_at >= ? AND superseded_by IS NULL ORDER BY started_at LIMIT ?`);
+    this.latestOfKindStmt = db.prepare(`SELECT ${EVENT} FROM events WHERE run_id = ? AND kind = ? ORDER BY id DESC LIMIT 1`);
   }
 
   static eventParams(e: Omit<EventRow, 'id'>) {
@@ -48,13 +58,13 @@ export class EventsRepo {
 
   events(runId: number, afterId = 0, limit?: number): KeysetPage<EventRow> {
     const capped = pageLimit(limit, 200, 1000);
-    const rows = (this.page.all(runId, afterId, capped + 1) as Record<string, unknown>[]).map(toEvent);
+    const rows = (this.page.all(runId, afterId, capped + 1) as EventRecord[]).map(toEvent);
     return keysetPage(rows, capped, (row) => row.id);
   }
 
   /** The newest event of one kind in a run (e.g. something a run recorded once and reads on resume). */
   latestOfKind(runId: number, kind: string): EventRow | null {
-    const r = this.latestOfKindStmt.get(runId, kind) as Record<string, unknown> | undefined;
+    const r = this.latestOfKindStmt.get(runId, kind) as EventRecord | undefined;
     return r ? toEvent(r) : null;
   }
 
@@ -63,51 +73,23 @@ export class EventsRepo {
   }
 
   checkpoints(runId: number): CheckpointRow[] {
-    return (this.checkpointsOfRun.all(runId) as Record<string, unknown>[]).map(toCheckpoint);
+    return (this.checkpointsOfRun.all(runId) as CheckpointRecord[]).map(toCheckpoint);
   }
 
   latestCheckpoint(runId: number): CheckpointRow | null {
-    const r = this.latestCheckpointStmt.get(runId) as Record<string, unknown> | undefined;
+    const r = this.latestCheckpointStmt.get(runId) as CheckpointRecord | undefined;
     return r ? toCheckpoint(r) : null;
   }
 
   timeline(runId: number, fromTime = 0, limit = 100_000): TimelineRow[] {
-    return (this.timelineOfRun.all(runId, fromTime, limit) as Record<string, unknown>[]).map((r) => ({
-      id: r.id as number,
-      runId: r.run_id as number,
-      kind: r.kind as TimelineRow['kind'],
-      agent: r.agent as string,
-      worker: r.worker as string,
-      step: r.step as number,
-      policyVersion: r.policy_version as number,
-      startedAt: r.started_at as number,
-      endedAt: r.ended_at as number,
-      tokens: r.tokens as number,
-    }));
+    return this.timelineOfRun.all(runId, fromTime, limit) as TimelineRow[];
   }
 }
 
-function toCheckpoint(r: Record<string, unknown>): CheckpointRow {
-  return {
-    id: r.id as number,
-    runId: r.run_id as number,
-    step: r.step as number,
-    policyId: r.policy_id as string,
-    path: r.path as string,
-    createdAt: r.created_at as number,
-    metrics: parseJsonColumn(r.metrics_json as string | null, null),
-  };
+function toCheckpoint({ metrics_json, ...r }: CheckpointRecord): CheckpointRow {
+  return { ...r, metrics: parseJsonColumn(metrics_json, null) };
 }
 
-function toEvent(r: Record<string, unknown>): EventRow {
-  return {
-    id: r.id as number,
-    runId: r.run_id as number,
-    step: r.step as number | null,
-    time: r.time as number,
-    level: r.level as EventLevel,
-    kind: r.kind as string,
-    message: r.message as string,
-    data: parseJsonColumn(r.data_json as string | null, null),
-  };
+function toEvent({ data_json, ...r }: EventRecord): EventRow {
+  return { ...r, data: parseJsonColumn(data_json, null) };
 }

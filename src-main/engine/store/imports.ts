@@ -7,6 +7,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ImportFormatId, ImportOrigin } from '#shared/contract';
 import { parseJsonColumn } from './json';
+import { camelColumns } from './columns';
 import type { NewRun } from './types';
 import type { RunsRepo } from './runs';
 
@@ -27,30 +28,12 @@ export interface NewImportedRun extends Omit<NewRun, 'status'> {
   endedAt: number | null;
 }
 
-interface ImportRecord {
-  run_id: number;
-  format: ImportFormatId;
-  path: string;
-  source_key: string;
-  digest: string;
-  cursor_json: string | null;
-  bytes: number;
-  imported_at: number;
-  updated_at: number;
-}
+// The row as read (camelColumns names each column by its field); the cursor is parsed after.
+const IMPORT = `${camelColumns(['run_id', 'format', 'path', 'source_key', 'digest', 'bytes', 'imported_at', 'updated_at'])}, cursor_json`;
+type ImportRecord = Omit<ImportSourceRow, 'cursor'> & { cursor_json: string | null };
 
-function toRow(r: ImportRecord): ImportSourceRow {
-  return {
-    runId: r.run_id,
-    format: r.format,
-    path: r.path,
-    sourceKey: r.source_key,
-    digest: r.digest,
-    cursor: parseJsonColumn<unknown>(r.cursor_json, null),
-    bytes: r.bytes,
-    importedAt: r.imported_at,
-    updatedAt: r.updated_at,
-  };
+function toRow({ cursor_json, ...r }: ImportRecord): ImportSourceRow {
+  return { ...r, cursor: parseJsonColumn<unknown>(cursor_json, null) };
 }
 
 export class ImportsRepo {
@@ -64,8 +47,8 @@ export class ImportsRepo {
     private readonly db: Database,
     private readonly runs: RunsRepo,
   ) {
-    this.bySource = db.prepare('SELECT * FROM import_sources WHERE format = ? AND path = ? AND source_key = ?');
-    this.byRun = db.prepare('SELECT * FROM import_sources WHERE run_id = ?');
+    this.bySource = db.prepare(`SELECT ${IMPORT} FROM import_sources WHERE format = ? AND path = ? AND source_key = ?`);
+    this.byRun = db.prepare(`SELECT ${IMPORT} FROM import_sources WHERE run_id = ?`);
     this.insert = db.prepare(
       `INSERT INTO import_sources (run_id, format, path, source_key, digest, cursor_json, bytes, imported_at, updated_at)
        VALUES (@runId, @format, @path, @sourceKey, '', NULL, 0, @now, @now)`,

@@ -6,6 +6,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ReplayDetail, ReplaySummary, ReplayTurn } from '#shared/contract';
 import type { TurnRecord } from './trajectories';
+import { camelColumns } from './columns';
 
 export interface NewReplay {
   runId: number;
@@ -32,28 +33,13 @@ export interface ReplayEnd {
   seconds: number;
 }
 
-interface ReplayRecord {
-  id: number;
-  run_id: number;
-  episode_id: number | null;
-  problem_id: number | null;
-  question: string;
+/** A replays row as SELECT reads it: the summary's fields, with SQLite's 0/1 where it has booleans. */
+type ReplayRecord = Omit<ReplaySummary, 'reproducible' | 'matchesStored' | 'correct'> & {
   reference: string | null;
-  model_label: string;
-  decoding: 'greedy' | 'sampled';
-  seed: number;
-  status: ReplaySummary['status'];
-  error: string | null;
   reproducible: number | null;
-  reproducible_reason: string | null;
-  matches_stored: number | null;
-  final_answer: string | null;
+  matchesStored: number | null;
   correct: number | null;
-  seconds: number | null;
-  stored_seconds: number | null;
-  created_at: number;
-  turn_count: number;
-}
+};
 
 /** A replay_turns row: a turns row's texts and judgement (trajectories.ts's TurnRecord), its place and its match. */
 interface ReplayTurnRecord extends Pick<TurnRecord, 'agent' | 'round' | 'prompt' | 'text' | 'token_count' | 'parsed' | 'correct' | 'format_valid'> {
@@ -64,31 +50,12 @@ interface ReplayTurnRecord extends Pick<TurnRecord, 'agent' | 'round' | 'prompt'
 const flag = (v: number | null): boolean | null => (v === null ? null : v === 1);
 const bit = (v: boolean | null): number | null => (v === null ? null : v ? 1 : 0);
 
-function toSummary(r: ReplayRecord): ReplaySummary {
-  return {
-    id: r.id,
-    runId: r.run_id,
-    episodeId: r.episode_id,
-    problemId: r.problem_id,
-    question: r.question,
-    model: r.model_label,
-    decoding: r.decoding,
-    seed: r.seed,
-    status: r.status,
-    error: r.error,
-    reproducible: flag(r.reproducible),
-    reproducibleReason: r.reproducible_reason,
-    matchesStored: flag(r.matches_stored),
-    finalAnswer: r.final_answer,
-    correct: flag(r.correct),
-    turnCount: r.turn_count,
-    seconds: r.seconds,
-    storedSeconds: r.stored_seconds,
-    createdAt: r.created_at,
-  };
+function toSummary({ reference: _reference, ...r }: ReplayRecord): ReplaySummary {
+  return { ...r, reproducible: flag(r.reproducible), matchesStored: flag(r.matchesStored), correct: flag(r.correct) };
 }
 
-const SELECT = 'SELECT r.*, (SELECT COUNT(*) FROM replay_turns t WHERE t.replay_id = r.id) AS turn_count FROM replays r';
+const COLUMNS = camelColumns(['id', 'run_id', 'episode_id', 'problem_id', 'question', 'reference', 'decoding', 'seed', 'status', 'error', 'reproducible', 'reproducible_reason', 'matches_stored', 'final_answer', 'correct', 'seconds', 'stored_seconds', 'created_at'], 'r');
+const SELECT = `SELECT ${COLUMNS}, r.model_label AS model, (SELECT COUNT(*) FROM replay_turns t WHERE t.replay_id = r.id) AS turnCount FROM replays r`;
 
 export class ReplaysRepo {
   private readonly insertStmt: Statement;
