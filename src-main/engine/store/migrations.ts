@@ -7,10 +7,15 @@
  */
 import type { Database } from 'better-sqlite3';
 
+/**
+ * One schema version: the DDL that makes it (`sql`), and, where rows written before it need
+ * filling in, the code that does so after the DDL (`backfill`). Both run in one transaction.
+ */
 export interface Migration {
   version: number;
   name: string;
-  up(db: Database): void;
+  sql: string;
+  backfill?(db: Database): void;
 }
 
 export class SchemaTooNewError extends Error {
@@ -30,8 +35,7 @@ export class SchemaTooNewError extends Error {
 const v1Initial: Migration = {
   version: 1,
   name: 'initial tables: runs, problems, episodes, turns, segments, rewards, advantages, metrics, events, checkpoints',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL,
@@ -173,8 +177,7 @@ const v1Initial: Migration = {
         metrics_json TEXT
       );
       CREATE INDEX checkpoints_run_step ON checkpoints(run_id, step);
-    `);
-  },
+    `,
 };
 
 /**
@@ -189,8 +192,7 @@ const v1Initial: Migration = {
 const v2MetricKeysIdBlocksTimeline: Migration = {
   version: 2,
   name: 'metric key dictionary, id blocks, run tags, timeline',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE metric_keys (
         id INTEGER PRIMARY KEY,
         key TEXT NOT NULL UNIQUE
@@ -238,8 +240,7 @@ const v2MetricKeysIdBlocksTimeline: Migration = {
         tokens INTEGER NOT NULL DEFAULT 0
       );
       CREATE INDEX timeline_run ON timeline(run_id, started_at);
-    `);
-  },
+    `,
 };
 
 /**
@@ -249,12 +250,10 @@ const v2MetricKeysIdBlocksTimeline: Migration = {
 const v3WorkerHeartbeat: Migration = {
   version: 3,
   name: 'worker pid and heartbeat on runs',
-  up(db) {
-    db.exec(`
+  sql: `
       ALTER TABLE runs ADD COLUMN worker_pid INTEGER;
       ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER;
-    `);
-  },
+    `,
 };
 
 /**
@@ -266,8 +265,7 @@ const v3WorkerHeartbeat: Migration = {
 const v4Studies: Migration = {
   version: 4,
   name: 'studies and their cells',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE studies (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL,
@@ -291,8 +289,7 @@ const v4Studies: Migration = {
         PRIMARY KEY (study_id, cell_index)
       );
       CREATE INDEX study_cells_run ON study_cells(run_id);
-    `);
-  },
+    `,
 };
 
 /**
@@ -343,8 +340,7 @@ export function supersedeRedoneRows(db: Database, runId: number, attempt: number
 const v5Attempts: Migration = {
   version: 5,
   name: 'attempts: the attempt on every row, superseded rows of redone steps',
-  up(db) {
-    db.exec(`
+  sql: `
       ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
       CREATE TABLE run_attempts (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -373,7 +369,8 @@ const v5Attempts: Migration = {
       CREATE INDEX superseded_metrics_run ON superseded_metrics(run_id, key_id, step);
       INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step)
         SELECT id, 1, COALESCE(started_at, created_at), NULL FROM runs;
-    `);
+    `,
+  backfill(db) {
     // Rebuild the attempts of runs resumed before v5 from their `resumed` events.
     const resumes = db.prepare("SELECT run_id AS runId, step, time FROM events WHERE kind = 'resumed' AND step IS NOT NULL ORDER BY run_id, id").all() as {
       runId: number;
@@ -406,9 +403,7 @@ const v5Attempts: Migration = {
 const v6AdvantageWeight: Migration = {
   version: 6,
   name: 'the weight each advantage was multiplied by (advantage.verifier_class_balance)',
-  up(db) {
-    db.exec('ALTER TABLE advantages ADD COLUMN weight REAL NOT NULL DEFAULT 1');
-  },
+  sql: 'ALTER TABLE advantages ADD COLUMN weight REAL NOT NULL DEFAULT 1',
 };
 
 /**
@@ -422,8 +417,7 @@ const v6AdvantageWeight: Migration = {
 const v7CheckerVersions: Migration = {
   version: 7,
   name: 'checker version on runs and attempts; rejudges and the turns they changed',
-  up(db) {
-    db.exec(`
+  sql: `
       ALTER TABLE runs ADD COLUMN checker_version TEXT;
       ALTER TABLE run_attempts ADD COLUMN checker_version TEXT;
       CREATE TABLE rejudges (
@@ -449,19 +443,16 @@ const v7CheckerVersions: Migration = {
         PRIMARY KEY (rejudge_id, turn_id)
       ) WITHOUT ROWID;
       CREATE INDEX rejudged_turns_turn ON rejudged_turns(turn_id);
-    `);
-  },
+    `,
 };
 
 const v8StopRequests: Migration = {
   version: 8,
   name: 'stop requests recorded with the run (issue 35: any process may stop a run another owns)',
-  up(db) {
-    db.exec(`
+  sql: `
       ALTER TABLE runs ADD COLUMN stop_requested_at INTEGER;
       ALTER TABLE runs ADD COLUMN stop_reason TEXT;
-    `);
-  },
+    `,
 };
 
 /**
@@ -471,8 +462,7 @@ const v8StopRequests: Migration = {
 const v9EngineJobs: Migration = {
   version: 9,
   name: 'engine jobs: the Ray job of each attempt of an engine run and its follower cursor',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE engine_jobs (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         attempt INTEGER NOT NULL,
@@ -489,8 +479,7 @@ const v9EngineJobs: Migration = {
         updated_at INTEGER NOT NULL,
         PRIMARY KEY (run_id, attempt)
       );
-    `);
-  },
+    `,
 };
 
 /**
@@ -503,8 +492,7 @@ const v9EngineJobs: Migration = {
 const v10ImportSources: Migration = {
   version: 10,
   name: 'import sources: the origin and reader cursor of runs imported from other tools',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE import_sources (
         run_id INTEGER NOT NULL UNIQUE REFERENCES runs(id) ON DELETE CASCADE,
         format TEXT NOT NULL,
@@ -517,8 +505,7 @@ const v10ImportSources: Migration = {
         updated_at INTEGER NOT NULL,
         UNIQUE (format, path, source_key)
       );
-    `);
-  },
+    `,
 };
 
 /**
@@ -530,8 +517,7 @@ const v10ImportSources: Migration = {
 const v11Replays: Migration = {
   version: 11,
   name: 'replays: chains played again with another checkpoint or an endpoint, apart from the training data',
-  up(db) {
-    db.exec(`
+  sql: `
       CREATE TABLE replays (
         id INTEGER PRIMARY KEY,
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -569,8 +555,7 @@ const v11Replays: Migration = {
         same_as_stored INTEGER,
         PRIMARY KEY (replay_id, idx)
       );
-    `);
-  },
+    `,
 };
 
 export const MIGRATIONS: readonly Migration[] = [v1Initial, v2MetricKeysIdBlocksTimeline, v3WorkerHeartbeat, v4Studies, v5Attempts, v6AdvantageWeight, v7CheckerVersions, v8StopRequests, v9EngineJobs, v10ImportSources, v11Replays];
@@ -595,7 +580,8 @@ export function migrate(db: Database, databasePath: string, target = LATEST_SCHE
   try {
     for (const migration of pending) {
       db.transaction(() => {
-        migration.up(db);
+        db.exec(migration.sql);
+        migration.backfill?.(db);
         const violations = db.pragma('foreign_key_check') as unknown[];
         if (violations.length > 0) {
           throw new Error(`migration ${migration.version} (${migration.name}) left ${violations.length} foreign-key violations; nothing was changed`);

@@ -1,6 +1,6 @@
 /** Runs: creation with the resolved config snapshot, status transitions, listing by keyset. */
 import { equalityFilters, keysetPage, pageLimit } from './keyset';
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { parseJsonColumn, toJsonColumn } from './json';
 import { supersedeRedoneRows } from './migrations';
@@ -85,39 +85,19 @@ export interface RunCounts {
 }
 
 export class RunsRepo {
-  private readonly insert: Statement;
-  private readonly byId: Statement;
-  private readonly byName: Statement;
-  private readonly setStatusStmt: Statement;
-  private readonly setBackendStmt: Statement;
-  private readonly updateNotesStmt: Statement;
-  private readonly updateTagsStmt: Statement;
-  private readonly deleteStmt: Statement;
-
+  // Every statement is prepared on first use and kept (statements.ts), written where it is used.
   private readonly statements: StatementCache;
 
   constructor(private readonly db: Database) {
     this.statements = new StatementCache(db);
-    this.insert = db.prepare(
-      `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json, checker_version)
-       VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json, @checker_version)`,
-    );
-    this.byId = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`);
-    this.byName = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1`);
-    this.setStatusStmt = db.prepare(
-      `UPDATE runs SET status = @status, status_reason = @reason,
-         started_at = CASE WHEN @status = 'running' AND started_at IS NULL THEN @now ELSE started_at END,
-         ended_at = CASE WHEN @status IN ('done','failed','interrupted') THEN @now WHEN @status = 'running' THEN NULL ELSE ended_at END
-       WHERE id = @id`,
-    );
-    this.setBackendStmt = db.prepare('UPDATE runs SET backend = ?, backend_json = ? WHERE id = ?');
-    this.updateNotesStmt = db.prepare('UPDATE runs SET notes = ? WHERE id = ?');
-    this.updateTagsStmt = db.prepare('UPDATE runs SET tags_json = ? WHERE id = ?');
-    this.deleteStmt = db.prepare('DELETE FROM runs WHERE id = ?');
   }
 
   create(run: NewRun, now = Date.now()): number {
-    const result = this.insert.run({
+    const insert = this.statements.get(
+      `INSERT INTO runs (name, status, preset, config_json, code_version, seed, created_at, notes, tags_json, checker_version)
+       VALUES (@name, @status, @preset, @config_json, @code_version, @seed, @created_at, @notes, @tags_json, @checker_version)`,
+    );
+    const result = insert.run({
       name: run.name,
       status: run.status ?? 'queued',
       preset: run.preset ?? null,
@@ -159,7 +139,7 @@ export class RunsRepo {
   }
 
   get(id: number): RunRow | null {
-    const r = this.byId.get(id) as RunRecord | undefined;
+    const r = this.statements.get(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`).get(id) as RunRecord | undefined;
     return r ? toRun(r) : null;
   }
 
@@ -169,12 +149,19 @@ export class RunsRepo {
       const byId = this.get(Number(idOrName));
       if (byId) return byId;
     }
-    const r = this.byName.get(idOrName) as RunRecord | undefined;
+    const r = this.statements.get(`SELECT ${RUN_COLUMNS} FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1`).get(idOrName) as RunRecord | undefined;
     return r ? toRun(r) : null;
   }
 
   setStatus(id: number, status: RunStatus, reason: string | null = null, now = Date.now()): void {
-    this.setStatusStmt.run({ id, status, reason, now });
+    this.statements
+      .get(
+        `UPDATE runs SET status = @status, status_reason = @reason,
+           started_at = CASE WHEN @status = 'running' AND started_at IS NULL THEN @now ELSE started_at END,
+           ended_at = CASE WHEN @status IN ('done','failed','interrupted') THEN @now WHEN @status = 'running' THEN NULL ELSE ended_at END
+         WHERE id = @id`,
+      )
+      .run({ id, status, reason, now });
     // A stop request is for the attempt it was made during: once that attempt has ended (or a new
     // one is queued), it must not stop the next.
     if (status !== 'running') this.db.prepare('UPDATE runs SET stop_requested_at = NULL, stop_reason = NULL WHERE id = ?').run(id);
@@ -209,15 +196,15 @@ export class RunsRepo {
   }
 
   setBackend(id: number, backend: string, info: Record<string, unknown>): void {
-    this.setBackendStmt.run(backend, toJsonColumn(info), id);
+    this.statements.get('UPDATE runs SET backend = ?, backend_json = ? WHERE id = ?').run(backend, toJsonColumn(info), id);
   }
 
   setNotes(id: number, notes: string): void {
-    this.updateNotesStmt.run(notes, id);
+    this.statements.get('UPDATE runs SET notes = ? WHERE id = ?').run(notes, id);
   }
 
   setTags(id: number, tags: string[]): void {
-    this.updateTagsStmt.run(JSON.stringify(tags), id);
+    this.statements.get('UPDATE runs SET tags_json = ? WHERE id = ?').run(JSON.stringify(tags), id);
   }
 
   /** The worker process that owns a running run reports in; null pid releases the run. */
@@ -226,7 +213,7 @@ export class RunsRepo {
   }
 
   delete(id: number): boolean {
-    return this.deleteStmt.run(id).changes > 0;
+    return this.statements.get('DELETE FROM runs WHERE id = ?').run(id).changes > 0;
   }
 
   /** Newest first, keyset-paged on id. */

@@ -7,6 +7,7 @@ import { equalityFilters, keysetPage, pageLimit, rangeFilters } from './keyset';
 import type { Database, Statement } from 'better-sqlite3';
 import { StatementCache } from './statements';
 import { boolColumn, fromBool, parseJsonColumn, toJsonColumn } from './json';
+import { camelColumns } from './columns';
 import { episodeColumns, ProblemEpisodesRepo } from './problem-episodes';
 import type { EpisodeQuery, EpisodeSummary, Turn, TurnQuery } from '#shared/contract';
 import type {
@@ -45,30 +46,6 @@ export interface TurnRecord {
   superseded_by?: number | null;
 }
 
-function toTurn(r: TurnRecord): TurnRow {
-  return {
-    id: r.id,
-    runId: r.run_id,
-    episodeId: r.episode_id,
-    step: r.step,
-    agent: r.agent,
-    policyId: r.policy_id,
-    round: r.round,
-    groupId: r.group_id,
-    parentTurnId: r.parent_turn_id,
-    sampleIndex: r.sample_index,
-    prompt: r.prompt,
-    text: r.text,
-    tokenCount: r.token_count,
-    parsed: r.parsed,
-    correct: boolColumn(r.correct),
-    formatValid: r.format_valid !== 0,
-    policyVersionMin: r.policy_version_min,
-    policyVersionMax: r.policy_version_max,
-    createdAt: r.created_at,
-  };
-}
-
 /** An episodes row (from `SELECT e.*` or by id) as the API shows it, with the attempt that wrote it. */
 function toEpisode(r: Record<string, unknown>): EpisodeRow & { attempt: number; supersededBy: number | null } {
   return { ...episodeColumns(r), meta: parseJsonColumn(r.meta_json as string | null, null) };
@@ -87,25 +64,11 @@ export interface TurnResult {
 /** A turn as the trajectory browser shows it, with its reward and advantage when logged: the API's Turn. */
 export type TurnView = Turn;
 
-interface TurnViewRecord extends TurnRecord {
-  reward: number | null;
-  components_json: string | null;
-  advantage: number | null;
-  advantage_mode: string | null;
-  advantage_weight: number | null;
-}
+/** A turn view as TURN_VIEW_SELECT reads it: the API's Turn, with SQLite's 0/1 and JSON where it has booleans and components. */
+type TurnViewRecord = Omit<TurnView, 'correct' | 'formatValid' | 'rewardComponents'> & { correct: number | null; formatValid: number; components_json: string | null };
 
-function toTurnView(r: TurnViewRecord): TurnView {
-  return {
-    ...toTurn(r),
-    attempt: r.attempt ?? 1,
-    supersededBy: r.superseded_by ?? null,
-    reward: r.reward,
-    rewardComponents: parseJsonColumn(r.components_json, null),
-    advantage: r.advantage,
-    advantageMode: r.advantage_mode,
-    advantageWeight: r.advantage_weight,
-  };
+function toTurnView({ components_json, ...r }: TurnViewRecord): TurnView {
+  return { ...r, correct: boolColumn(r.correct), formatValid: r.formatValid !== 0, rewardComponents: parseJsonColumn(components_json, null) };
 }
 
 /** What a page of turns is asked with: the StudioApi's TurnQuery (keyset cursor: turns with id greater than `afterId`). */
@@ -162,14 +125,6 @@ export class TrajectoriesRepo {
   readonly insertSegment: Statement;
   readonly insertReward: Statement;
   readonly insertAdvantage: Statement;
-  private readonly updateEpisodeOutcomeStmt: Statement;
-  private readonly updateTurnResultStmt: Statement;
-  private readonly deleteTurnSegmentsStmt: Statement;
-  private readonly supersedeTurnStmt: Statement;
-  private readonly turnById: Statement;
-  private readonly turnsOfEpisode: Statement;
-  private readonly segmentsOfTurn: Statement;
-  private readonly episodeById: Statement;
   private readonly problems: ProblemEpisodesRepo;
 
   private readonly statements: StatementCache;
@@ -206,18 +161,6 @@ export class TrajectoriesRepo {
       `INSERT OR REPLACE INTO advantages (turn_id, run_id, value, mode, group_key, mu, sigma, weight)
        VALUES (@turnId, @runId, @value, @mode, @groupKey, @mu, @sigma, @weight)`,
     );
-    this.updateEpisodeOutcomeStmt = db.prepare(
-      'UPDATE episodes SET final_answer = @finalAnswer, correct = @correct, rounds = @rounds WHERE id = @id',
-    );
-    this.updateTurnResultStmt = db.prepare(
-      'UPDATE turns SET text = @text, token_count = @tokenCount, parsed = @parsed, correct = @correct, format_valid = @formatValid WHERE id = @id',
-    );
-    this.deleteTurnSegmentsStmt = db.prepare('DELETE FROM segments WHERE turn_id = ?');
-    this.supersedeTurnStmt = db.prepare('UPDATE turns SET superseded_by = @attempt WHERE id = @id AND superseded_by IS NULL');
-    this.turnById = db.prepare(`${TURN_VIEW_SELECT} WHERE t.id = ?`);
-    this.turnsOfEpisode = db.prepare(`${TURN_VIEW_SELECT} WHERE t.episode_id = ? ORDER BY t.id`);
-    this.segmentsOfTurn = db.prepare('SELECT * FROM segments WHERE turn_id = ? ORDER BY seg_index');
-    this.episodeById = db.prepare('SELECT * FROM episodes WHERE id = ?');
     this.problems = new ProblemEpisodesRepo(db);
   }
 
@@ -242,7 +185,7 @@ export class TrajectoriesRepo {
   }
 
   updateEpisodeOutcome(id: number, finalAnswer: string | null, correct: boolean | null, rounds: number): void {
-    this.updateEpisodeOutcomeStmt.run({ id, finalAnswer, correct: fromBool(correct), rounds });
+    this.statements.get('UPDATE episodes SET final_answer = @finalAnswer, correct = @correct, rounds = @rounds WHERE id = @id').run({ id, finalAnswer, correct: fromBool(correct), rounds });
   }
 
   /**
@@ -250,48 +193,38 @@ export class TrajectoriesRepo {
    * segments, issue #16): the full text, its token count and how it was judged.
    */
   updateTurnResult(r: TurnResult): void {
-    this.updateTurnResultStmt.run({ ...r, correct: fromBool(r.correct), formatValid: r.formatValid ? 1 : 0 });
+    this.statements
+      .get('UPDATE turns SET text = @text, token_count = @tokenCount, parsed = @parsed, correct = @correct, format_valid = @formatValid WHERE id = @id')
+      .run({ ...r, correct: fromBool(r.correct), formatValid: r.formatValid ? 1 : 0 });
   }
 
   /** Drop a turn's segments (a cut stream that is sent again starts its text over). */
   discardSegments(turnId: number): void {
-    this.deleteTurnSegmentsStmt.run(turnId);
+    this.statements.get('DELETE FROM segments WHERE turn_id = ?').run(turnId);
   }
 
   /** Mark one turn superseded by `attempt` (a resumed run left it unfinished and redoes it). */
   supersedeTurn(id: number, attempt: number): void {
-    this.supersedeTurnStmt.run({ id, attempt });
+    this.statements.get('UPDATE turns SET superseded_by = @attempt WHERE id = @id AND superseded_by IS NULL').run({ id, attempt });
   }
 
   getTurn(id: number): TurnView | null {
-    const r = this.turnById.get(id) as TurnViewRecord | undefined;
+    const r = this.statements.get(`${TURN_VIEW_SELECT} WHERE t.id = ?`).get(id) as TurnViewRecord | undefined;
     return r ? toTurnView(r) : null;
   }
 
   /** Every turn of an episode in creation order; parent ids rebuild the tree. */
   episodeTurns(episodeId: number): TurnView[] {
-    return (this.turnsOfEpisode.all(episodeId) as TurnViewRecord[]).map(toTurnView);
+    return (this.statements.get(`${TURN_VIEW_SELECT} WHERE t.episode_id = ? ORDER BY t.id`).all(episodeId) as TurnViewRecord[]).map(toTurnView);
   }
 
   segments(turnId: number): SegmentRow[] {
-    return (this.segmentsOfTurn.all(turnId) as Record<string, number & string>[]).map((r) => ({
-      id: r.id,
-      turnId: r.turn_id,
-      runId: r.run_id,
-      segIndex: r.seg_index,
-      tokenStart: r.token_start,
-      tokenEnd: r.token_end,
-      text: r.text,
-      finished: Number(r.finished) !== 0,
-      policyVersion: r.policy_version,
-      startedAt: r.started_at,
-      endedAt: r.ended_at,
-      worker: r.worker,
-    }));
+    const rows = this.statements.get(`SELECT ${SEGMENT_COLUMNS} FROM segments WHERE turn_id = ? ORDER BY seg_index`).all(turnId) as (Omit<SegmentRow, 'finished'> & { finished: number })[];
+    return rows.map((r) => ({ ...r, finished: r.finished !== 0 }));
   }
 
   getEpisode(id: number): (EpisodeRow & { attempt: number; supersededBy: number | null }) | null {
-    const r = this.episodeById.get(id) as Record<string, unknown> | undefined;
+    const r = this.statements.get('SELECT * FROM episodes WHERE id = ?').get(id) as Record<string, unknown> | undefined;
     if (!r) return null;
     return toEpisode(r);
   }
@@ -344,5 +277,10 @@ export class TrajectoriesRepo {
   }
 }
 
-const TURN_VIEW_SELECT = `SELECT t.*, r.value AS reward, r.components_json, a.value AS advantage, a.mode AS advantage_mode, a.weight AS advantage_weight
+const TURN_COLUMNS = camelColumns(
+  ['id', 'run_id', 'episode_id', 'step', 'agent', 'policy_id', 'round', 'group_id', 'parent_turn_id', 'sample_index', 'prompt', 'text', 'token_count', 'parsed', 'correct', 'format_valid', 'policy_version_min', 'policy_version_max', 'created_at', 'attempt', 'superseded_by'],
+  't',
+);
+const TURN_VIEW_SELECT = `SELECT ${TURN_COLUMNS}, r.value AS reward, r.components_json, a.value AS advantage, a.mode AS advantageMode, a.weight AS advantageWeight
   FROM turns t LEFT JOIN rewards r ON r.turn_id = t.id LEFT JOIN advantages a ON a.turn_id = t.id`;
+const SEGMENT_COLUMNS = camelColumns(['id', 'turn_id', 'run_id', 'seg_index', 'token_start', 'token_end', 'text', 'finished', 'policy_version', 'started_at', 'ended_at', 'worker']);
