@@ -39,15 +39,12 @@ function referenceSample(logits: ArrayLike<number>, temperature: number, topP: n
     kept = 0;
     for (let k = 0; k < n; k++) kept += w[order[k]];
   }
-  let target = u * kept;
-  let token = order[n - 1];
-  for (let k = 0; k < n; k++) {
-    target -= w[order[k]];
-    if (target < 0) {
-      token = order[k];
-      break;
-    }
-  }
+  // Inverse CDF over the kept tokens: walk on while u · kept is not used up (the last kept token
+  // if rounding never uses it up).
+  let rest = u * kept;
+  let k = 0;
+  while (k < n - 1 && (rest -= w[order[k]]) >= 0) k++;
+  const token = order[k];
   return { token, logProb: Math.log(w[token] / kept) };
 }
 
