@@ -281,14 +281,30 @@ async function killTrial(dir: string, trial: number, moment: Moment, victim: Vic
     const manifests = fs.existsSync(ckpt) ? fs.readdirSync(ckpt).filter((p) => fs.existsSync(path.join(ckpt, p, 'checkpoint.json'))).length : 0;
     const policies = fs.existsSync(ckpt) ? fs.readdirSync(ckpt).length : 0;
     result.landed = `checkpoint folder of step ${afterStep} had ${manifests} of its policies' manifests (${policies} policy folders) at the kill`;
-  } else {
-    const delayS = moment === 'rollout' ? fraction * figures.rollout : moment === 'update' ? figures.rollout + fraction * figures.update : fraction * figures.evaluation;
+  } else if (moment === 'update') {
+    // Timed from the killed step's own update, not from step afterStep's figures: under load one
+    // step's time says little about the next's (a kill timed that way once came after the run had
+    // finished). One update span per agent is committed as each agent's update ends; once the
+    // first of step afterStep + 1 is in, the other agents' updates are still to come.
+    const updateSpans = (step: number) => peek(databasePath, (db) => (db.prepare("SELECT COUNT(*) AS n FROM timeline WHERE run_id = ? AND step = ? AND kind = 'update'").get(runId, step) as { n: number }).n) ?? 0;
+    const agents = Math.max(1, updateSpans(afterStep));
+    await until(() => updateSpans(afterStep + 1) > 0 || run.child.exitCode !== null, 120_000, `the first update of step ${afterStep + 1}`, 2);
+    const delayS = fraction * (figures.update / agents);
     await sleep(delayS * 1000);
     snapshot();
     kill(pids[1] ?? null);
     result.killAfterMs = Date.now() - t0;
     await run.done;
-    result.landed = `${(delayS).toFixed(2)} s after step ${afterStep} ended (${moment} ≈ ${(moment === 'rollout' ? figures.rollout : moment === 'update' ? figures.update : figures.evaluation).toFixed(2)} s there)`;
+    result.landed = `${delayS.toFixed(2)} s after the first of step ${afterStep + 1}'s ${agents} agent updates ended (an agent's update ≈ ${(figures.update / agents).toFixed(2)} s at step ${afterStep})`;
+  } else {
+    const phaseS = moment === 'rollout' ? figures.rollout : figures.evaluation;
+    const delayS = fraction * phaseS;
+    await sleep(delayS * 1000);
+    snapshot();
+    kill(pids[1] ?? null);
+    result.killAfterMs = Date.now() - t0;
+    await run.done;
+    result.landed = `${delayS.toFixed(2)} s after step ${afterStep} ended (${moment} ≈ ${phaseS.toFixed(2)} s there)`;
   }
   // A killed manager's worker notices the closed channel and stops itself; a killed group leaves
   // nobody; wait until every process of the run is gone.
