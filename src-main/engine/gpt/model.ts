@@ -23,7 +23,7 @@ import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { Rng } from '../util/rng';
 import type { ParamSpec, PolicyModel } from '../model/policy-model';
 import { registerMissingGradients } from '../model/gradients';
-import { joinModelCaches } from '../model/kv-join';
+import { disposeModelCache, joinModelCaches, selectModelCacheRows } from '../model/kv-join';
 import { finishAsync, finishSync, readSync, takeAsync, takeSync, type Staged } from '../model/readback';
 import { paramSpecs, validateConfig, type GPTConfig } from './config';
 import {
@@ -534,24 +534,8 @@ export class GPT extends FlatWeightsModel implements PolicyModel<KVCache> {
 
   /** Keep only the given rows (indices into the current batch) of a cache; the old one is consumed. */
   selectCacheRows(cache: KVCache, rows: number[]): KVCache {
-    const leftPad = rows.map((r) => cache.leftPad[r]);
-    if (cache.mode === 'concat') {
-      const { batchAxis } = kvLayout(cache.strategy);
-      const layers = tf.tidy(() => {
-        const idx = tf.tensor1d(rows, 'int32');
-        return cache.layers.map((p) => ({ k: tf.keep(tf.gather(p.k, idx, batchAxis)) as tf.Tensor4D, v: tf.keep(tf.gather(p.v, idx, batchAxis)) as tf.Tensor4D }));
-      });
-      disposeCache(cache);
-      return { ...cache, layers, leftPad };
-    }
-    const H = this.config.n_heads;
-    const block = H * cache.capacity * (this.config.d_model / H); // one row's channels
-    const pick = (a: Float32Array) => {
-      const out = new Float32Array(rows.length * block);
-      rows.forEach((r, i) => out.set(a.subarray(r * block, (r + 1) * block), i * block));
-      return out;
-    };
-    return { ...cache, leftPad, js: cache.js.map(({ k, v }) => ({ k: pick(k), v: pick(v) })) };
+    // 'js': one row's channels are its H heads × capacity × E values ([C, capacity, E], C = B·H).
+    return selectModelCacheRows(cache, rows, { batchAxis: kvLayout(cache.strategy).batchAxis, rowValues: cache.capacity * this.config.d_model });
   }
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
@@ -594,9 +578,7 @@ export class GPT extends FlatWeightsModel implements PolicyModel<KVCache> {
 }
 
 export function disposeCache(cache: KVCache): void {
-  cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
-  cache.layers = [];
-  cache.js = [];
+  disposeModelCache(cache);
 }
 
 /** A freshly initialised model (deterministic in `seed`). */

@@ -40,7 +40,7 @@ import { VersionSequence, WeightsVersion } from '../model/weights-version';
 import { registerMissingGradients } from '../model/gradients';
 import { MASK_VALUE } from '../model/ops';
 import type { DecodeCache, ParamSpec, PolicyModel } from '../model/policy-model';
-import { joinModelCaches } from '../model/kv-join';
+import { disposeModelCache, joinModelCaches, selectModelCacheRows } from '../model/kv-join';
 import { canReadSync, finishAsync, finishSync, takeAsync, takeSync, type Staged } from '../model/readback';
 import type { HfArchConfig } from './config';
 
@@ -753,22 +753,8 @@ export class HfModel extends FlatWeightsModel implements PolicyModel<HfCache> {
   }
 
   selectCacheRows(cache: HfCache, rows: number[]): HfCache {
-    const leftPad = rows.map((r) => cache.leftPad[r]);
-    if (cache.mode === 'concat') {
-      const layers = tf.tidy(() => {
-        const idx = tf.tensor1d(rows, 'int32');
-        return cache.layers.map((p) => ({ k: tf.keep(tf.gather(p.k, idx, 0)), v: tf.keep(tf.gather(p.v, idx, 0)) }));
-      });
-      this.disposeCache(cache);
-      return { ...cache, layers, leftPad };
-    }
-    const block = this.config.numKvHeads * cache.capacity * this.config.headDim; // one row's keys
-    const pick = (a: Float32Array) => {
-      const out = new Float32Array(rows.length * block);
-      rows.forEach((r, i) => out.set(a.subarray(r * block, (r + 1) * block), i * block));
-      return out;
-    };
-    return { ...cache, leftPad, js: cache.js.map(({ k, v }) => ({ k: pick(k), v: pick(v) })) };
+    // Keys and values are [B, KV, length or capacity, headDim] in both kinds of cache.
+    return selectModelCacheRows(cache, rows, { batchAxis: 0, rowValues: this.config.numKvHeads * cache.capacity * this.config.headDim });
   }
 
   /** See PolicyModel.joinCaches: the running batch of a continuous batcher gains rows. */
@@ -778,9 +764,7 @@ export class HfModel extends FlatWeightsModel implements PolicyModel<HfCache> {
   }
 
   disposeCache(cache: HfCache): void {
-    cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
-    cache.layers = [];
-    cache.js = [];
+    disposeModelCache(cache);
   }
 
   lastLogits(rows: number[][], leftPad: number[]): Float32Array {

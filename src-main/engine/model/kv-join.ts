@@ -130,3 +130,34 @@ export function joinModelCaches<C extends JoinableCache>(
   const js = first.js.map((_, l) => ({ k: joinJsLayers(parts(l, 'k'), layout, shape.heads, shape.width, cap), v: joinJsLayers(parts(l, 'v'), layout, shape.heads, shape.width, cap) }));
   return { ...first, layers: [], js, length: layout.length, leftPad: layout.leftPad, capacity: cap };
 }
+
+/** Release a cache's tensors ('concat') and drop its arrays ('js'); the cache is empty after. */
+export function disposeModelCache(cache: JoinableCache): void {
+  cache.layers.forEach((p) => tf.dispose([p.k, p.v]));
+  cache.layers = [];
+  cache.js = [];
+}
+
+/**
+ * Keep only the given rows (indices into the current batch) of a cache, in that order: what a
+ * continuous batcher does when rows finish. The old cache is consumed. `shape` says where the
+ * family keeps the batch axis of its tensors and how many values one row holds per layer ('js').
+ */
+export function selectModelCacheRows<C extends JoinableCache>(cache: C, rows: number[], shape: { batchAxis: number; rowValues: number }): C {
+  const leftPad = rows.map((r) => cache.leftPad[r]);
+  if (cache.mode === 'concat') {
+    const layers = tf.tidy(() => {
+      const idx = tf.tensor1d(rows, 'int32');
+      return cache.layers.map((p) => ({ k: tf.keep(tf.gather(p.k, idx, shape.batchAxis)), v: tf.keep(tf.gather(p.v, idx, shape.batchAxis)) }));
+    });
+    disposeModelCache(cache);
+    return { ...cache, layers, leftPad };
+  }
+  const block = shape.rowValues;
+  const pick = (a: Float32Array) => {
+    const out = new Float32Array(rows.length * block);
+    rows.forEach((r, i) => out.set(a.subarray(r * block, (r + 1) * block), i * block));
+    return out;
+  };
+  return { ...cache, leftPad, js: cache.js.map(({ k, v }) => ({ k: pick(k), v: pick(v) })) };
+}
