@@ -125,18 +125,19 @@ export class WireWriter {
   }
 
   doubleField(field: number, value: number): this {
-    this.key(field, WIRE_FIXED64);
-    this.room(8);
-    this.buffer.writeDoubleLE(value, this.length);
-    this.length += 8;
-    return this;
+    return this.fixedField(field, WIRE_FIXED64, 8, (buffer, at) => buffer.writeDoubleLE(value, at));
   }
 
   floatField(field: number, value: number): this {
-    this.key(field, WIRE_FIXED32);
-    this.room(4);
-    this.buffer.writeFloatLE(value, this.length);
-    this.length += 4;
+    return this.fixedField(field, WIRE_FIXED32, 4, (buffer, at) => buffer.writeFloatLE(value, at));
+  }
+
+  /** A fixed-width field (wire type 1 or 5): its key, then `bytes` little-endian bytes. */
+  private fixedField(field: number, wire: number, bytes: 4 | 8, write: (buffer: Buffer, at: number) => void): this {
+    this.key(field, wire);
+    this.room(bytes);
+    write(this.buffer, this.length);
+    this.length += bytes;
     return this;
   }
 
