@@ -202,7 +202,49 @@ function containerFromExtension(out: string): ExportContainer | null {
  */
 export function validateOptions(raw: ExportOptions): ValidatedOptions {
   if (raw === null || typeof raw !== 'object') throw invalid('options', 'must be an object');
-  const format = raw.format as unknown;
+  const format = validateFormat(raw.format);
+  validateRunRefs(raw.runs);
+  if (typeof raw.out !== 'string' || raw.out.trim() === '') {
+    throw invalid('out', 'give the output file path (e.g. --out data/run3.parquet)');
+  }
+  const out = path.resolve(raw.out);
+  const container = chooseContainer(raw.container, out, format);
+  const filters = validateFilters(raw.filters ?? {}, format);
+
+  const rowGroupRows = raw.rowGroupRows ?? 10_000;
+  if (!Number.isInteger(rowGroupRows) || rowGroupRows < 1) throw invalid('rowGroupRows', `must be a whole number ≥ 1 (got ${rowGroupRows})`);
+  const rowGroupBytes = raw.rowGroupBytes ?? 16 * 1024 * 1024;
+  if (!Number.isFinite(rowGroupBytes) || rowGroupBytes < 1) throw invalid('rowGroupBytes', `must be a positive number of bytes (got ${rowGroupBytes})`);
+
+  if (raw.counterfactual !== undefined && raw.counterfactual !== null && typeof raw.counterfactual !== 'boolean') {
+    throw invalid('counterfactual', `must be true or false (got ${JSON.stringify(raw.counterfactual)})`);
+  }
+  const counterfactual = raw.counterfactual === true;
+  if (counterfactual && format !== 'trajectories') {
+    throw invalid('counterfactual', `the counterfactual columns are added to the trajectories format only (one row per turn); choose format trajectories or leave counterfactual out (format is ${format})`);
+  }
+
+  const force = raw.force === true;
+  const card = cardPath(out);
+  checkOutputPath(out, card, force);
+
+  return {
+    runs: raw.runs,
+    format,
+    container,
+    out,
+    card,
+    force,
+    filters,
+    dedupe: raw.dedupe === true,
+    systemPrompt: raw.systemPrompt !== false,
+    rowGroupRows,
+    rowGroupBytes,
+    counterfactual,
+  };
+}
+
+function validateFormat(format: unknown): ExportFormat {
   if (format === METRICS_EXPORT_FORMAT) {
     throw invalid('format', 'tensorboard writes the runs\' metrics as event files into a folder: runExport and `marsrl export --format tensorboard --out DIR` take it, dataset validation does not');
   }
@@ -213,44 +255,41 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
       `format: unknown export format ${JSON.stringify(format)}; use one of ${[...EXPORT_FORMATS, METRICS_EXPORT_FORMAT].join(', ')}`,
     );
   }
-  const fmt = format as ExportFormat;
+  return format as ExportFormat;
+}
 
-  if (!Array.isArray(raw.runs) || raw.runs.length === 0) {
+function validateRunRefs(runs: unknown): void {
+  if (!Array.isArray(runs) || runs.length === 0) {
     throw invalid('runs', 'name at least one run (id or name); list runs with `marsrl runs` or in the runs table');
   }
-  for (const ref of raw.runs) {
+  for (const ref of runs) {
     if (!(typeof ref === 'string' && ref.trim() !== '') && !(typeof ref === 'number' && Number.isInteger(ref) && ref > 0)) {
       throw invalid('runs', `each run is an id or a name (got ${JSON.stringify(ref)})`);
     }
   }
+}
 
-  if (typeof raw.out !== 'string' || raw.out.trim() === '') {
-    throw invalid('out', 'give the output file path (e.g. --out data/run3.parquet)');
+/** The container asked for, which must agree with the output's extension; else the extension's, else the format's default. */
+function chooseContainer(asked: ExportOptions['container'], out: string, format: ExportFormat): ExportContainer {
+  if (asked === undefined || asked === null) return containerFromExtension(out) ?? DEFAULT_CONTAINER[format];
+  if (!(EXPORT_CONTAINERS as readonly string[]).includes(asked as string)) {
+    throw new ExportError(
+      'unknown_container',
+      'container',
+      `container: unknown container ${JSON.stringify(asked)}; use one of ${EXPORT_CONTAINERS.join(', ')}`,
+    );
   }
-  const out = path.resolve(raw.out);
-
-  let container: ExportContainer;
-  if (raw.container !== undefined && raw.container !== null) {
-    if (!(EXPORT_CONTAINERS as readonly string[]).includes(raw.container as string)) {
-      throw new ExportError(
-        'unknown_container',
-        'container',
-        `container: unknown container ${JSON.stringify(raw.container)}; use one of ${EXPORT_CONTAINERS.join(', ')}`,
-      );
-    }
-    container = raw.container;
-    // JSON written into a .parquet name (or the reverse) would fool every reader that trusts
-    // the extension (issue 18: `--jsonl --out e.parquet`).
-    const named = containerFromExtension(out);
-    if (named !== null && named !== container) {
-      const fixed = out.replace(/\.[^.\\/]+$/, container === 'parquet' ? '.parquet' : '.jsonl');
-      throw invalid('out', `${path.basename(out)} names a ${named} file but the container is ${container}; write to ${path.basename(fixed)} or choose ${named}`);
-    }
-  } else {
-    container = containerFromExtension(out) ?? DEFAULT_CONTAINER[fmt];
+  // JSON written into a .parquet name (or the reverse) would fool every reader that trusts
+  // the extension (issue 18: `--jsonl --out e.parquet`).
+  const named = containerFromExtension(out);
+  if (named !== null && named !== asked) {
+    const fixed = out.replace(/\.[^.\\/]+$/, asked === 'parquet' ? '.parquet' : '.jsonl');
+    throw invalid('out', `${path.basename(out)} names a ${named} file but the container is ${asked}; write to ${path.basename(fixed)} or choose ${named}`);
   }
+  return asked;
+}
 
-  const f = raw.filters ?? {};
+function validateFilters(f: NonNullable<ExportOptions['filters']>, format: ExportFormat): ValidatedOptions['filters'] {
   if (typeof f !== 'object') throw invalid('filters', 'must be an object');
   let agents: string[] | null = null;
   if (f.agents !== undefined && f.agents !== null) {
@@ -276,45 +315,13 @@ export function validateOptions(raw: ExportOptions): ValidatedOptions {
     throw invalid('filters.maxReward', `the reward range is empty: minReward ${minReward} is above maxReward ${maxReward}`);
   }
   // SFT teaches what a model should write, so by default only turns that were right and parsed.
-  const sftDefault = fmt === 'sft';
+  const sftDefault = format === 'sft';
   const correct = triState('filters.correct', f.correct, sftDefault ? true : 'any');
   const formatValid = triState('filters.formatValid', f.formatValid, sftDefault ? true : 'any');
   if (f.includeSuperseded !== undefined && f.includeSuperseded !== null && typeof f.includeSuperseded !== 'boolean') {
     throw invalid('filters.includeSuperseded', `must be true or false (got ${JSON.stringify(f.includeSuperseded)})`);
   }
-  const includeSuperseded = f.includeSuperseded === true;
-
-  const rowGroupRows = raw.rowGroupRows ?? 10_000;
-  if (!Number.isInteger(rowGroupRows) || rowGroupRows < 1) throw invalid('rowGroupRows', `must be a whole number ≥ 1 (got ${rowGroupRows})`);
-  const rowGroupBytes = raw.rowGroupBytes ?? 16 * 1024 * 1024;
-  if (!Number.isFinite(rowGroupBytes) || rowGroupBytes < 1) throw invalid('rowGroupBytes', `must be a positive number of bytes (got ${rowGroupBytes})`);
-
-  if (raw.counterfactual !== undefined && raw.counterfactual !== null && typeof raw.counterfactual !== 'boolean') {
-    throw invalid('counterfactual', `must be true or false (got ${JSON.stringify(raw.counterfactual)})`);
-  }
-  const counterfactual = raw.counterfactual === true;
-  if (counterfactual && fmt !== 'trajectories') {
-    throw invalid('counterfactual', `the counterfactual columns are added to the trajectories format only (one row per turn); choose format trajectories or leave counterfactual out (format is ${fmt})`);
-  }
-
-  const force = raw.force === true;
-  const card = cardPath(out);
-  checkOutputPath(out, card, force);
-
-  return {
-    runs: raw.runs,
-    format: fmt,
-    container,
-    out,
-    card,
-    force,
-    filters: { agents, stepFrom, stepTo, split, correct, formatValid, minReward, maxReward, includeSuperseded },
-    dedupe: raw.dedupe === true,
-    systemPrompt: raw.systemPrompt !== false,
-    rowGroupRows,
-    rowGroupBytes,
-    counterfactual,
-  };
+  return { agents, stepFrom, stepTo, split, correct, formatValid, minReward, maxReward, includeSuperseded: f.includeSuperseded === true };
 }
 
 /**
