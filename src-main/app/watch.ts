@@ -9,7 +9,7 @@
  * The in-process service and run manager publish their own events; a change seen both ways is
  * pushed twice, which every subscriber tolerates (events carry ids; progress is idempotent).
  */
-import type { RunEvent, RunStatus } from '#shared/contract';
+import type { RunStatus } from '#shared/contract';
 import type { EventHub } from '../api/hub';
 import { KEY_METRICS } from '../api/views';
 import type { Store } from '../engine/store';
@@ -45,17 +45,28 @@ function totalStepsOf(configJson: string): number {
   }
 }
 
+/** A runs row as the watcher compares it (tags as their JSON text). */
+interface WatchedRun {
+  id: number;
+  status: RunStatus;
+  reason: string | null;
+  name: string;
+  notes: string;
+  tags: string;
+  configJson: string;
+}
+
 export function watchStore(store: Store, hub: EventHub, { intervalMs = 500 }: WatchOptions = {}): StoreWatcher {
   const db = store.db;
-  const selectRuns = db.prepare('SELECT id, status, status_reason, name, notes, tags_json, config_json FROM runs');
+  const selectRuns = db.prepare('SELECT id, status, status_reason AS reason, name, notes, tags_json AS tags, config_json AS configJson FROM runs');
   const selectKeyIds = db.prepare('SELECT id FROM metric_keys');
   // Per key, MAX(step) is one probe of the (run_id, key_id, step) primary key; a MAX over the
   // whole run would scan every point it has.
   const maxStepOfKey = db.prepare('SELECT MAX(step) AS step FROM metrics WHERE run_id = ? AND key_id = ?');
-  const newEvents = db.prepare('SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?');
   const maxEventId = db.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM events');
 
   const dataVersion = (): number => db.pragma('data_version', { simple: true }) as number;
+  const readRuns = (): Map<number, WatchedRun> => new Map((selectRuns.all() as WatchedRun[]).map((r) => [r.id, r]));
 
   const lastStepOf = (runId: number): number | null => {
     let best: number | null = null;
@@ -66,28 +77,40 @@ export function watchStore(store: Store, hub: EventHub, { intervalMs = 500 }: Wa
     return best;
   };
 
-  const readRuns = (): Map<number, RunState & { configJson: string }> => {
-    const out = new Map<number, RunState & { configJson: string }>();
-    for (const r of selectRuns.all() as Record<string, unknown>[]) {
-      out.set(r.id as number, {
-        status: r.status as RunStatus,
-        reason: r.status_reason as string | null,
-        name: r.name as string,
-        notes: r.notes as string,
-        tags: r.tags_json as string,
-        lastStep: null,
-        totalSteps: 0,
-        configJson: r.config_json as string,
-      });
-    }
-    return out;
-  };
-
   let version = dataVersion();
   let lastEventId = (maxEventId.get() as { id: number }).id;
   const known = new Map<number, RunState>();
   for (const [id, run] of readRuns()) {
     known.set(id, { ...run, totalSteps: totalStepsOf(run.configJson), lastStep: run.status === 'running' ? lastStepOf(id) : null });
+  }
+
+  /** Push what changed in one run since the last look: created, status, name/notes/tags, a new step. */
+  function diffRun(run: WatchedRun): void {
+    const { id } = run;
+    const before = known.get(id);
+    const state: RunState = {
+      status: run.status,
+      reason: run.reason,
+      name: run.name,
+      notes: run.notes,
+      tags: run.tags,
+      lastStep: before?.lastStep ?? null,
+      totalSteps: before?.totalSteps ?? totalStepsOf(run.configJson),
+    };
+    if (!before) hub.publish({ type: 'run-created', runId: id });
+    else {
+      if (before.status !== run.status || before.reason !== run.reason) hub.publish({ type: 'run-status', runId: id, status: run.status, reason: run.reason });
+      if (before.name !== run.name || before.notes !== run.notes || before.tags !== run.tags) hub.publish({ type: 'run-updated', runId: id });
+    }
+    // Steps only move while a run trains, and once more as it finishes.
+    if (run.status === 'running' || (before && before.status === 'running') || !before) {
+      const step = lastStepOf(id);
+      if (step !== null && (state.lastStep === null || step > state.lastStep)) {
+        state.lastStep = step;
+        hub.publish({ type: 'run-progress', runId: id, step, totalSteps: state.totalSteps, metrics: store.metrics.latest(id, KEY_METRICS) });
+      }
+    }
+    known.set(id, state);
   }
 
   function poll(): void {
@@ -97,56 +120,20 @@ export function watchStore(store: Store, hub: EventHub, { intervalMs = 500 }: Wa
     version = current;
 
     const runs = readRuns();
-    for (const [id, run] of runs) {
-      const before = known.get(id);
-      const state: RunState = {
-        status: run.status,
-        reason: run.reason,
-        name: run.name,
-        notes: run.notes,
-        tags: run.tags,
-        lastStep: before?.lastStep ?? null,
-        totalSteps: before?.totalSteps ?? totalStepsOf(run.configJson),
-      };
-      if (!before) hub.publish({ type: 'run-created', runId: id });
-      else {
-        if (before.status !== run.status || before.reason !== run.reason) hub.publish({ type: 'run-status', runId: id, status: run.status, reason: run.reason });
-        if (before.name !== run.name || before.notes !== run.notes || before.tags !== run.tags) hub.publish({ type: 'run-updated', runId: id });
-      }
-      // Steps only move while a run trains, and once more as it finishes.
-      if (run.status === 'running' || (before && before.status === 'running') || !before) {
-        const step = lastStepOf(id);
-        if (step !== null && (state.lastStep === null || step > state.lastStep)) {
-          state.lastStep = step;
-          hub.publish({ type: 'run-progress', runId: id, step, totalSteps: state.totalSteps, metrics: store.metrics.latest(id, KEY_METRICS) });
-        }
-      }
-      known.set(id, state);
-    }
+    for (const run of runs.values()) diffRun(run);
     for (const id of [...known.keys()]) {
       if (!runs.has(id)) {
         known.delete(id);
         hub.publish({ type: 'run-deleted', runId: id });
       }
     }
-
     for (;;) {
-      const rows = newEvents.all(lastEventId, MAX_EVENTS_PER_POLL) as Record<string, unknown>[];
-      for (const r of rows) {
-        lastEventId = r.id as number;
-        const event: RunEvent = {
-          id: r.id as number,
-          runId: r.run_id as number,
-          step: r.step as number | null,
-          time: r.time as number,
-          level: r.level as RunEvent['level'],
-          kind: r.kind as string,
-          message: r.message as string,
-          data: parseData(r.data_json as string | null),
-        };
+      const events = store.events.since(lastEventId, MAX_EVENTS_PER_POLL);
+      for (const event of events) {
+        lastEventId = event.id;
         hub.publish({ type: 'event', runId: event.runId, event });
       }
-      if (rows.length < MAX_EVENTS_PER_POLL) break;
+      if (events.length < MAX_EVENTS_PER_POLL) break;
     }
   }
 
@@ -161,13 +148,4 @@ export function watchStore(store: Store, hub: EventHub, { intervalMs = 500 }: Wa
   timer.unref();
 
   return { poll, stop: () => clearInterval(timer) };
-}
-
-function parseData(text: string | null): Record<string, unknown> | null {
-  if (!text) return null;
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
 }

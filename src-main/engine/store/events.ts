@@ -24,6 +24,7 @@ export class EventsRepo {
   private readonly latestCheckpointStmt: Statement;
   private readonly timelineOfRun: Statement;
   private readonly latestOfKindStmt: Statement;
+  private readonly sinceStmt: Statement;
 
   constructor(db: Database) {
     this.insertEvent = db.prepare(
@@ -41,6 +42,7 @@ export class EventsRepo {
     this.latestCheckpointStmt = db.prepare(`SELECT ${CHECKPOINT} FROM checkpoints WHERE run_id = ? ORDER BY step DESC, id DESC LIMIT 1`);
     this.timelineOfRun = db.prepare(`SELECT ${TIMELINE} FROM timeline WHERE run_id = ? AND started_at >= ? AND superseded_by IS NULL ORDER BY started_at LIMIT ?`);
     this.latestOfKindStmt = db.prepare(`SELECT ${EVENT} FROM events WHERE run_id = ? AND kind = ? ORDER BY id DESC LIMIT 1`);
+    this.sinceStmt = db.prepare(`SELECT ${EVENT} FROM events WHERE id > ? ORDER BY id LIMIT ?`);
   }
 
   static eventParams(e: Omit<EventRow, 'id'>) {
@@ -60,6 +62,11 @@ export class EventsRepo {
     const capped = pageLimit(limit, 200, 1000);
     const rows = (this.page.all(runId, afterId, capped + 1) as EventRecord[]).map(toEvent);
     return keysetPage(rows, capped, (row) => row.id);
+  }
+
+  /** Events of every run after `afterId`, in id order: what another process wrote since a watcher last looked (app/watch.ts). */
+  since(afterId: number, limit: number): EventRow[] {
+    return (this.sinceStmt.all(afterId, limit) as EventRecord[]).map(toEvent);
   }
 
   /** The newest event of one kind in a run (e.g. something a run recorded once and reads on resume). */
