@@ -87,6 +87,115 @@ async function writeReport(store: Store, studyId: number, outDir: string, ctx: C
   return result;
 }
 
+/** A study by id or name, or null. */
+function findStudy(store: Store, ref: string) {
+  return /^\d+$/.test(ref) ? store.studies.get(Number(ref)) : (store.studies.list(10_000).find((s) => s.name === ref) ?? null);
+}
+
+/** The matrix of --matrix or --like and its cells, every cell validated before anything is written; null for --resume. */
+function plannedStudy(values: { matrix?: string; like?: string }, seeds: number, databasePath: string) {
+  try {
+    const matrix = values.matrix !== undefined ? readMatrixFile(values.matrix) : values.like !== undefined ? likeMatrix(values.like, seeds, databasePath) : null;
+    return matrix ? { matrix, cells: expandMatrix(matrix) } : null;
+  } catch (error) {
+    if (error instanceof MatrixError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+interface LaunchOptions {
+  planned: ReturnType<typeof plannedStudy>;
+  resume: string | undefined;
+  concurrency: number | undefined;
+  out: string | undefined;
+  json: boolean;
+  databasePath: string;
+}
+
+/**
+ * Launch a planned study (or relaunch a stopped one's unfinished cells), follow it to the end and
+ * write its report. Ctrl-C stops launching and stops the runs in progress, which stay resumable.
+ */
+async function launchStudy({ planned, resume, concurrency, out, json, databasePath }: LaunchOptions, ctx: CommandContext): Promise<number> {
+  const store = openStore(databasePath);
+  const manager = createRunManager({ store, databasePath });
+  manager.recoverStaleRuns();
+  const abort = new AbortController();
+  const onSigint = () => {
+    if (!abort.signal.aborted) {
+      ctx.err('Stopping the study: no new runs; the runs in progress stop at their next safe point (resumable).');
+      abort.abort();
+      void manager.stopAll('study stopped by the user');
+    }
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    let studyId: number;
+    let name: string;
+    if (planned) {
+      studyId = createStudy(store, planned.matrix, planned.cells);
+      name = planned.matrix.name;
+      ctx.err(`Study ${studyId} "${name}": ${planned.cells.length} runs, ${concurrency ?? planned.matrix.concurrency} at a time (database ${databasePath}).`);
+    } else {
+      const existing = findStudy(store, resume!);
+      if (!existing) {
+        ctx.err(`No study ${JSON.stringify(resume)} in ${databasePath}. List studies with: marsrl study --list`);
+        return 1;
+      }
+      studyId = existing.id;
+      name = existing.name;
+      ctx.err(`Resuming study ${studyId} "${name}" (database ${databasePath}).`);
+    }
+    let last = '';
+    const study = await runStudy({
+      store,
+      launcher: manager,
+      studyId,
+      concurrency,
+      signal: abort.signal,
+      retryUnfinished: !planned,
+      onProgress: (p) => {
+        const line = progressLine(p);
+        if (line !== last) ctx.err((last = line));
+      },
+      onLaunchError: (label, error) => ctx.err(`[study ${studyId}] could not launch ${label}: ${error.message}`),
+    });
+    const outDir = path.resolve(out ?? defaultReportDir(databasePath, studyId, name));
+    let report = null;
+    try {
+      report = await writeReport(store, studyId, outDir, ctx, json);
+    } catch (error) {
+      ctx.err(`The study ended but its report failed: ${(error as Error).message}. Retry with: marsrl study --report ${studyId} --db ${databasePath}`);
+    }
+    if (json) printJson(ctx.out, { study, progress: studyProgress(store, studyId), report: report && { files: report.files, summary: report.summary } });
+    else ctx.out(`Study ${studyId} ${study.status}${study.statusReason ? ` (${study.statusReason})` : ''}.`);
+    return study.status === 'done' ? 0 : study.status === 'interrupted' ? 130 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    store.close();
+  }
+}
+
+function listStudies(store: Store, databasePath: string, json: boolean, ctx: CommandContext): number {
+  const studies = store.studies.list().map((s) => ({ ...s, progress: studyProgress(store, s.id) }));
+  if (json) printJson(ctx.out, studies);
+  else if (studies.length === 0) ctx.out(`No studies in ${databasePath}.`);
+  else ctx.out(table(['id', 'name', 'status', 'runs', 'done', 'failed'], studies.map((s) => [s.id, s.name, s.status, s.progress?.total, s.progress?.done, s.progress?.failed])));
+  return 0;
+}
+
+async function reportStudy(store: Store, ref: string, out: string | undefined, json: boolean, databasePath: string, ctx: CommandContext): Promise<number> {
+  const study = findStudy(store, ref);
+  if (!study) {
+    ctx.err(`No study ${JSON.stringify(ref)} in ${databasePath}. List studies with: marsrl study --list`);
+    return 1;
+  }
+  const outDir = path.resolve(out ?? defaultReportDir(databasePath, study.id, study.name));
+  const report = await writeReport(store, study.id, outDir, ctx, json);
+  if (json) printJson(ctx.out, { study, files: report.files, summary: report.summary });
+  return 0;
+}
+
 export const studyCommand = defineCommand({
   name: 'study',
   summary: 'run a study matrix (config values × seeds) and report it',
@@ -103,99 +212,17 @@ export const studyCommand = defineCommand({
 
     if (values.matrix !== undefined || values.like !== undefined || values.resume !== undefined) {
       // Validate every cell before touching the database: a bad matrix writes nothing.
-      let matrix;
-      let cells;
-      try {
-        matrix = values.matrix !== undefined ? readMatrixFile(values.matrix) : values.like !== undefined ? likeMatrix(values.like, seeds, databasePath) : null;
-        cells = matrix ? expandMatrix(matrix) : null;
-      } catch (error) {
-        if (error instanceof MatrixError) throw new UsageError(error.message);
-        throw error;
-      }
-      if (values['dry-run'] && matrix && cells) {
-        if (values.json) printJson(ctx.out, { name: matrix.name, preset: matrix.preset, cells: cells.map(({ config: _config, ...c }) => c) });
-        else ctx.out(table(['#', 'cell', 'seed'], cells.map((c) => [c.cellIndex, c.label, c.seed])));
+      const planned = plannedStudy(values, seeds, databasePath);
+      if (values['dry-run'] && planned) {
+        if (values.json) printJson(ctx.out, { name: planned.matrix.name, preset: planned.matrix.preset, cells: planned.cells.map(({ config: _config, ...c }) => c) });
+        else ctx.out(table(['#', 'cell', 'seed'], planned.cells.map((c) => [c.cellIndex, c.label, c.seed])));
         return 0;
       }
-      const store = openStore(databasePath);
-      const manager = createRunManager({ store, databasePath });
-      manager.recoverStaleRuns();
-      const abort = new AbortController();
-      const onSigint = () => {
-        if (!abort.signal.aborted) {
-          ctx.err('Stopping the study: no new runs; the runs in progress stop at their next safe point (resumable).');
-          abort.abort();
-          void manager.stopAll('study stopped by the user');
-        }
-      };
-      process.on('SIGINT', onSigint);
-      try {
-        let studyId: number;
-        let name: string;
-        if (matrix && cells) {
-          studyId = createStudy(store, matrix, cells);
-          name = matrix.name;
-          ctx.err(`Study ${studyId} "${matrix.name}": ${cells.length} runs, ${concurrency ?? matrix.concurrency} at a time (database ${databasePath}).`);
-        } else {
-          const ref = values.resume!;
-          const existing = /^\d+$/.test(ref) ? store.studies.get(Number(ref)) : (store.studies.list(10_000).find((s) => s.name === ref) ?? null);
-          if (!existing) {
-            ctx.err(`No study ${JSON.stringify(ref)} in ${databasePath}. List studies with: marsrl study --list`);
-            return 1;
-          }
-          studyId = existing.id;
-          name = existing.name;
-          ctx.err(`Resuming study ${studyId} "${name}" (database ${databasePath}).`);
-        }
-        let last = '';
-        const study = await runStudy({
-          store,
-          launcher: manager,
-          studyId,
-          concurrency,
-          signal: abort.signal,
-          retryUnfinished: values.resume !== undefined,
-          onProgress: (p) => {
-            const line = progressLine(p);
-            if (line !== last) ctx.err((last = line));
-          },
-          onLaunchError: (label, error) => ctx.err(`[study ${studyId}] could not launch ${label}: ${error.message}`),
-        });
-        const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, studyId, name));
-        let report = null;
-        try {
-          report = await writeReport(store, studyId, outDir, ctx, values.json);
-        } catch (error) {
-          ctx.err(`The study ended but its report failed: ${(error as Error).message}. Retry with: marsrl study --report ${studyId} --db ${databasePath}`);
-        }
-        if (values.json) printJson(ctx.out, { study, progress: studyProgress(store, studyId), report: report && { files: report.files, summary: report.summary } });
-        else ctx.out(`Study ${studyId} ${study.status}${study.statusReason ? ` (${study.statusReason})` : ''}.`);
-        return study.status === 'done' ? 0 : study.status === 'interrupted' ? 130 : 1;
-      } finally {
-        process.off('SIGINT', onSigint);
-        store.close();
-      }
+      return launchStudy({ planned, resume: values.resume, concurrency, out: values.out, json: values.json, databasePath }, ctx);
     }
-
     const store = openStore(databasePath);
     try {
-      if (values.list) {
-        const studies = store.studies.list().map((s) => ({ ...s, progress: studyProgress(store, s.id) }));
-        if (values.json) printJson(ctx.out, studies);
-        else if (studies.length === 0) ctx.out(`No studies in ${databasePath}.`);
-        else ctx.out(table(['id', 'name', 'status', 'runs', 'done', 'failed'], studies.map((s) => [s.id, s.name, s.status, s.progress?.total, s.progress?.done, s.progress?.failed])));
-        return 0;
-      }
-      const ref = values.report!;
-      const study = /^\d+$/.test(ref) ? store.studies.get(Number(ref)) : (store.studies.list(10_000).find((s) => s.name === ref) ?? null);
-      if (!study) {
-        ctx.err(`No study ${JSON.stringify(ref)} in ${databasePath}. List studies with: marsrl study --list`);
-        return 1;
-      }
-      const outDir = path.resolve(values.out ?? defaultReportDir(databasePath, study.id, study.name));
-      const report = await writeReport(store, study.id, outDir, ctx, values.json);
-      if (values.json) printJson(ctx.out, { study, files: report.files, summary: report.summary });
-      return 0;
+      return values.list ? listStudies(store, databasePath, values.json, ctx) : await reportStudy(store, values.report!, values.out, values.json, databasePath, ctx);
     } finally {
       store.close();
     }
