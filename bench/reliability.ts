@@ -283,9 +283,9 @@ async function killTrial(dir: string, trial: number, moment: Moment, victim: Vic
     result.landed = `checkpoint folder of step ${afterStep} had ${manifests} of its policies' manifests (${policies} policy folders) at the kill`;
   } else if (moment === 'update') {
     // Timed from the killed step's own update, not from step afterStep's figures: under load one
-    // step's time says little about the next's (a kill timed that way once came after the run had
-    // finished). One update span per agent is committed as each agent's update ends; once the
-    // first of step afterStep + 1 is in, the other agents' updates are still to come.
+    // step's time says little about the next's. One update span per agent is committed as each
+    // agent's update ends; once the first of step afterStep + 1 is in, the other agents' updates
+    // are still to come.
     const updateSpans = (step: number) => peek(databasePath, (db) => (db.prepare("SELECT COUNT(*) AS n FROM timeline WHERE run_id = ? AND step = ? AND kind = 'update'").get(runId, step) as { n: number }).n) ?? 0;
     const agents = Math.max(1, updateSpans(afterStep));
     await until(() => updateSpans(afterStep + 1) > 0 || run.child.exitCode !== null, 120_000, `the first update of step ${afterStep + 1}`, 2);
