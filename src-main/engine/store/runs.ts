@@ -110,7 +110,7 @@ export class RunsRepo {
       checker_version: run.checkerVersion ?? null,
     });
     const id = Number(result.lastInsertRowid);
-    this.db.prepare('INSERT OR IGNORE INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, 1, ?, NULL, ?)').run(id, now, run.checkerVersion ?? null);
+    this.statements.get('INSERT OR IGNORE INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, 1, ?, NULL, ?)').run(id, now, run.checkerVersion ?? null);
     return id;
   }
 
@@ -123,18 +123,18 @@ export class RunsRepo {
    */
   beginAttempt(id: number, fromStep: number, now = Date.now(), checkerVersion: string | null = null): { attempt: number; superseded: { turns: number; episodes: number; metrics: number } } {
     return this.db.transaction(() => {
-      const current = (this.db.prepare('SELECT attempt FROM runs WHERE id = ?').get(id) as { attempt: number } | undefined)?.attempt;
+      const current = (this.statements.get('SELECT attempt FROM runs WHERE id = ?').get(id) as { attempt: number } | undefined)?.attempt;
       if (current === undefined) throw new Error(`run ${id} does not exist`);
       const attempt = current + 1;
-      this.db.prepare('UPDATE runs SET attempt = ? WHERE id = ?').run(attempt, id);
-      this.db.prepare('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, ?, ?, ?, ?)').run(id, attempt, now, fromStep, checkerVersion);
+      this.statements.get('UPDATE runs SET attempt = ? WHERE id = ?').run(attempt, id);
+      this.statements.get('INSERT INTO run_attempts (run_id, attempt, started_at, resumed_from_step, checker_version) VALUES (?, ?, ?, ?, ?)').run(id, attempt, now, fromStep, checkerVersion);
       return { attempt, superseded: supersedeRedoneRows(this.db, id, attempt, fromStep) };
     }).immediate();
   }
 
   attempts(id: number): RunAttemptRow[] {
-    return this.db
-      .prepare('SELECT run_id AS runId, attempt, started_at AS startedAt, resumed_from_step AS resumedFromStep, checker_version AS checkerVersion FROM run_attempts WHERE run_id = ? ORDER BY attempt')
+    return this.statements
+      .get('SELECT run_id AS runId, attempt, started_at AS startedAt, resumed_from_step AS resumedFromStep, checker_version AS checkerVersion FROM run_attempts WHERE run_id = ? ORDER BY attempt')
       .all(id) as RunAttemptRow[];
   }
 
@@ -164,7 +164,7 @@ export class RunsRepo {
       .run({ id, status, reason, now });
     // A stop request is for the attempt it was made during: once that attempt has ended (or a new
     // one is queued), it must not stop the next.
-    if (status !== 'running') this.db.prepare('UPDATE runs SET stop_requested_at = NULL, stop_reason = NULL WHERE id = ?').run(id);
+    if (status !== 'running') this.statements.get('UPDATE runs SET stop_requested_at = NULL, stop_reason = NULL WHERE id = ?').run(id);
   }
 
   /**
@@ -175,8 +175,8 @@ export class RunsRepo {
    */
   requestStop(id: number, reason: string, now = Date.now()): boolean {
     return (
-      this.db
-        .prepare("UPDATE runs SET stop_requested_at = COALESCE(stop_requested_at, ?), stop_reason = COALESCE(stop_reason, ?) WHERE id = ? AND status IN ('queued', 'running')")
+      this.statements
+        .get("UPDATE runs SET stop_requested_at = COALESCE(stop_requested_at, ?), stop_reason = COALESCE(stop_reason, ?) WHERE id = ? AND status IN ('queued', 'running')")
         .run(now, reason, id).changes === 1
     );
   }
@@ -192,7 +192,7 @@ export class RunsRepo {
    * resuming the same run at once exactly one wins; the other gets false and must refuse.
    */
   claimForResume(id: number): boolean {
-    return this.db.prepare("UPDATE runs SET status = 'queued', status_reason = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status IN ('interrupted', 'failed')").run(id).changes === 1;
+    return this.statements.get("UPDATE runs SET status = 'queued', status_reason = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status IN ('interrupted', 'failed')").run(id).changes === 1;
   }
 
   setBackend(id: number, backend: string, info: Record<string, unknown>): void {
@@ -209,7 +209,7 @@ export class RunsRepo {
 
   /** The worker process that owns a running run reports in; null pid releases the run. */
   heartbeat(id: number, pid: number | null, now = Date.now()): void {
-    this.db.prepare('UPDATE runs SET worker_pid = ?, heartbeat_at = ? WHERE id = ?').run(pid, now, id);
+    this.statements.get('UPDATE runs SET worker_pid = ?, heartbeat_at = ? WHERE id = ?').run(pid, now, id);
   }
 
   delete(id: number): boolean {
@@ -240,7 +240,7 @@ export class RunsRepo {
   /** Row counts; episodes and turns are the live attempt's, superseded turns are counted apart. */
   counts(id: number): RunCounts {
     const count = (table: string, where = '') =>
-      (this.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE run_id = ? ${where}`).get(id) as { n: number }).n;
+      (this.statements.get(`SELECT COUNT(*) AS n FROM ${table} WHERE run_id = ? ${where}`).get(id) as { n: number }).n;
     return {
       problems: count('problems'),
       episodes: count('episodes', 'AND superseded_by IS NULL'),
@@ -259,12 +259,12 @@ export class RunsRepo {
    */
   markStale(reasonOf: (run: RunRow) => string | null): number[] {
     const marked: number[] = [];
-    for (const run of (this.db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[]).map(toRun)) {
+    for (const run of (this.statements.get(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[]).map(toRun)) {
       const reason = reasonOf(run);
       if (reason === null) continue;
       // Only if it is still `running` (its worker may have finished it meanwhile).
-      const changed = this.db
-        .prepare("UPDATE runs SET status = 'interrupted', status_reason = ?, ended_at = ?, worker_pid = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status = 'running'")
+      const changed = this.statements
+        .get("UPDATE runs SET status = 'interrupted', status_reason = ?, ended_at = ?, worker_pid = NULL, stop_requested_at = NULL, stop_reason = NULL WHERE id = ? AND status = 'running'")
         .run(reason, Date.now(), run.id).changes;
       if (changed) marked.push(run.id);
     }
@@ -273,7 +273,7 @@ export class RunsRepo {
 
   /** Runs left `running` by a process that no longer exists are marked interrupted. */
   markStaleRunning(reason: string, isAlive: (run: RunRow) => boolean): number[] {
-    const stale = (this.db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[])
+    const stale = (this.statements.get(`SELECT ${RUN_COLUMNS} FROM runs WHERE status = 'running'`).all() as RunRecord[])
       .map(toRun)
       .filter((run) => !isAlive(run));
     for (const run of stale) this.setStatus(run.id, 'interrupted', reason);
